@@ -1,0 +1,85 @@
+"""Command line of the generator: python3 -m generator <command> ...
+
+  list     print the selected variant names (with --deps: their templates)
+  variant  render one variant's three files into --outdir
+  registry render wd_registry.c / wd_registry_cuda.cu for the selection
+  physics  render wd_physics.h
+  all      render everything for the selection (for reading, or the tests)
+"""
+
+import argparse
+import os
+import sys
+
+from . import render
+from .manifest import manifest, select
+from .naming import parse
+
+
+def _selection(args):
+    return select(manifest(), args.kernels, args.kernels_exclude)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python3 -m generator", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    def add_filter(p):
+        p.add_argument("--kernels", default="*",
+                       help="include globs, comma or space separated (default *)")
+        p.add_argument("--kernels-exclude", default="",
+                       help="exclude globs, comma or space separated")
+
+    p = sub.add_parser("list", help="print the selected variant names")
+    add_filter(p)
+    p.add_argument("--deps", action="store_true",
+                   help="print 'name template...' per line")
+    p = sub.add_parser("variant", help="render one variant")
+    p.add_argument("name")
+    p.add_argument("--outdir", required=True)
+    p = sub.add_parser("registry", help="render the registry for the selection")
+    add_filter(p)
+    p.add_argument("--outdir", required=True)
+    p = sub.add_parser("physics", help="render wd_physics.h")
+    p.add_argument("--outdir", required=True)
+    p = sub.add_parser("all", help="render everything for the selection")
+    add_filter(p)
+    p.add_argument("--outdir", required=True)
+    args = ap.parse_args(argv)
+
+    if args.cmd == "list":
+        chosen = _selection(args)
+        if not chosen:
+            print(f"no variant matches --kernels={args.kernels!r} "
+                  f"--kernels-exclude={args.kernels_exclude!r}", file=sys.stderr)
+            return 2
+        for v in chosen:
+            print(" ".join([v.name] + render.template_deps(v)) if args.deps else v.name)
+        return 0
+    os.makedirs(args.outdir, exist_ok=True)
+    if args.cmd == "variant":
+        try:
+            v = parse(args.name)
+        except ValueError as e:
+            print(f"generator: {e}", file=sys.stderr)
+            return 2
+        if v not in manifest():
+            print(f"generator: {args.name} is not in the manifest", file=sys.stderr)
+            return 2
+        render.render_variant(v, args.outdir)
+    elif args.cmd == "registry":
+        render.render_registry(_selection(args), args.outdir)
+    elif args.cmd == "physics":
+        render.render_physics(args.outdir)
+    elif args.cmd == "all":
+        chosen = _selection(args)
+        for v in chosen:
+            render.render_variant(v, args.outdir)
+        render.render_registry(chosen, args.outdir)
+        render.render_physics(args.outdir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

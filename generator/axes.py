@@ -1,0 +1,88 @@
+"""The axes of a Dslash variant and the one table of tokens for each.
+
+Every string that names part of a variant (the "s" in dslash_s_r12_gf1_...),
+every storage type and every element width comes from these tables; the
+manifest, the templates, the registry and the meson filter all read them from
+here.  Enum values mean something: a precision's value is its bytes per
+stored real, a reconstruction's value is the reals stored per link.
+"""
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class Precision(IntEnum):
+    """Storage precision; the value is bytes per stored real."""
+
+    D = 8
+    S = 4
+    H = 2
+
+
+class Recon(IntEnum):
+    """Gauge reconstruction; the value is reals stored per link."""
+
+    R18 = 18
+    R12 = 12
+    R8 = 8
+
+
+@dataclass(frozen=True)
+class PrecisionInfo:
+    token: str  # name part: dslash_<token>_...
+    store: str  # C type of one stored real
+    compute: str  # C type the arithmetic runs in
+    literal: str  # suffix of a floating literal in the compute type
+    spinor_width: int  # reals per vector element of a spinor field
+    gauge_width: dict  # Recon -> reals per vector element of a gauge field
+    has_norm: bool  # fixed point with one float norm per spinor site
+    cname: str  # enum constant in the C headers
+
+
+# Vector element types by (store type, width): CUDA's own names, and the
+# names wd_kernel.h gives the same layouts on the CPU.
+VECTOR_TYPES = {
+    ("double", 2): "double2",
+    ("float", 2): "float2",
+    ("float", 4): "float4",
+    ("short", 2): "short2",
+    ("short", 4): "short4",
+}
+
+PRECISIONS = {
+    Precision.D: PrecisionInfo(
+        token="d", store="double", compute="double", literal="",
+        spinor_width=2,
+        gauge_width={Recon.R18: 2, Recon.R12: 2, Recon.R8: 2},
+        has_norm=False, cname="WD_PREC_DOUBLE"),
+    Precision.S: PrecisionInfo(
+        token="s", store="float", compute="float", literal="f",
+        spinor_width=4,
+        gauge_width={Recon.R18: 2, Recon.R12: 4, Recon.R8: 4},
+        has_norm=False, cname="WD_PREC_SINGLE"),
+    Precision.H: PrecisionInfo(
+        token="h", store="short", compute="float", literal="f",
+        spinor_width=4,
+        gauge_width={Recon.R18: 2, Recon.R12: 4, Recon.R8: 4},
+        has_norm=True, cname="WD_PREC_HALF"),
+}
+
+RECON_TOKEN = {Recon.R18: "r18", Recon.R12: "r12", Recon.R8: "r8"}
+
+# Boolean axes: gauge fixing, dagger, xpay.  Each spells "<token><0|1>".
+GAUGE_FIX_TOKEN = "gf"
+DAGGER_TOKEN = "dag"
+XPAY_TOKEN = "xpay"
+
+OPERATOR_TOKEN = "dslash"
+
+SPINOR_REALS = 24  # 4 spins x 3 colours x (re, im)
+NDIM = 4
+TIME_DIR = 3
+
+
+def vector_type(store, width):
+    try:
+        return VECTOR_TYPES[(store, width)]
+    except KeyError:
+        raise ValueError(f"no vector type of {width} x {store}") from None

@@ -1,0 +1,40 @@
+"""The manifest: the one list of Dslash variants wdirac can build.
+
+Nested loops over plain lists of axis values append to the list; meson's
+`kernels` / `kernels_exclude` globs pick what a build compiles.
+"""
+
+import fnmatch
+
+from .axes import Precision, Recon
+from .naming import Variant
+
+PRECISION_AXIS = [Precision.D, Precision.S, Precision.H]
+RECON_AXIS = [Recon.R18, Recon.R12, Recon.R8]
+GAUGE_FIX_AXIS = [0, 1]
+DAGGER_AXIS = [0, 1]
+XPAY_AXIS = [0, 1]
+
+
+def manifest():
+    variants = []
+    for precision in PRECISION_AXIS:
+        for recon in RECON_AXIS:
+            for gauge_fix in GAUGE_FIX_AXIS:
+                for dagger in DAGGER_AXIS:
+                    for xpay in XPAY_AXIS:
+                        variants.append(
+                            Variant(precision, recon, gauge_fix, dagger, xpay))
+    return variants
+
+
+def _globs(spec):
+    return [g for g in (spec or "").replace(",", " ").split() if g]
+
+
+def select(variants, include="*", exclude=""):
+    """Variants whose name matches an include glob and no exclude glob."""
+    inc, exc = _globs(include) or ["*"], _globs(exclude)
+    return [v for v in variants
+            if any(fnmatch.fnmatchcase(v.name, g) for g in inc)
+            and not any(fnmatch.fnmatchcase(v.name, g) for g in exc)]

@@ -1,0 +1,357 @@
+"""Rendering: the per-variant context, the expression helpers, the outputs.
+
+The templates hold structure (loops over hops, spins, colours); every number
+and every expression with a coefficient in it is made here from physics.py's
+data.  Per variant the generator writes
+
+    <name>_body.h   the per-site function (gcc and nvcc)
+    <name>_cpu.c    the OpenMP loop over one parity
+    <name>_cuda.cu  the CUDA kernel and its launcher
+
+and once per build wd_physics.h (constants and host-side layout helpers) and
+wd_registry.c / wd_registry_cuda.cu (the table of what was built).
+"""
+
+import os
+
+import jinja2
+
+from . import physics
+from .axes import (NDIM, PRECISIONS, SPINOR_REALS, TIME_DIR, Precision, Recon,
+                   vector_type)
+
+TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "templates")
+
+OUTPUT_SUFFIXES = ("_body.h", "_cpu.c", "_cuda.cu")
+REGISTRY_OUTPUTS = ("wd_registry.c", "wd_registry_cuda.cu")
+PHYSICS_OUTPUT = "wd_physics.h"
+
+MAIN_TEMPLATES = {"_body.h": "dslash_body.h.j2", "_cpu.c": "dslash_cpu.c.j2",
+                  "_cuda.cu": "dslash_cuda.cu.j2"}
+COLOURS = 3
+
+
+def _env():
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
+        undefined=jinja2.StrictUndefined, trim_blocks=True,
+        lstrip_blocks=True, keep_trailing_newline=True)
+    return env
+
+
+# ---------------------------------------------------------------- expressions
+
+def _num(x):
+    """An exact small real as C source (coefficients are integers here)."""
+    r = round(x)
+    assert abs(r - x) < physics.EPS, f"non-integer coefficient {x}"
+    return int(r)
+
+
+def _sum(terms):
+    """Join (integer scale, expression) terms into one C expression."""
+    parts = []
+    for scale, expr in terms:
+        if scale == 0:
+            continue
+        mag = abs(scale)
+        body = expr if mag == 1 else f"{mag} * {expr}"
+        parts.append(("- " if scale < 0 else "+ ") + body)
+    if not parts:
+        return "0"
+    text = " ".join(parts)
+    return text[2:] if text.startswith("+ ") else "-" + text[2:]
+
+
+def cmul_terms(coef, re, im):
+    """(re terms, im terms) of coef * (re + i im) for an exact coefficient."""
+    a, b = _num(coef.real), _num(coef.imag)
+    return [(a, re), (-b, im)], [(a, im), (b, re)]
+
+
+def lincomb(coefs, names):
+    """(re, im) C expressions of sum_k coefs[k] * z_k; names[k] = (re, im)."""
+    re_terms, im_terms = [], []
+    for coef, (re, im) in zip(coefs, names):
+        if abs(coef) < physics.EPS:
+            continue
+        r, i = cmul_terms(coef, re, im)
+        re_terms += r
+        im_terms += i
+    return _sum(re_terms), _sum(im_terms)
+
+
+def cprod(f, g):
+    """(re, im) of the product of two named complex factors ("x*" = conj).
+
+    "inv" is a real scalar.
+    """
+    def parts(name):
+        if name == "inv":
+            return "inv", None
+        conj = name.endswith("*")
+        base = name.rstrip("*")
+        return f"{base}_re", (f"-{base}_im" if conj else f"{base}_im")
+
+    fr, fi = parts(f)
+    gr, gi = parts(g)
+    if gi is None:
+        return f"{fr} * {gr}", f"{fi} * {gr}"
+    if fi is None:
+        return f"{fr} * {gr}", f"{fr} * {gi}"
+
+    def mul(x, y):
+        neg = x.startswith("-") != y.startswith("-")
+        return (neg, f"{x.lstrip('-')} * {y.lstrip('-')}")
+
+    def combine(p, q, sub):
+        (n1, e1), (n2, e2) = p, q
+        n2 = n2 != sub
+        text = ("-" if n1 else "") + e1 + (" - " if n2 else " + ") + e2
+        return text
+    return combine(mul(fr, gr), mul(fi, gi), True), combine(mul(fr, gi), mul(fi, gr), False)
+
+
+def link_name(row, col):
+    return next(n for n, rc in physics.LINK_ELEMENT.items() if rc == (row, col))
+
+
+# ---------------------------------------------------------------- contexts
+
+def _stored_names(count, width, prefix):
+    comps = "xyzw"[:width]
+    return [f"{prefix}{q // width}.{comps[q % width]}" for q in range(count)]
+
+
+def _link_context(v):
+    info = v.info
+    width = info.gauge_width[v.recon]
+    count = int(v.recon)
+    assert count % width == 0, f"{v.name}: {count} reals in elements of {width}"
+    lit = info.literal
+    raw = _stored_names(count, width, "g")
+    if info.has_norm:
+        stored = [f"(float){r} * WD_HALF_INV_SCALE" for r in raw]
+        if v.recon == Recon.R8:
+            stored[-2:] = [f"(float){r} * WD_HALF_INV_SCALE_PHASE" for r in raw[-2:]]
+    else:
+        stored = raw
+    ctx = {
+        "gvec": vector_type(info.store, width),
+        "elements": count // width,
+        "stored": stored,
+        "lit": lit,
+    }
+    if v.recon == Recon.R8:
+        names = list(physics.R8_COMPLEX)
+        ctx["r8_complex"] = [(n, stored[2 * i], stored[2 * i + 1])
+                             for i, n in enumerate(names)]
+        ctx["r8_phases"] = [(n, stored[len(names) * 2 + i])
+                            for i, n in enumerate(physics.R8_PHASES)]
+        ctx["r8_temps"] = [(n,) + cprod(f, g) for n, (f, g) in physics.R8_TEMPS]
+        ctx["r8_products"] = []
+        for n, terms in physics.R8_PRODUCTS:
+            re_terms, im_terms = [], []
+            for s, f, g in terms:
+                r, i = cprod(f, g)
+                re_terms.append((s, f"({r})"))
+                im_terms.append((s, f"({i})"))
+            ctx["r8_products"].append((n, _sum(re_terms), _sum(im_terms)))
+    else:
+        ctx["direct"] = [(link_name(q // 6, (q % 6) // 2), q % 2, stored[q])
+                         for q in physics.STORED_REALS[v.recon]]
+        if v.recon == Recon.R12:
+            ctx["cross"] = [(link_name(2, i), link_name(0, j), link_name(1, k),
+                             link_name(0, k), link_name(1, j))
+                            for i, j, k in physics.cross_conj_terms()]
+    return ctx
+
+
+def _matvec(adjoint):
+    """(re, im) of (U h)_r or (U^dag h)_r for r = 0..2, h locals h{j}{c}."""
+    rows = []
+    for j in range(2):
+        per_row = []
+        for r in range(COLOURS):
+            re_terms, im_terms = [], []
+            for c in range(COLOURS):
+                u = link_name(c, r) if adjoint else link_name(r, c)
+                if adjoint:
+                    # conj(u) h = (ur hr + ui hi) + i (ur hi - ui hr)
+                    re_terms += [(1, f"{u}_re * h{j}{c}_re"), (1, f"{u}_im * h{j}{c}_im")]
+                    im_terms += [(1, f"{u}_re * h{j}{c}_im"), (-1, f"{u}_im * h{j}{c}_re")]
+                else:
+                    re_terms += [(1, f"{u}_re * h{j}{c}_re"), (-1, f"{u}_im * h{j}{c}_im")]
+                    im_terms += [(1, f"{u}_re * h{j}{c}_im"), (1, f"{u}_im * h{j}{c}_re")]
+            per_row.append((_sum(re_terms), _sum(im_terms)))
+        rows.append(per_row)
+    return rows
+
+
+def _hop_context(v, hop, spinor_width):
+    lay = physics.spinor_layout(spinor_width)
+    elements = physics.elements_for_spins(hop.spins, spinor_width)
+    proj = []
+    for j in range(2):
+        per_c = []
+        for c in range(COLOURS):
+            names = [(f"e{lay[(k, c, 0)][0]}.{lay[(k, c, 0)][1]}",
+                      f"e{lay[(k, c, 1)][0]}.{lay[(k, c, 1)][1]}")
+                     for k in range(4)]
+            if v.info.has_norm:
+                names = [(f"(float){re}", f"(float){im}") for re, im in names]
+            per_c.append(lincomb(hop.proj[j], names))
+        proj.append(per_c)
+    acc = []
+    for i in range(4):
+        per_c = []
+        for c in range(COLOURS):
+            re, im = lincomb(hop.recon[i], [(f"w0{c}_re", f"w0{c}_im"),
+                                            (f"w1{c}_re", f"w1{c}_im")])
+            per_c.append(None if re == "0" else (re, im))
+        acc.append(per_c)
+    gauge_fixed = v.gauge_fix and hop.mu == TIME_DIR
+    return {
+        "label": hop.label,
+        "mu": hop.mu,
+        "forward": hop.forward,
+        "elements": elements,
+        "proj": proj,
+        "acc": acc,
+        "matvec": _matvec(adjoint=not hop.forward),
+        # a hop that crosses the time boundary carries the boundary sign
+        "wrap": ("n.t_last" if hop.forward else "n.t_first") if hop.mu == TIME_DIR else None,
+        "partial": "hop_gauge_fixed.j2" if gauge_fixed else "hop_link.j2",
+    }
+
+
+def _spinor_context(info):
+    width = info.spinor_width
+    lay = physics.spinor_layout(width)
+    out = [[[f"r{s}{c}_re", f"r{s}{c}_im"] for c in range(COLOURS)] for s in range(4)]
+    slots = [[None] * width for _ in range(SPINOR_REALS // width)]
+    for (s, c, part), (e, comp) in lay.items():
+        slots[e]["xyzw".index(comp)] = out[s][c][part]
+    xload = [[(f"x{lay[(s, c, 0)][0]}.{lay[(s, c, 0)][1]}",
+               f"x{lay[(s, c, 1)][0]}.{lay[(s, c, 1)][1]}") for c in range(COLOURS)]
+             for s in range(4)]
+    if info.has_norm:
+        xload = [[(f"(float){re} * x_scale", f"(float){im} * x_scale") for re, im in row]
+                 for row in xload]
+    return {
+        "svec": vector_type(info.store, width),
+        "spinor_elements": SPINOR_REALS // width,
+        "store_slots": slots,
+        "xload": xload,
+        "all_reals": [name for row in out for pair in row for name in pair],
+    }
+
+
+def partials(v):
+    """The partial templates a variant renders with (its dependencies)."""
+    fixed = "fixed" if v.info.has_norm else "float"
+    return {
+        "link": f"link_r{int(v.recon)}.j2",
+        "spinor_load": f"spinor_load_{fixed}.j2",
+        "spinor_store": f"spinor_store_{fixed}.j2",
+        "xpay": f"xpay{v.xpay}_{fixed}.j2",
+    }
+
+
+def template_deps(v):
+    hop_partials = {"hop_link.j2"} | ({"hop_gauge_fixed.j2"} if v.gauge_fix else set())
+    return sorted(set(MAIN_TEMPLATES.values()) | set(partials(v).values()) | hop_partials)
+
+
+def variant_context(v):
+    info = v.info
+    ctx = {
+        "name": v.name,
+        "variant": v,
+        "prec_cname": info.cname,
+        "real": info.compute,
+        "lit": info.literal,
+        "has_norm": info.has_norm,
+        "partials": partials(v),
+        "link": _link_context(v),
+        "hops": [_hop_context(v, h, info.spinor_width) for h in physics.hops(v.dagger)],
+        "ndim": NDIM,
+    }
+    ctx.update(_spinor_context(info))
+    return ctx
+
+
+def banner(template, what):
+    return (f"/* Generated by the wdirac generator from templates/{template} for "
+            f"{what}.  Do not edit: change the template or generator/ and rebuild. */")
+
+
+def render_variant(v, outdir):
+    env = _env()
+    ctx = variant_context(v)
+    written = []
+    for suffix, template in MAIN_TEMPLATES.items():
+        text = env.get_template(template).render(
+            banner=banner(template, v.name), **ctx)
+        path = os.path.join(outdir, v.name + suffix)
+        _write(path, text)
+        written.append(path)
+    return written
+
+
+def render_registry(variants, outdir):
+    env = _env()
+    rows = [{"name": v.name, "prec": v.info.cname, "recon": int(v.recon),
+             "gauge_fix": v.gauge_fix, "dagger": v.dagger, "xpay": v.xpay}
+            for v in variants]
+    for out in REGISTRY_OUTPUTS:
+        template = out + ".j2"
+        text = env.get_template(template).render(
+            banner=banner(template, f"{len(rows)} selected variants"), rows=rows)
+        _write(os.path.join(outdir, out), text)
+
+
+def physics_context():
+    s = physics.BASIS_CHANGE
+    sd = physics.dagger(s)
+
+    def table(m):
+        return [[(repr(float(complex(z).real)), repr(float(complex(z).imag))) for z in row]
+                for row in m]
+    return {
+        "half_scale": physics.HALF_SCALE,
+        "phase_scale": repr(physics.R8_PHASE_SCALE),
+        "basis_change": table(s),
+        "basis_change_inv": table(sd),
+        "stored": {int(r): list(q) for r, q in physics.STORED_REALS.items()},
+        "r8_complex": [physics.LINK_ELEMENT[n] for n in physics.R8_COMPLEX],
+        "r8_phases": [physics.LINK_ELEMENT[n] for n in physics.R8_PHASES],
+        "recons": [int(r) for r in Recon],
+        "precisions": [{"cname": i.cname, "bytes": int(p), "token": i.token,
+                        "spinor_width": i.spinor_width,
+                        "gauge_width": {int(r): w for r, w in i.gauge_width.items()},
+                        "has_norm": int(i.has_norm)}
+                       for p, i in PRECISIONS.items()],
+        "spinor_reals": SPINOR_REALS,
+    }
+
+
+def render_physics(outdir):
+    env = _env()
+    template = PHYSICS_OUTPUT + ".j2"
+    text = env.get_template(template).render(
+        banner=banner(template, "every variant"), **physics_context())
+    _write(os.path.join(outdir, PHYSICS_OUTPUT), text)
+
+
+def _write(path, text):
+    """Write through a temporary name, so an interrupted run leaves no half file."""
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+__all__ = ["render_variant", "render_registry", "render_physics", "template_deps",
+           "partials", "variant_context", "Precision"]

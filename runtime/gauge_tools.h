@@ -1,0 +1,50 @@
+/*
+ * gauge_tools.h: host-side gauge and spinor field tools on the host order of
+ * DESIGN.md (complex double; gauge [site][mu][3][3], spinor [site][4][3],
+ * site = x + X*(y + Y*(z + Z*t))).
+ *
+ * The externally accessible functions are
+ *   wd_volume               X*Y*Z*T
+ *   wd_su3_random           one Haar-random SU(3) matrix
+ *   wd_gauge_random         every link Haar-random SU(3)
+ *   wd_gauge_smooth         every link exp(i eps H), H random hermitian traceless
+ *                           with unit-variance entries: near the unit matrix
+ *   wd_gauge_unit           every link the unit matrix
+ *   wd_spinor_random        every component complex normal (unit variance)
+ *   wd_gauge_transform_random  g(n) Haar-random SU(3) at every site
+ *   wd_gauge_transform      U_mu(n) -> g(n) U_mu(n) g(n+mu)^dagger (periodic)
+ *   wd_spinor_transform     psi(n) -> g(n) psi(n), or g(n)^dagger psi(n)
+ *   wd_temporal_gauge       the g(n) of DESIGN.md's temporal gauge fixing:
+ *                           after wd_gauge_transform every U_t(n) with
+ *                           t < T-1 is the unit matrix, U_t at t = T-1
+ *                           carries the Polyakov-loop product
+ *   wd_su3_unitarity_error  max over links of |U U^dag - 1| and |det U - 1|
+ * Notes: outputs never alias inputs except where a function works in place
+ * (gauge_transform and spinor_transform work in place).
+ */
+#ifndef WDIRAC_GAUGE_TOOLS_H
+#define WDIRAC_GAUGE_TOOLS_H
+
+#include <complex.h>
+#include <stddef.h>
+
+#include "rng.h"
+
+size_t wd_volume(const int dims[4]);
+
+void wd_su3_random(double complex m[3][3], wd_rng *r);
+void wd_gauge_random(double complex *u, const int dims[4], wd_rng *r);
+void wd_gauge_smooth(double complex *u, const int dims[4], double eps, wd_rng *r);
+void wd_gauge_unit(double complex *u, const int dims[4]);
+void wd_spinor_random(double complex *psi, const int dims[4], wd_rng *r);
+
+/* g: volume * 9 complex, [site][3][3] */
+void wd_gauge_transform_random(double complex *g, const int dims[4], wd_rng *r);
+void wd_gauge_transform(double complex *u, const double complex *g, const int dims[4]);
+void wd_spinor_transform(double complex *psi, const double complex *g,
+                         const int dims[4], int dagger);
+void wd_temporal_gauge(double complex *g, const double complex *u, const int dims[4]);
+
+double wd_su3_unitarity_error(const double complex *u, size_t nlinks);
+
+#endif

@@ -1,0 +1,97 @@
+/*
+ * wd_kernel.h: what every generated Dslash body needs besides its own
+ * arithmetic, for both backends (gcc with OpenMP, nvcc).
+ *
+ * The externally accessible definitions are
+ *   WD_INLINE            force-inlined function usable on host and device
+ *   double2 ... short4   CUDA's vector element types; on the CPU, structs of
+ *                        the same size and alignment, so one packed buffer
+ *                        serves both backends byte for byte
+ *   wd_dslash_args       everything one parity application of a variant reads
+ *   wd_site_neighbours   coordinates and neighbour indices of an output site
+ *   wd_round_short       round to nearest for the 16-bit fixed-point store
+ *
+ * Field layout (both backends): a spinor field of one parity is
+ * SPINOR_ELEMENTS arrays of vector elements, element k of checkerboard site
+ * cb at k * stride + cb, stride = V/2 + pad.  A gauge field holds, for each
+ * direction mu and parity p, a block of link elements starting at
+ * goff[mu][p] (in elements), element k of site cb at
+ * goff[mu][p] + k * gstride[mu] + cb.  Gauge-fixed (gf1) fields store for
+ * mu = 3 only the last time slice, indexed by cb - tslice_cb0.
+ * Checkerboard index: cb = (x + X*(y + Y*(z + Z*t))) / 2.
+ */
+#ifndef WDIRAC_KERNEL_H
+#define WDIRAC_KERNEL_H
+
+#include <math.h>
+
+#if defined(__CUDACC__)
+#define WD_INLINE static __forceinline__ __host__ __device__
+#else
+#define WD_INLINE static inline __attribute__((always_inline))
+typedef struct { double x, y; } __attribute__((aligned(16))) double2;
+typedef struct { float x, y; } __attribute__((aligned(8))) float2;
+typedef struct { float x, y, z, w; } __attribute__((aligned(16))) float4;
+typedef struct { short x, y; } __attribute__((aligned(4))) short2;
+typedef struct { short x, y, z, w; } __attribute__((aligned(8))) short4;
+#endif
+
+typedef struct wd_dslash_args {
+    void *out;              /* output spinor, parity `parity` */
+    float *out_norm;        /* half precision: per-site norms of out */
+    const void *in;         /* input spinor, the other parity */
+    const float *in_norm;
+    const void *x;          /* xpay: out = x + a D in; x has parity `parity` */
+    const float *x_norm;
+    const void *gauge;
+    double a;               /* xpay coefficient */
+    long goff[4][2];        /* gauge block offsets, in elements */
+    int gstride[4];         /* gauge element stride per direction */
+    int dims[4];            /* X, Y, Z, T */
+    int volume_cb;          /* V/2: output sites */
+    int stride;             /* spinor element stride: V/2 + pad */
+    int parity;             /* output parity, even = 0 */
+    int tslice_cb0;         /* first checkerboard index of t = T-1 */
+    int tbc;                /* time boundary: +1 periodic, -1 antiperiodic */
+} wd_dslash_args;
+
+typedef struct wd_site {
+    int fwd[4];             /* checkerboard index of n + mu (other parity) */
+    int bwd[4];             /* checkerboard index of n - mu (other parity) */
+    int t_last;             /* n is on t = T-1: the forward t hop wraps */
+    int t_first;            /* n is on t = 0: the backward t hop wraps */
+} wd_site;
+
+WD_INLINE void wd_site_neighbours(const wd_dslash_args *a, int cb, wd_site *s)
+{
+    const int X = a->dims[0], Y = a->dims[1], Z = a->dims[2], T = a->dims[3];
+    const int xh = X >> 1;
+    int r = cb;
+    const int x1 = r % xh;
+    r /= xh;
+    const int y = r % Y;
+    r /= Y;
+    const int z = r % Z;
+    const int t = r / Z;
+    const int x = 2 * x1 + ((y + z + t + a->parity) & 1);
+    const int c[4] = {x, y, z, t};
+    const int ext[4] = {X, Y, Z, T};
+    const int step[4] = {1, X, X * Y, X * Y * Z};
+    const int full = x + X * (y + Y * (z + Z * t));
+    for (int mu = 0; mu < 4; ++mu) {
+        const int up = c[mu] == ext[mu] - 1 ? -(ext[mu] - 1) : 1;
+        const int dn = c[mu] == 0 ? ext[mu] - 1 : -1;
+        s->fwd[mu] = (full + up * step[mu]) >> 1;
+        s->bwd[mu] = (full + dn * step[mu]) >> 1;
+    }
+    s->t_last = t == T - 1;
+    s->t_first = t == 0;
+}
+
+#if defined(__CUDA_ARCH__)
+WD_INLINE short wd_round_short(float v) { return (short)__float2int_rn(v); }
+#else
+WD_INLINE short wd_round_short(float v) { return (short)lrintf(v); }
+#endif
+
+#endif

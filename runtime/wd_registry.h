@@ -1,0 +1,42 @@
+/*
+ * wd_registry.h: the table of Dslash variants this build compiled.
+ *
+ * The externally accessible definitions are
+ *   wd_variants[], wd_variant_count  generated (wd_registry.c), manifest order
+ *   wd_variant_find                  look a variant up by its name
+ * A variant's name spells every axis (generator/naming.py); its fields here
+ * repeat them as numbers for the runtime.
+ */
+#ifndef WDIRAC_REGISTRY_H
+#define WDIRAC_REGISTRY_H
+
+#include "wd_kernel.h"
+#include "wdirac.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef void (*wd_cpu_dslash_fn)(const wd_dslash_args *a);
+
+typedef struct wd_variant {
+    const char *name;
+    int precision;      /* bytes per stored real: 8, 4, 2 */
+    int recon;          /* reals stored per link: 18, 12, 8 */
+    int gauge_fix;
+    int dagger;
+    int xpay;
+    wd_cpu_dslash_fn cpu;
+} wd_variant;
+
+extern const wd_variant wd_variants[];
+extern const int wd_variant_count;
+
+/* index into wd_variants of the variant with this name, -1 if not built */
+int wd_variant_find(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

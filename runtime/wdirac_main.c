@@ -1,0 +1,66 @@
+/*
+ * wdirac_main.c: the `wdirac` command-line program.
+ *
+ *   wdirac list [GLOB]        the Dslash variants this build has
+ *   wdirac bench dslash ...   the Dslash benchmark (bench/dslash_bench.c)
+ *   wdirac version            the commit it was built from
+ *
+ * Exit codes: 0 success, 1 a run that failed, 2 bad usage or input,
+ * 3 internal error (out of memory).
+ */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "wd_bench.h"
+#include "wd_registry.h"
+#include "wd_version.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: wdirac <command> [options]\n"
+            "  list [GLOB]       print the Dslash variants this build has (names glob)\n"
+            "  bench dslash      time Dslash variants (wdirac bench dslash --help)\n"
+            "  version           print the commit this program was built from\n");
+}
+
+static int cmd_list(int argc, char **argv)
+{
+    const char *glob = argc > 0 ? argv[0] : "*";
+    int n = 0;
+    for (int i = 0; i < wd_variant_count; ++i)
+        if (fnmatch(glob, wd_variants[i].name, 0) == 0) {
+            puts(wd_variants[i].name);
+            n++;
+        }
+    if (!n) {
+        fprintf(stderr, "wdirac list: no built variant matches '%s'\n", glob);
+        return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "list"))
+        return cmd_list(argc - 2, argv + 2);
+    if (!strcmp(cmd, "bench") && argc >= 3 && !strcmp(argv[2], "dslash"))
+        return wd_bench_dslash_main(argc - 3, argv + 3);
+    if (!strcmp(cmd, "version")) {
+        printf("wdirac %s\n", WD_GIT_COMMIT);
+        return 0;
+    }
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "wdirac: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}
