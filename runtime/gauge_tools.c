@@ -10,7 +10,7 @@
  *   wd_gauge_smooth         exp(i eps H) on every link, H traceless hermitian
  *                           (off-diagonal entries complex normal with
  *                           E|H_ij|^2 = 1, diagonal real normals minus their
- *                           mean); SU(3) to rounding for any eps
+ *                           mean); SU(3) to rounding for any |eps| < 1e150
  *   wd_gauge_unit           every link the unit matrix
  *   wd_spinor_random        every component complex normal, E|z|^2 = 1
  *   wd_gauge_transform_random  wd_su3_random at every site
@@ -78,12 +78,13 @@ static double complex complex_normal(wd_rng *r)
 
 /* Orthonormalise the rows of m (Gram-Schmidt, each projection done twice so
  * that orthogonality holds to rounding even for an ill-conditioned start),
- * then divide by a cube root of the determinant, which has modulus 1 by then.
- * The Gram-Schmidt R factor has a positive real diagonal, the phase fix that
- * makes QR of a Gaussian matrix Haar-distributed on U(3); because
- * project(m W) = project(m) W for every W in SU(3), the result is then Haar on
- * SU(3).  Near a unitary matrix the change is of the order of the defect, so
- * this also serves to reunitarise. */
+ * then divide by the principal cube root of the determinant, which has
+ * modulus 1 by then.  Haar: Gram-Schmidt's triangular factor has a positive
+ * real diagonal (the phase fix a library QR would need), so
+ * project(m W) = project(m) W for every W in SU(3); a complex Gaussian m is
+ * distributed as m W, hence so is the result as result W, and the only such
+ * measure on SU(3) is Haar's.  Near a unitary matrix the change is of the
+ * order of the defect, so this also serves to reunitarise. */
 static void project_su3(double complex *m)
 {
     for (int i = 0; i < 3; i++) {
@@ -111,8 +112,10 @@ static void project_su3(double complex *m)
 
 /* exp(a) for a = i eps H: scale a by 2^-s until its Frobenius norm is at
  * most 1/2, sum the Taylor series until a term drops below 1e-20 of the
- * unit matrix (at most ~20 terms), square s times, then reunitarise to
- * remove the rounding of the squarings. */
+ * unit matrix (at most ~20 terms), then square s times.  Reunitarising
+ * after every squaring keeps the rounding from doubling at each one, so the
+ * result is SU(3) to rounding even for a huge eps (where it is no longer an
+ * accurate exponential, and need not be). */
 static void su3_exp(double complex *out, const double complex *a)
 {
     double norm2 = 0;
@@ -141,12 +144,13 @@ static void su3_exp(double complex *out, const double complex *a)
         if (tnorm2 < 1e-40)
             break;
     }
+    project_su3(out);
     for (int s = 0; s < squarings; s++) {
         mat_mul(next, out, out);
         for (int k = 0; k < 9; k++)
             out[k] = next[k];
+        project_su3(out);
     }
-    project_su3(out);
 }
 
 size_t wd_volume(const int dims[4])

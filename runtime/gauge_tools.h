@@ -8,19 +8,28 @@
  *   wd_su3_random           one Haar-random SU(3) matrix
  *   wd_gauge_random         every link Haar-random SU(3)
  *   wd_gauge_smooth         every link exp(i eps H), H random hermitian traceless
- *                           with unit-variance entries: near the unit matrix
+ *                           (off-diagonal entries complex normal, E|H_ij|^2 = 1;
+ *                           diagonal real normals minus their mean, variance
+ *                           2/3): within ~eps |H| of the unit matrix; SU(3) to
+ *                           rounding for any |eps| < 1e150
  *   wd_gauge_unit           every link the unit matrix
- *   wd_spinor_random        every component complex normal (unit variance)
+ *   wd_spinor_random        every component complex normal, E|z|^2 = 1 (real
+ *                           and imaginary parts of variance 1/2)
  *   wd_gauge_transform_random  g(n) Haar-random SU(3) at every site
  *   wd_gauge_transform      U_mu(n) -> g(n) U_mu(n) g(n+mu)^dagger (periodic)
  *   wd_spinor_transform     psi(n) -> g(n) psi(n), or g(n)^dagger psi(n)
- *   wd_temporal_gauge       the g(n) of DESIGN.md's temporal gauge fixing:
- *                           after wd_gauge_transform every U_t(n) with
- *                           t < T-1 is the unit matrix, U_t at t = T-1
- *                           carries the Polyakov-loop product
- *   wd_su3_unitarity_error  max over links of |U U^dag - 1| and |det U - 1|
+ *   wd_temporal_gauge       the g(n) of DESIGN.md's temporal gauge fixing,
+ *                           g(x,y,z,0) = 1, g(t+1) = g(t) U_t(t): after
+ *                           wd_gauge_transform every U_t(n) with t < T-1 is
+ *                           the unit matrix, U_t at t = T-1 carries the
+ *                           Polyakov-loop product U_t(0) U_t(1) ... U_t(T-1)
+ *   wd_su3_unitarity_error  max over links of the largest entry of
+ *                           |U U^dag - 1| and of |det U - 1|; infinite when
+ *                           a link holds a NaN
  * Notes: outputs never alias inputs except where a function works in place
- * (gauge_transform and spinor_transform work in place).
+ * (gauge_transform and spinor_transform work in place).  The random fields
+ * are drawn site by site in host order, so a seed fixes the field whatever
+ * the number of threads.
  */
 #ifndef WDIRAC_GAUGE_TOOLS_H
 #define WDIRAC_GAUGE_TOOLS_H

@@ -7,7 +7,9 @@
  *   wd_rng_u64       next 64 random bits (xoshiro256**)
  *   wd_rng_uniform   uniform double in [0, 1)
  *   wd_rng_normal    standard normal double (Box-Muller)
- * The same seed gives the same stream on every machine.
+ * The same seed gives the same integer (and uniform) stream on every machine;
+ * wd_rng_normal goes through libm's log and cos, so its last bits can differ
+ * between C libraries.
  */
 #ifndef WDIRAC_RNG_H
 #define WDIRAC_RNG_H

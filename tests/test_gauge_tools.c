@@ -13,8 +13,8 @@
  *                   fields; Haar moments E tr U = 0, E |tr U|^2 = 1 and
  *                   E (tr U)^3 = 1 (the last is 0 on U(3): it sees the det
  *                   fix); the error measure flags broken links
- *   smooth field    exactly 1 at eps = 0, |U - 1| of order eps, E|U_ij|^2
- *                   = eps^2 off the diagonal
+ *   smooth field    exactly 1 at eps = 0, SU(3) for eps up to 1e6, |U - 1|
+ *                   of order eps, E|U_ij|^2 = eps^2 off the diagonal
  *   transforms      every plaquette trace unchanged by a random gauge
  *                   transformation; spinor_transform with dagger undoes it
  *
@@ -202,7 +202,7 @@ static void test_smooth(const int dims[4], wd_rng *r)
         err = fmax(err, cabs(u[k] - ((k % 9) % 4 == 0 ? 1 : 0)));
     check("smooth: eps = 0 is exactly 1", err, 0);
 
-    const double eps_list[] = {1e-3, 0.1, 1.0, 3.0};
+    const double eps_list[] = {1e-3, 0.1, 1.0, 3.0, 1e6};
     for (size_t e = 0; e < sizeof eps_list / sizeof eps_list[0]; e++) {
         const double eps = eps_list[e];
         wd_gauge_smooth(u, dims, eps, r);

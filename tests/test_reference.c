@@ -497,10 +497,10 @@ static void test_schur(const lattice *l, const double complex *u, int t_sign,
  * p_t = 2 pi k / T (periodic) or (2 pi k + pi) / T (antiperiodic).  Then
  *   D x = sum_mu [ (1 - g_mu) e^{i p_mu} + (1 + g_mu) e^{-i p_mu} ] x
  *       = sum_mu [ 2 cos p_mu - 2 i g_mu sin p_mu ] x,
- * D^dag the same with +2 i, and M = (4+m) - D/2.  Momenta: zero, all
- * components pi (K = -8), a doubler with K = 0 (two components pi, two zero;
- * D x must vanish), and random ones.  Errors are relative to ||x||, since
- * D x itself vanishes for the doubler.
+ * D^dag the same with +2 i, and M = (4+m) - D/2.  Momenta k: zero, L/2 in
+ * every direction, L/2 in x and y only (periodic: a doubler with D x = 0),
+ * and three random ones; antiperiodic adds pi/T to p_t.  Errors are
+ * relative to ||x||, since D x itself vanishes for the doubler.
  */
 static void test_free_field(const lattice *l, int t_sign, wd_rng *r)
 {

@@ -10,8 +10,10 @@
  *   site = x + X*(y + Y*(z + Z*t)), parity (x+y+z+t) % 2, even = 0.
  *
  * t_sign is the time boundary condition: +1 periodic, -1 antiperiodic (the
- * sign multiplies every hop that crosses the t = T-1 <-> t = 0 boundary).
- * dagger = 0 applies the operator, 1 its hermitian conjugate.
+ * sign multiplies every hop that crosses the t = T-1 <-> t = 0 boundary, in
+ * either direction; the links themselves are periodic).
+ * dagger = 0 applies the operator, 1 its hermitian conjugate, coded directly
+ * (projectors 1 + g_mu forward, 1 - g_mu backward), not as g5 D g5.
  *
  * The externally accessible functions are
  *   ref_gamma        DR gamma matrices g1..g4 (mu = 0..3) and g5 (mu = 4)
@@ -20,8 +22,8 @@
  *   ref_wilson       M = (4+m) - D/2 on the whole lattice
  *   ref_schur        Mhat_ee = 1 - kappa^2 D_eo D_oe on the even sites
  *   ref_apply_g5     multiply every site by g5
- * Notes: out must not alias any input.  Extents must be even and >= 2
- * (callers check DESIGN.md's stricter >= 4).
+ * Notes: out must not alias any input (ref_apply_g5 excepted).  Extents
+ * must be even and >= 2 (callers check DESIGN.md's stricter >= 4).
  */
 #ifndef WDIRAC_REF_WILSON_H
 #define WDIRAC_REF_WILSON_H
@@ -29,7 +31,8 @@
 #include <complex.h>
 #include <stddef.h>
 
-/* g[row][col] of gamma_{mu+1} for mu = 0..3, gamma_5 = g1 g2 g3 g4 for mu = 4 */
+/* g[row][col] of gamma_{mu+1} for mu = 0..3, gamma_5 = g1 g2 g3 g4 for mu = 4;
+ * the zero matrix for any other mu */
 void ref_gamma(int mu, double complex g[4][4]);
 
 /* out = D in, every site */
@@ -49,8 +52,11 @@ void ref_wilson(double complex *out, const double complex *u,
                 int t_sign, int dagger);
 
 /* out_e = in_e - kappa^2 D_eo D_oe in_e, kappa = 1/(2(4+mass)); reads in
- * only on even sites; out is zero on odd sites.  dagger gives Mhat^dagger
- * = 1 - kappa^2 D_eo^dag D_oe^dag (D^dag restricted the same way). */
+ * only on even sites; out is zero on odd sites.  dagger gives
+ * Mhat^dagger = 1 - kappa^2 (D^dag)_eo (D^dag)_oe, the same formula with
+ * D^dag for D: the blocks of D^dag, not the daggered blocks of D (note
+ * (D_eo D_oe)^dag = (D_oe)^dag (D_eo)^dag = (D^dag)_eo (D^dag)_oe).
+ * Allocates nothing: out's odd half holds D_oe in_e on the way. */
 void ref_schur(double complex *out, const double complex *u,
                const double complex *in, const int dims[4], double mass,
                int t_sign, int dagger);
