@@ -3,6 +3,7 @@
  *
  * The externally accessible functions are
  *   wd_variant_find          index of a built variant by name, -1 if none
+ *   wd_variant_find_axes     index of the built variant with these axis values
  *   wd_variant_count_built   how many variants this build has
  *   wd_variant_name          the name of built variant i
  *   wd_dslash_cpu            pack host fields, run a variant, unpack the result
@@ -19,6 +20,17 @@ int wd_variant_find(const char *name)
     for (int i = 0; i < wd_variant_count; ++i)
         if (strcmp(wd_variants[i].name, name) == 0)
             return i;
+    return -1;
+}
+
+int wd_variant_find_axes(int precision, int recon, int gauge_fix, int dagger, int xpay)
+{
+    for (int i = 0; i < wd_variant_count; ++i) {
+        const wd_variant *v = &wd_variants[i];
+        if (v->precision == precision && v->recon == recon && v->gauge_fix == !!gauge_fix &&
+            v->dagger == !!dagger && v->xpay == !!xpay)
+            return i;
+    }
     return -1;
 }
 

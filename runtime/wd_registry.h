@@ -4,6 +4,7 @@
  * The externally accessible definitions are
  *   wd_variants[], wd_variant_count  generated (wd_registry.c), manifest order
  *   wd_variant_find                  look a variant up by its name
+ *   wd_variant_find_axes             ... or by its axis values (no names spelled by hand)
  * A variant's name spells every axis (generator/naming.py); its fields here
  * repeat them as numbers for the runtime.
  */
@@ -34,6 +35,8 @@ extern const int wd_variant_count;
 
 /* index into wd_variants of the variant with this name, -1 if not built */
 int wd_variant_find(const char *name);
+/* index of the built variant with these axis values, -1 if not built */
+int wd_variant_find_axes(int precision, int recon, int gauge_fix, int dagger, int xpay);
 
 #ifdef __cplusplus
 }
