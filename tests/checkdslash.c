@@ -33,18 +33,17 @@
 
 /*
  * Tolerances on relative L2 and relative max error, per precision (bytes per
- * real).  Measured worst cases on random fields sit well below these (see the
- * closing note of the foundation issue): double ~1e-16, single ~1e-7, half
- * ~3e-5 (the 16-bit mantissa).  Recon 8 loses accuracy where |a1| -> 1
- * (the 1/N^2 of the reconstruction): on the smooth near-unit field it gets
- * the relaxation factors below.
+ * real), set at about 10x the worst measured over 5 seeds x 7 cases x 24
+ * variants per precision (gcc 12, x86-64): double 3e-15, single 1.5e-7,
+ * half 5.3e-5 (the 16-bit mantissa).  Recon 8 divides by
+ * N^2 = |a2|^2 + |a3|^2, which a Haar-random link can make small, and uses
+ * float sin/cos and sqrt: worst measured double 6.9e-14, single 7.3e-6,
+ * half 2.7e-3 (that one on the smooth field), hence its factor 50.
  */
-static double tolerance(int precision, int recon, int smooth)
+static double tolerance(int precision, int recon)
 {
-    double tol = precision == 8 ? 1e-13 : precision == 4 ? 2e-6 : 1e-3;
-    if (recon == 8)
-        tol *= smooth ? (precision == 8 ? 1e3 : 30) : 10;
-    return tol;
+    const double tol = precision == 8 ? 2e-14 : precision == 4 ? 1e-6 : 3e-4;
+    return recon == 8 ? 50 * tol : tol;
 }
 
 typedef struct field_case {
@@ -254,16 +253,10 @@ int main(int argc, char **argv)
         wd_rng_seed(&rng, seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(k + 1)));
         errors worst = {0, 0, 0, 0};
         int ok = 1;
-        double tol_used = 0, worst_ratio = 0;
+        const double tol = tolerance(v->precision, v->recon);
         for (int c = 0; c < NCASES; ++c) {
             errors e = {0, 0, 0, 0};
             ok &= run_case(v, &cases[c], &rng, &e);
-            const double tol = tolerance(v->precision, v->recon, cases[c].smooth);
-            const double ratio = fmax(e.rel_l2, e.rel_max) / tol;
-            if (ratio > worst_ratio || c == 0) {
-                worst_ratio = ratio;
-                tol_used = tol;
-            }
             if (verbose)
                 printf("    %-28s %dx%dx%dx%d tbc %+d %s rel_l2=%.2e max=%.2e tol=%.0e\n", v->name,
                        cases[c].dims[0], cases[c].dims[1], cases[c].dims[2], cases[c].dims[3],
@@ -279,7 +272,7 @@ int main(int argc, char **argv)
         tested++;
         failed += !ok;
         printf("%-28s %s  rel_l2=%.2e max=%.2e tol=%.0e%s%s\n", v->name, ok ? "OK  " : "FAIL",
-               worst.rel_l2, worst.rel_max, tol_used,
+               worst.rel_l2, worst.rel_max, tol,
                worst.unwritten ? "  (unwritten output sites)" : "",
                worst.pad_touched ? "  (padding overwritten)" : "");
     }
