@@ -5,9 +5,12 @@
   registry render wd_registry.c / wd_registry_cuda.cu for the selection
   physics  render wd_physics.h
   all      render everything for the selection (for reading, or the tests)
+  buildid  write wd_build_id.h: a hash of the given generated sources and
+           options, which keys the GPU tune cache to this exact build
 """
 
 import argparse
+import hashlib
 import os
 import sys
 
@@ -46,7 +49,20 @@ def main(argv=None):
     p = sub.add_parser("all", help="render everything for the selection")
     add_filter(p)
     p.add_argument("--outdir", required=True)
+    p = sub.add_parser("buildid", help="write wd_build_id.h")
+    p.add_argument("--out", required=True)
+    p.add_argument("--salt", default="", help="build options that change the code")
+    p.add_argument("sources", nargs="*")
     args = ap.parse_args(argv)
+
+    if args.cmd == "buildid":
+        h = hashlib.sha256(args.salt.encode())
+        for path in sorted(args.sources, key=os.path.basename):
+            h.update(os.path.basename(path).encode())
+            with open(path, "rb") as f:
+                h.update(f.read())
+        render.write_build_id(args.out, h.hexdigest()[:16])
+        return 0
 
     if args.cmd == "list":
         chosen = _selection(args)

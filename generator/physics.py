@@ -31,8 +31,9 @@ DR_GAMMA = (
 
 # Largest magnitude of a 16-bit fixed-point value: v = round(x * HALF_SCALE).
 HALF_SCALE = 32767
-# Reconstruction 8 stores phases in [-pi, pi]; half precision scales them by
-# 1/pi so that every stored number lies in [-1, 1].
+# Reconstruction 8 stores each phase divided by pi, in [-1, 1], in every
+# precision: half precision needs numbers in [-1, 1], and the kernel takes
+# sin(pi x), cos(pi x) with sincospi, which needs no argument reduction.
 R8_PHASE_SCALE = math.pi
 
 EPS = 1e-12

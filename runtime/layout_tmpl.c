@@ -135,7 +135,7 @@ static void compress_link(const double complex *m, int recon, double *q)
             q[2 * i + 1] = cimag(z);
         }
         for (int i = 0; i < 2; ++i)
-            q[6 + i] = carg(m[3 * wd_r8_phases[i][0] + wd_r8_phases[i][1]]);
+            q[6 + i] = carg(m[3 * wd_r8_phases[i][0] + wd_r8_phases[i][1]]) / WD_R8_PHASE_SCALE;
         return;
     }
     const int *idx = recon == 18 ? wd_recon18_stored : wd_recon12_stored;
@@ -161,12 +161,8 @@ void PFN(wd_pack_gauge)(const wd_gauge_layout *l, void *dst,
                 double q[18];
                 compress_link(m, l->recon, q);
                 const long base = l->goff[mu][parity] + (cb - first);
-                for (int r = 0; r < l->recon; ++r) {
-                    double scale = WD_HALF_SCALE;
-                    if (l->recon == 8 && r >= 6)
-                        scale = WD_HALF_SCALE / WD_R8_PHASE_SCALE;
-                    out[(base + (long)(r / w) * l->gstride[mu]) * w + r % w] = to_store(q[r], scale);
-                }
+                for (int r = 0; r < l->recon; ++r)
+                    out[(base + (long)(r / w) * l->gstride[mu]) * w + r % w] = to_store(q[r], WD_HALF_SCALE);
             }
         }
     }

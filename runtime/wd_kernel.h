@@ -10,6 +10,10 @@
  *   wd_dslash_args       everything one parity application of a variant reads
  *   wd_site_neighbours   coordinates and neighbour indices of an output site
  *   wd_round_short       round to nearest for the 16-bit fixed-point store
+ *   wd_sincospi[f]       sin and cos of pi x (recon 8 stores phases / pi:
+ *                        no argument reduction, so no local memory on the GPU)
+ *   WD_LOAD              load of a read-only field element (through the
+ *                        non-coherent read-only path on the GPU)
  *
  * Field layout (both backends): a spinor field of one parity is
  * SPINOR_ELEMENTS arrays of vector elements, element k of checkerboard site
@@ -87,6 +91,29 @@ WD_INLINE void wd_site_neighbours(const wd_dslash_args *a, int cb, wd_site *s)
     s->t_last = t == T - 1;
     s->t_first = t == 0;
 }
+
+#if defined(__CUDA_ARCH__)
+#define WD_LOAD(p) __ldg(p)
+#else
+#define WD_LOAD(p) (*(p))
+#endif
+
+#if defined(__CUDA_ARCH__)
+WD_INLINE void wd_sincospi(double x, double *s, double *c) { sincospi(x, s, c); }
+WD_INLINE void wd_sincospif(float x, float *s, float *c) { sincospif(x, s, c); }
+#else
+#define WD_PI 3.14159265358979323846
+WD_INLINE void wd_sincospi(double x, double *s, double *c)
+{
+    *s = sin(WD_PI * x);
+    *c = cos(WD_PI * x);
+}
+WD_INLINE void wd_sincospif(float x, float *s, float *c)
+{
+    *s = (float)sin(WD_PI * x);
+    *c = (float)cos(WD_PI * x);
+}
+#endif
 
 #if defined(__CUDA_ARCH__)
 WD_INLINE short wd_round_short(float v) { return (short)__float2int_rn(v); }

@@ -11,11 +11,17 @@
  * transformed to temporal gauge by wd_temporal_gauge, with the source
  * transformed by g and the result by g^dagger, and must reproduce D(U).
  *
+ * With --backend gpu the packed fields (poisoned output included) are copied
+ * to the GPU, the variant runs there with its autotuned block size, and the
+ * packed output comes back; the CPU backend also runs on the same packed
+ * input and the two results must agree (column cpu=) within the tolerance.
+ *
  * One line per variant: worst relative L2 error, worst max error (relative to
  * max |reference|), the tolerance; "N of M failed" last.  Exit 0 when all
- * pass, 1 otherwise.  A built variant left untested fails the run.
+ * pass, 1 otherwise, 77 for --backend gpu without a usable GPU.  A built
+ * variant left untested fails the run.
  *
- *   checkdslash [--seed N] [--kernels GLOB] [--verbose]
+ *   checkdslash [--backend cpu|gpu] [--seed N] [--kernels GLOB] [--verbose]
  */
 #include <complex.h>
 #include <fnmatch.h>
@@ -26,8 +32,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "cuda_rt.h"
 #include "gauge_tools.h"
 #include "ref_wilson.h"
+#include "wd_tune.h"
+#include "wd_gpu.h"
 #include "wd_layout.h"
 #include "wd_registry.h"
 
@@ -69,9 +78,48 @@ static const field_case cases[] = {
 #define POISON 0xFF
 
 typedef struct errors {
-    double rel_l2, rel_max;
-    int unwritten, pad_touched;
+    double rel_l2, rel_max, cpu_diff;
+    int unwritten, pad_touched, gpu_failed;
 } errors;
+
+static int use_gpu;
+
+/* Copy the packed fields to the GPU, run variant k there, copy the packed
+ * output (and its norms) back over the host buffers. */
+static int run_on_gpu(int k, wd_dslash_args *host_args, const wd_spinor_layout *sl,
+                      const wd_gauge_layout *gl)
+{
+    void *g = NULL, *i = NULL, *x = NULL, *o = NULL, *n = NULL;
+    const size_t nb = 3 * (size_t)sl->volume_cb * sizeof(float);
+    wd_status st = wd_cuda_malloc(&g, gl->bytes, "gauge");
+    if (st == WD_OK) st = wd_cuda_malloc(&i, sl->bytes, "in");
+    if (st == WD_OK) st = wd_cuda_malloc(&x, sl->bytes, "x");
+    if (st == WD_OK) st = wd_cuda_malloc(&o, sl->bytes, "out");
+    if (st == WD_OK) st = wd_cuda_malloc(&n, nb, "norms");
+    float *hn = host_args->in_norm ? (float *)host_args->in_norm : NULL;
+    if (st == WD_OK) st = wd_cuda_h2d(g, host_args->gauge, gl->bytes);
+    if (st == WD_OK) st = wd_cuda_h2d(i, host_args->in, sl->bytes);
+    if (st == WD_OK) st = wd_cuda_h2d(x, host_args->x, sl->bytes);
+    if (st == WD_OK) st = wd_cuda_h2d(o, host_args->out, sl->bytes);
+    if (st == WD_OK) st = wd_cuda_h2d(n, hn, nb);
+    if (st == WD_OK) {
+        wd_dslash_args a = *host_args;
+        a.gauge = g;
+        a.in = i;
+        a.x = x;
+        a.out = o;
+        a.in_norm = (float *)n;
+        a.out_norm = (float *)n + sl->volume_cb;
+        a.x_norm = (float *)n + 2 * sl->volume_cb;
+        st = wd_gpu_dslash(k, &a, PAD, 0);
+    }
+    if (st == WD_OK) st = wd_cuda_d2h(host_args->out, o, sl->bytes);
+    if (st == WD_OK) st = wd_cuda_d2h(hn, n, nb);
+    if (st != WD_OK)
+        fprintf(stderr, "%s on the GPU: %s\n", wd_variants[k].name, wd_last_error());
+    wd_cuda_free(g), wd_cuda_free(i), wd_cuda_free(x), wd_cuda_free(o), wd_cuda_free(n);
+    return st == WD_OK;
+}
 
 static int all_bytes(const unsigned char *p, size_t n, unsigned char v)
 {
@@ -105,8 +153,9 @@ static int parity_of(const int dims[4], size_t site)
 }
 
 /* Run one variant on one case; compare with the reference. */
-static int run_case(const wd_variant *v, const field_case *fc, wd_rng *rng, errors *e)
+static int run_case(int k, const field_case *fc, wd_rng *rng, errors *e)
 {
+    const wd_variant *v = &wd_variants[k];
     const int *dims = fc->dims;
     const size_t vol = wd_volume(dims);
     int ok = 0;
@@ -117,6 +166,7 @@ static int run_case(const wd_variant *v, const field_case *fc, wd_rng *rng, erro
     double complex *x = malloc(vol * 12 * sizeof *x);
     double complex *ref = malloc(vol * 12 * sizeof *ref);
     double complex *got = malloc(vol * 12 * sizeof *got);
+    double complex *cpu = malloc(vol * 12 * sizeof *cpu);
     wd_spinor_layout sl;
     wd_gauge_layout gl;
     if (wd_spinor_layout_make(&sl, dims, v->precision, PAD) != WD_OK ||
@@ -127,7 +177,7 @@ static int run_case(const wd_variant *v, const field_case *fc, wd_rng *rng, erro
     unsigned char *gbuf = malloc(gl.bytes), *ibuf = malloc(sl.bytes);
     unsigned char *obuf = malloc(sl.bytes), *xbuf = malloc(sl.bytes);
     float *norms = malloc(3 * (size_t)sl.volume_cb * sizeof(float));
-    if (!u || !uf || !g || !in || !x || !ref || !got || !gbuf || !ibuf || !obuf || !xbuf || !norms) {
+    if (!u || !uf || !g || !in || !x || !ref || !got || !cpu || !gbuf || !ibuf || !obuf || !xbuf || !norms) {
         fprintf(stderr, "out of memory\n");
         goto out_bufs;
     }
@@ -177,12 +227,40 @@ static int run_case(const wd_variant *v, const field_case *fc, wd_rng *rng, erro
     args.x_norm = x_norm;
     args.gauge = gbuf;
     args.a = a;
-    v->cpu(&args);
+    for (size_t i = 0; i < vol * 12; ++i)
+        got[i] = cpu[i] = ref[i];  /* the other parity compares equal by construction */
+    if (use_gpu) {
+        /* the CPU backend on the same packed input, for the agreement check */
+        wd_dslash_args ca = args;
+        unsigned char *cbuf = malloc(sl.bytes);
+        float *cnorm = malloc((size_t)sl.volume_cb * sizeof(float));
+        if (!cbuf || !cnorm) {
+            free(cbuf), free(cnorm);
+            goto out_bufs;
+        }
+        ca.out = cbuf;
+        ca.out_norm = cnorm;
+        v->cpu(&ca);
+        wd_unpack_spinor(&sl, cpu, cbuf, cnorm, dims, parity);
+        free(cbuf), free(cnorm);
+        if (!run_on_gpu(k, &args, &sl, &gl)) {
+            e->gpu_failed++;
+            goto out_bufs;
+        }
+    } else {
+        v->cpu(&args);
+    }
 
     e->pad_touched += !pad_intact(&sl, obuf);
-    for (size_t i = 0; i < vol * 12; ++i)
-        got[i] = ref[i];  /* the other parity compares equal by construction */
     wd_unpack_spinor(&sl, got, obuf, out_norm, dims, parity);
+    if (use_gpu) {
+        double num = 0, den = 0;
+        for (size_t i = 0; i < vol * 12; ++i) {
+            num += pow(cabs(got[i] - cpu[i]), 2);
+            den += pow(cabs(cpu[i]), 2);
+        }
+        e->cpu_diff = fmax(e->cpu_diff, den > 0 ? sqrt(num / den) : INFINITY);
+    }
     if (v->gauge_fix)
         wd_spinor_transform(got, g, dims, 1);
 
@@ -221,6 +299,7 @@ out:
     free(x);
     free(ref);
     free(got);
+    free(cpu);
     return ok;
 }
 
@@ -236,10 +315,26 @@ int main(int argc, char **argv)
             glob = argv[++i];
         else if (!strcmp(argv[i], "--verbose"))
             verbose = 1;
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc && !strcmp(argv[i + 1], "gpu"))
+            use_gpu = 1, ++i;
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc && !strcmp(argv[i + 1], "cpu"))
+            ++i;
         else {
-            fprintf(stderr, "usage: %s [--seed N] [--kernels GLOB] [--verbose]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--backend cpu|gpu] [--seed N] [--kernels GLOB] [--verbose]\n",
+                    argv[0]);
             return 2;
         }
+    }
+    if (use_gpu) {
+        wd_cuda_info info;
+        if (!wd_cuda_available() || wd_cuda_device_info(&info) != WD_OK) {
+            printf("checkdslash: no usable GPU (%s): skipped\n",
+                   wd_cuda_available() ? wd_last_error() : "none found or no CUDA in this build");
+            return 77;
+        }
+        wd_tune_set_cache("");
+        printf("checkdslash: GPU backend on %s (compute capability %d.%d)\n", info.name,
+               info.cc_major, info.cc_minor);
     }
     printf("checkdslash: %d built variants, %d cases each, seed %llu (rerun with --seed %llu)\n",
            wd_variant_count, NCASES, (unsigned long long)seed, (unsigned long long)seed);
@@ -251,12 +346,12 @@ int main(int argc, char **argv)
             continue;
         wd_rng rng;
         wd_rng_seed(&rng, seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(k + 1)));
-        errors worst = {0, 0, 0, 0};
+        errors worst = {0, 0, 0, 0, 0, 0};
         int ok = 1;
         const double tol = tolerance(v->precision, v->recon);
         for (int c = 0; c < NCASES; ++c) {
-            errors e = {0, 0, 0, 0};
-            ok &= run_case(v, &cases[c], &rng, &e);
+            errors e = {0, 0, 0, 0, 0, 0};
+            ok &= run_case(k, &cases[c], &rng, &e);
             if (verbose)
                 printf("    %-28s %dx%dx%dx%d tbc %+d %s rel_l2=%.2e max=%.2e tol=%.0e\n", v->name,
                        cases[c].dims[0], cases[c].dims[1], cases[c].dims[2], cases[c].dims[3],
@@ -265,14 +360,19 @@ int main(int argc, char **argv)
             worst.rel_max = fmax(worst.rel_max, e.rel_max);
             worst.unwritten += e.unwritten;
             worst.pad_touched += e.pad_touched;
-            if (e.rel_l2 > tol || e.rel_max > tol || !(e.rel_l2 == e.rel_l2))
+            worst.gpu_failed += e.gpu_failed;
+            worst.cpu_diff = fmax(worst.cpu_diff, e.cpu_diff);
+            if (e.rel_l2 > tol || e.rel_max > tol || !(e.rel_l2 == e.rel_l2) || e.cpu_diff > tol)
                 ok = 0;
         }
-        ok &= worst.unwritten == 0 && worst.pad_touched == 0;
+        ok &= worst.unwritten == 0 && worst.pad_touched == 0 && worst.gpu_failed == 0;
         tested++;
         failed += !ok;
-        printf("%-28s %s  rel_l2=%.2e max=%.2e tol=%.0e%s%s\n", v->name, ok ? "OK  " : "FAIL",
-               worst.rel_l2, worst.rel_max, tol,
+        char agree[32] = "";
+        if (use_gpu)
+            snprintf(agree, sizeof agree, " cpu=%.2e", worst.cpu_diff);
+        printf("%-28s %s  rel_l2=%.2e max=%.2e%s tol=%.0e%s%s\n", v->name, ok ? "OK  " : "FAIL",
+               worst.rel_l2, worst.rel_max, agree, tol,
                worst.unwritten ? "  (unwritten output sites)" : "",
                worst.pad_touched ? "  (padding overwritten)" : "");
     }
