@@ -34,7 +34,7 @@ class PrecisionInfo:
     compute: str  # C type the arithmetic runs in
     literal: str  # suffix of a floating literal in the compute type
     spinor_width: int  # reals per vector element of a spinor field
-    gauge_width: dict  # Recon -> reals per vector element of a gauge field
+    gauge_widths: dict  # Recon -> reals per element of a link, element by element
     has_norm: bool  # fixed point with one float norm per spinor site
     cname: str  # enum constant in the C headers
 
@@ -49,21 +49,25 @@ VECTOR_TYPES = {
     ("short", 4): "short4",
 }
 
+# Links of 4-byte and 2-byte reals in elements of 4 (16- or 8-byte loads);
+# 18 reals end in one element of 2, so recon 18 needs no 8-byte float2 loads.
+WIDE_LINKS = {Recon.R18: (4, 4, 4, 4, 2), Recon.R12: (4, 4, 4), Recon.R8: (4, 4)}
+
 PRECISIONS = {
     Precision.D: PrecisionInfo(
         token="d", store="double", compute="double", literal="",
         spinor_width=2,
-        gauge_width={Recon.R18: 2, Recon.R12: 2, Recon.R8: 2},
+        gauge_widths={Recon.R18: (2,) * 9, Recon.R12: (2,) * 6, Recon.R8: (2,) * 4},
         has_norm=False, cname="WD_PREC_DOUBLE"),
     Precision.S: PrecisionInfo(
         token="s", store="float", compute="float", literal="f",
         spinor_width=4,
-        gauge_width={Recon.R18: 2, Recon.R12: 4, Recon.R8: 4},
+        gauge_widths=WIDE_LINKS,
         has_norm=False, cname="WD_PREC_SINGLE"),
     Precision.H: PrecisionInfo(
         token="h", store="short", compute="float", literal="f",
         spinor_width=4,
-        gauge_width={Recon.R18: 2, Recon.R12: 4, Recon.R8: 4},
+        gauge_widths=WIDE_LINKS,
         has_norm=True, cname="WD_PREC_HALF"),
 }
 

@@ -119,28 +119,35 @@ def link_name(row, col):
 
 # ---------------------------------------------------------------- contexts
 
-def _stored_names(count, width, prefix):
-    comps = "xyzw"[:width]
-    return [f"{prefix}{q // width}.{comps[q % width]}" for q in range(count)]
+def _link_elements(widths):
+    """[(element, component)] of every stored real, and each element's offset
+    in reals (the start of its sub-array, in units of the site stride)."""
+    where, roff = [], []
+    for e, w in enumerate(widths):
+        roff.append(sum(widths[:e]))
+        where += [(e, "xyzw"[c]) for c in range(w)]
+    return where, roff
 
 
 def _link_context(v):
     info = v.info
-    width = info.gauge_width[v.recon]
+    widths = info.gauge_widths[v.recon]
     count = int(v.recon)
-    assert count % width == 0, f"{v.name}: {count} reals in elements of {width}"
+    assert sum(widths) == count, f"{v.name}: {count} reals in elements {widths}"
     lit = info.literal
-    raw = _stored_names(count, width, "g")
+    where, roff = _link_elements(widths)
+    raw = [f"g{e}.{c}" for e, c in where]
     if info.has_norm:
-        stored = [f"(float){r} * WD_HALF_INV_SCALE" for r in raw]
+        stored = [f"wd_s2f({r}) * WD_HALF_INV_SCALE" for r in raw]
     else:
         stored = raw
     ctx = {
-        "gvec": vector_type(info.store, width),
-        "elements": count // width,
+        "store": info.store,
+        "elements": [(vector_type(info.store, w), r) for w, r in zip(widths, roff)],
         "stored": stored,
         "lit": lit,
         "sincospi": "wd_sincospi" + lit,
+        "rcp": "wd_rcp" + lit,
     }
     if v.recon == Recon.R8:
         names = list(physics.R8_COMPLEX)
@@ -199,7 +206,7 @@ def _hop_context(v, hop, spinor_width):
                       f"e{lay[(k, c, 1)][0]}.{lay[(k, c, 1)][1]}")
                      for k in range(4)]
             if v.info.has_norm:
-                names = [(f"(float){re}", f"(float){im}") for re, im in names]
+                names = [(f"wd_s2f({re})", f"wd_s2f({im})") for re, im in names]
             per_c.append(lincomb(hop.proj[j], names))
         proj.append(per_c)
     acc = []
@@ -236,7 +243,7 @@ def _spinor_context(info):
                f"x{lay[(s, c, 1)][0]}.{lay[(s, c, 1)][1]}") for c in range(COLOURS)]
              for s in range(4)]
     if info.has_norm:
-        xload = [[(f"(float){re} * x_scale", f"(float){im} * x_scale") for re, im in row]
+        xload = [[(f"wd_s2f({re}) * x_scale", f"wd_s2f({im}) * x_scale") for re, im in row]
                  for row in xload]
     return {
         "svec": vector_type(info.store, width),
@@ -329,10 +336,12 @@ def physics_context():
         "recons": [int(r) for r in Recon],
         "precisions": [{"cname": i.cname, "bytes": int(p), "token": i.token,
                         "spinor_width": i.spinor_width,
-                        "gauge_width": {int(r): w for r, w in i.gauge_width.items()},
+                        "gauge_widths": {int(r): list(w) for r, w in i.gauge_widths.items()},
                         "has_norm": int(i.has_norm)}
                        for p, i in PRECISIONS.items()],
         "spinor_reals": SPINOR_REALS,
+        "max_link_elements": max(len(w) for i in PRECISIONS.values()
+                                 for w in i.gauge_widths.values()),
     }
 
 

@@ -98,7 +98,9 @@ wd_status wd_dslash_cpu(const char *name, double *out, const double *gauge, cons
         goto done;
     }
     float *in_norm = norms, *out_norm = norms + sl.volume_cb, *x_norm = norms + 2 * sl.volume_cb;
-    wd_pack_gauge(&gl, gbuf, u, dims);
+    st = wd_pack_gauge(&gl, gbuf, u, dims);
+    if (st != WD_OK)
+        goto done;
     wd_pack_spinor(&sl, ibuf, in_norm, (const double complex *)in, dims, 1 - parity);
     if (v->xpay)
         wd_pack_spinor(&sl, xbuf, x_norm, (const double complex *)x, dims, parity);

@@ -86,10 +86,10 @@ wd_status wd_gpu_gauge_upload(wd_gpu_gauge *g, const double complex *u, const in
         return wd_fail(WD_ERR_NOMEM, "host staging buffer of %zu bytes for the gauge field",
                        g->l.bytes);
     st = wd_cuda_malloc(&g->data, g->l.bytes, "the gauge field");
-    if (st == WD_OK) {
-        wd_pack_gauge(&g->l, buf, u, dims);
+    if (st == WD_OK)
+        st = wd_pack_gauge(&g->l, buf, u, dims);
+    if (st == WD_OK)
         st = wd_cuda_h2d(g->data, buf, g->l.bytes);
-    }
     free(buf);
     if (st != WD_OK)
         wd_gpu_gauge_free(g);

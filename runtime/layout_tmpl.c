@@ -149,7 +149,12 @@ void PFN(wd_pack_gauge)(const wd_gauge_layout *l, void *dst,
                         const double complex *u, const int dims[4])
 {
     store_t *out = dst;
-    const int w = l->width;
+    int elem[18], comp[18];
+    for (int k = 0; k < l->elements; ++k)
+        for (int c = 0; c < l->width[k]; ++c) {
+            elem[l->roff[k] + c] = k;
+            comp[l->roff[k] + c] = c;
+        }
     const int volume_cb = dims[0] * dims[1] * dims[2] * dims[3] / 2;
     for (int mu = 0; mu < 4; ++mu) {
         const int only_last_slice = l->gauge_fix && mu == 3;
@@ -160,9 +165,13 @@ void PFN(wd_pack_gauge)(const wd_gauge_layout *l, void *dst,
                 const double complex *m = u + 9 * (4 * full_index(dims, cb, parity, NULL) + mu);
                 double q[18];
                 compress_link(m, l->recon, q);
-                const long base = l->goff[mu][parity] + (cb - first);
-                for (int r = 0; r < l->recon; ++r)
-                    out[(base + (long)(r / w) * l->gstride[mu]) * w + r % w] = to_store(q[r], WD_HALF_SCALE);
+                const long site = cb - first;
+                for (int r = 0; r < l->recon; ++r) {
+                    const int k = elem[r];
+                    const long at = l->goff[mu][parity] + (long)l->roff[k] * l->gstride[mu] +
+                                    site * l->width[k] + comp[r];
+                    out[at] = to_store(q[r], WD_HALF_SCALE);
+                }
             }
         }
     }

@@ -25,6 +25,10 @@ const char *wd_status_string(wd_status s)
     case WD_ERR_CUDA: return "CUDA error";
     case WD_ERR_NO_DEVICE: return "no GPU";
     case WD_ERR_INTERNAL: return "internal error";
+    case WD_ERR_DIVERGED: return "solver diverged";
+    case WD_ERR_STAGNATED: return "solver stagnated";
+    case WD_ERR_NAN: return "solver met NaN";
+    case WD_ERR_MAX_ITER: return "solver reached its iteration limit";
     }
     return "unknown status";
 }

@@ -13,6 +13,14 @@
 #define WD_PRINTF(f, a)
 #endif
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 wd_status wd_fail(wd_status s, const char *fmt, ...) WD_PRINTF(2, 3);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -10,6 +10,7 @@
  *   wd_pack_spinor         host sites of one parity -> internal basis, precision
  *   wd_unpack_spinor       the inverse (writes only that parity's sites)
  *   wd_pack_gauge          host links -> stored reals of a reconstruction
+ *                          (refusing links recon 8 cannot represent)
  *   wd_dslash_args_set     fill kernel arguments from the two layouts
  * Notes: pack/unpack are pure host loops (OpenMP over sites) and never
  * touch the padding between sub-arrays, so a poisoned pad stays poisoned.
@@ -33,14 +34,17 @@ typedef struct wd_spinor_layout {
     size_t norm_bytes;  /* half precision: one float per site, else 0 */
 } wd_spinor_layout;
 
+#define WD_LAYOUT_MAX_ELEMENTS 16
+
 typedef struct wd_gauge_layout {
     int precision;
     int recon;
     int gauge_fix;
-    int width;
     int elements;       /* elements per link */
-    long goff[4][2];    /* first element of the (mu, parity) block */
-    int gstride[4];
+    int width[WD_LAYOUT_MAX_ELEMENTS];  /* reals in element k */
+    int roff[WD_LAYOUT_MAX_ELEMENTS];   /* element k's sub-array starts roff[k] * gstride reals in */
+    long goff[4][2];    /* first real of the (mu, parity) block, 64-byte aligned */
+    int gstride[4];     /* sites between sub-arrays: sites of the block + pad */
     int tslice_cb0;     /* gauge_fix: first checkerboard index of t = T-1 */
     size_t bytes;
 } wd_gauge_layout;
@@ -55,8 +59,10 @@ void wd_pack_spinor(const wd_spinor_layout *l, void *dst, float *norm,
 void wd_unpack_spinor(const wd_spinor_layout *l, double complex *host,
                       const void *src, const float *norm, const int dims[4],
                       int parity);
-void wd_pack_gauge(const wd_gauge_layout *l, void *dst,
-                   const double complex *u, const int dims[4]);
+/* WD_ERR_INVALID, dst untouched, when recon 8 cannot represent a link
+ * it would store (|a2|^2 + |a3|^2 below 1e-12: the unit matrix, say) */
+wd_status wd_pack_gauge(const wd_gauge_layout *l, void *dst,
+                        const double complex *u, const int dims[4]);
 
 void wd_dslash_args_set(wd_dslash_args *a, const wd_spinor_layout *s,
                         const wd_gauge_layout *g, const int dims[4],

@@ -15,6 +15,9 @@
  *   wd_check_dims        validate lattice extents
  *   wd_variant_count_built / wd_variant_name  the Dslash variants this build has
  *   wd_dslash_cpu        apply a named variant on the CPU backend to host fields
+ *   wd_solver_default_settings  the default settings of wd_solve
+ *   wd_solve             solve M x = b (even-odd preconditioned CG or BiCGstab,
+ *                        pure or mixed precision)
  */
 #ifndef WDIRAC_H
 #define WDIRAC_H
@@ -34,7 +37,11 @@ typedef enum wd_status {
     WD_ERR_CORRUPT = 5,     /* data failed a checksum or consistency check */
     WD_ERR_CUDA = 6,        /* a CUDA call failed */
     WD_ERR_NO_DEVICE = 7,   /* no usable GPU */
-    WD_ERR_INTERNAL = 8
+    WD_ERR_INTERNAL = 8,
+    WD_ERR_DIVERGED = 9,    /* a solver's residual grew without bound or it broke down */
+    WD_ERR_STAGNATED = 10,  /* a solver's true residual stopped decreasing */
+    WD_ERR_NAN = 11,        /* a solver met NaN or Inf */
+    WD_ERR_MAX_ITER = 12    /* a solver reached its iteration limit */
 } wd_status;
 
 /* Precision: bytes per stored real. */
@@ -81,6 +88,82 @@ const char *wd_variant_name(int i);
 wd_status wd_dslash_cpu(const char *name, double *out, const double *gauge,
                         const double *in, const double *x, double a,
                         const int dims[4], int parity, wd_time_bc tbc, int pad);
+
+/* ---------------------------------------------------------------------- */
+/* Solvers (runtime/solver.c)                                              */
+
+typedef enum wd_backend_kind {
+    WD_BACKEND_CPU = 0,
+    WD_BACKEND_CUDA = 1     /* not built yet: wd_solve returns WD_ERR_NOT_BUILT */
+} wd_backend_kind;
+
+typedef enum wd_solver_type {
+    WD_SOLVER_CG = 1,       /* CG on the normal equations Mhat^dag Mhat x = Mhat^dag b */
+    WD_SOLVER_BICGSTAB = 2  /* BiCGstab on Mhat x = b */
+} wd_solver_type;
+
+/* How the sloppy (inner) iteration is kept on track by the outer precision
+ * (Clark et al. section 5).  With sloppy == outer precision this still
+ * applies: reliable updates then are Sleijpen and van der Vorst's original
+ * cure for residual drift. */
+typedef enum wd_mixed_method {
+    WD_MIXED_NONE = 0,      /* true residual only when the iterated one reaches the target */
+    WD_MIXED_RELIABLE = 1,  /* reliable updates with parameter delta (Algorithm 2) */
+    WD_MIXED_DEFECT = 2     /* defect correction with inner tolerance tol_inner (Algorithm 1) */
+} wd_mixed_method;
+
+typedef struct wd_solver_settings {
+    wd_solver_type solver;          ///< WD_SOLVER_BICGSTAB
+    wd_backend_kind backend;        ///< WD_BACKEND_CPU
+    double mass;                    ///< 0.1: the bare mass m of M = (4+m) - D/2
+    wd_time_bc tbc;                 ///< WD_TIME_ANTIPERIODIC
+    double tol;                     ///< 1e-10: stop when ||b - M x|| <= tol ||b|| on the full lattice
+    int max_iter;                   ///< 10000: limit on iterations k + l (reliable updates and restarts count)
+    wd_precision precision;         ///< WD_PREC_DOUBLE: outer precision (source, residual, solution)
+    wd_recon recon;                 ///< WD_RECON_12: outer gauge reconstruction
+    int gauge_fix;                  ///< 0: outer operator on the temporal-gauge field (1) or not (0)
+    wd_precision sloppy_precision;  ///< WD_PREC_SINGLE: Krylov iteration precision; == precision for a pure solve
+    wd_recon sloppy_recon;          ///< WD_RECON_12
+    int sloppy_gauge_fix;           ///< 0
+    wd_mixed_method mixed;          ///< WD_MIXED_RELIABLE
+    double delta;                   ///< 0.1: reliable update when ||r|| < delta * max ||r|| since the last one (and below ||r|| then)
+    double tol_inner;               ///< 0.1: defect correction: each inner solve reduces ||r|| by this
+    int max_stall;                  ///< 4: stop (WD_ERR_STAGNATED) after this many true-residual checks in a row that gain less than 10% on the best
+    double divergence;              ///< 1e8: stop (WD_ERR_DIVERGED) when the iterated residual exceeds this times its value at the last update
+    int pad;                        ///< 0: elements of padding after each field sub-array
+    int verbosity;                  ///< 0: 1 prints a summary, 2 every true-residual check, 3 every iteration (stderr)
+} wd_solver_settings;
+
+typedef struct wd_solver_stats {
+    int iterations;                 ///< k + l: Krylov iterations plus reliable updates / restarts
+    int sloppy_iterations;          ///< k
+    int updates;                    ///< l: true-residual updates (reliable updates, restarts, final checks)
+    double true_residual;           ///< ||b - M x|| / ||b|| of the returned x, full lattice, double (host reference operator); 0 for b = 0
+    double solver_residual;         ///< the same as the solver's last outer-precision check estimated it
+    double seconds;                 ///< host b to host x (gauge fixing, transfers, solve, reconstruction)
+    double solve_seconds;           ///< the Krylov iteration alone
+    double flops;                   ///< operator and BLAS flops of the Krylov iteration
+    double gflops;                  ///< flops / solve_seconds / 1e9
+    size_t bytes_allocated;         ///< peak backend memory: fields and gauge fields of every precision
+    size_t bytes_gauge;             ///< the gauge fields' share of it
+} wd_solver_stats;
+
+void wd_solver_default_settings(wd_solver_settings *s);
+
+/*
+ * Solve M x = b for the Wilson-Dirac operator of DESIGN.md on gauge field
+ * `gauge` (host order, complex double), b and x full-lattice host spinors
+ * (DeGrand-Rossi basis); x may not alias b.  Even-odd preconditioned: the
+ * solver works on Mhat_ee = 1 - kappa^2 D_eo D_oe and reconstructs the odd
+ * sites.  With gauge fixing on either level the whole solve runs in the
+ * temporal gauge (b transformed by g, x back by g^dagger); x is the same.
+ * Returns WD_OK on convergence.  WD_ERR_DIVERGED, WD_ERR_STAGNATED,
+ * WD_ERR_NAN and WD_ERR_MAX_ITER still return the best iterate found in x
+ * with its true residual in stats; invalid input (WD_ERR_INVALID, NaN in b
+ * or the gauge field included) leaves x zero.  stats may be NULL.
+ */
+wd_status wd_solve(double *x, const double *gauge, const double *b, const int dims[4],
+                   const wd_solver_settings *s, wd_solver_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
  *
  *   wdirac list [GLOB]        the Dslash variants this build has
  *   wdirac bench dslash ...   the Dslash benchmark (bench/dslash_bench.c)
+ *   wdirac gauge ...          generate or inspect gauge configurations (cli_gauge.c)
  *   wdirac version            the commit it was built from
  *
  * Exit codes: 0 success, 1 a run that failed, 2 bad usage or input,
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli_gauge.h"
 #include "wd_bench.h"
 #include "wd_registry.h"
 #include "wd_version.h"
@@ -22,6 +24,7 @@ static void usage(FILE *f)
             "usage: wdirac <command> [options]\n"
             "  list [GLOB]       print the Dslash variants this build has (names glob)\n"
             "  bench dslash      time Dslash variants (wdirac bench dslash --help)\n"
+            "  gauge generate|info  make or inspect a gauge configuration (wdirac gauge --help)\n"
             "  version           print the commit this program was built from\n");
 }
 
@@ -52,6 +55,10 @@ int main(int argc, char **argv)
         return cmd_list(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench") && argc >= 3 && !strcmp(argv[2], "dslash"))
         return wd_bench_dslash_main(argc - 3, argv + 3);
+    if (!strcmp(cmd, "bench") && argc >= 3 && !strcmp(argv[2], "solver"))
+        return wd_bench_solver_main(argc - 3, argv + 3);
+    if (!strcmp(cmd, "gauge"))
+        return wd_cli_gauge_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "version")) {
         printf("wdirac %s\n", WD_GIT_COMMIT);
         return 0;

@@ -21,7 +21,9 @@
  * pass, 1 otherwise, 77 for --backend gpu without a usable GPU.  A built
  * variant left untested fails the run.
  *
- *   checkdslash [--backend cpu|gpu] [--seed N] [--kernels GLOB] [--verbose]
+ *   checkdslash [--backend cpu|gpu] [--block N] [--seed N] [--kernels GLOB] [--verbose]
+ *
+ * --block N launches with N threads per block instead of the tuned size.
  */
 #include <complex.h>
 #include <fnmatch.h>
@@ -83,6 +85,7 @@ typedef struct errors {
 } errors;
 
 static int use_gpu;
+static int fixed_block; /* --block N: no tuning (compute-sanitizer runs) */
 
 /* Copy the packed fields to the GPU, run variant k there, copy the packed
  * output (and its norms) back over the host buffers. */
@@ -111,7 +114,7 @@ static int run_on_gpu(int k, wd_dslash_args *host_args, const wd_spinor_layout *
         a.in_norm = (float *)n;
         a.out_norm = (float *)n + sl->volume_cb;
         a.x_norm = (float *)n + 2 * sl->volume_cb;
-        st = wd_gpu_dslash(k, &a, PAD, 0);
+        st = wd_gpu_dslash(k, &a, PAD, fixed_block);
     }
     if (st == WD_OK) st = wd_cuda_d2h(host_args->out, o, sl->bytes);
     if (st == WD_OK) st = wd_cuda_d2h(hn, n, nb);
@@ -319,8 +322,10 @@ int main(int argc, char **argv)
             use_gpu = 1, ++i;
         else if (!strcmp(argv[i], "--backend") && i + 1 < argc && !strcmp(argv[i + 1], "cpu"))
             ++i;
+        else if (!strcmp(argv[i], "--block") && i + 1 < argc)
+            fixed_block = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--backend cpu|gpu] [--seed N] [--kernels GLOB] [--verbose]\n",
+            fprintf(stderr, "usage: %s [--backend cpu|gpu] [--block N] [--seed N] [--kernels GLOB] [--verbose]\n",
                     argv[0]);
             return 2;
         }

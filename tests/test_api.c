@@ -8,7 +8,8 @@
  *     reference on that field;
  *   - bad input gets the right status and a message, and out is untouched:
  *     unknown variant, odd / small extents, bad parity, bad boundary sign,
- *     xpay without x, a gauge-fixed variant on a field not in temporal gauge.
+ *     xpay without x, a gauge-fixed variant on a field not in temporal gauge,
+ *     recon 8 on unit links (which it cannot represent).
  * It uses only the variants dslash_d_r12_gf0_dag0_xpay1,
  * dslash_s_r8_gf1_dag1_xpay0 and dslash_d_r18_gf0_dag0_xpay0 (the CI
  * sanitizer build keeps those).
@@ -156,6 +157,10 @@ int main(int argc, char **argv)
     expect_error(wd_dslash_cpu("dslash_d_r18_gf0_dag0_xpay0", O, Uh, Ih, NULL, 0, dims, 0,
                                WD_TIME_PERIODIC, -1),
                  WD_ERR_INVALID, "negative padding", out, before, ns);
+    wd_gauge_unit(uf, dims);
+    expect_error(wd_dslash_cpu("dslash_s_r8_gf1_dag1_xpay0", O, (const double *)uf, Ih, NULL, 0,
+                               dims, 0, WD_TIME_PERIODIC, 0),
+                 WD_ERR_INVALID, "recon 8 on unit links (singular reconstruction)", out, before, ns);
 
     free(u), free(uf), free(g), free(in), free(x), free(out), free(ref), free(before);
     printf("%d failed\n", failures);

@@ -1,0 +1,122 @@
+/*
+ * backend.c: the backend-independent half of wd_backend.h: choosing a
+ * backend, the geometry of fields and gauge fields, and the memory account.
+ *
+ * The externally accessible functions are
+ *   wd_backend_open, wd_backend_close    start / stop a backend for a lattice
+ *   wd_field_create, wd_field_destroy    geometry from wd_spinor_layout_make,
+ *                                        memory from the backend
+ *   wd_gauge_create, wd_gauge_destroy    geometry from wd_gauge_layout_make,
+ *                                        packing and memory from the backend
+ * bytes_allocated / bytes_peak count every field and gauge field the
+ * backend holds (data, half-precision norms, padding).
+ */
+#include <string.h>
+
+#include "wd_backend.h"
+#include "wd_internal.h"
+#include "wd_layout.h"
+
+wd_status wd_backend_open(wd_backend *be, wd_backend_kind kind, const int dims[4], int pad)
+{
+    memset(be, 0, sizeof *be);
+    wd_spinor_layout l;
+    wd_status st = wd_spinor_layout_make(&l, dims, 8, pad);
+    if (st != WD_OK)
+        return st;
+    memcpy(be->dims, dims, sizeof be->dims);
+    be->volume_cb = l.volume_cb;
+    be->pad = pad;
+    switch (kind) {
+    case WD_BACKEND_CPU:
+        return wd_backend_cpu_init(be);
+    case WD_BACKEND_CUDA:
+        return wd_fail(WD_ERR_NOT_BUILT, "the CUDA backend of the solvers is not built yet "
+                       "(use backend WD_BACKEND_CPU)");
+    }
+    return wd_fail(WD_ERR_INVALID, "backend %d: must be WD_BACKEND_CPU (0) or WD_BACKEND_CUDA (1)",
+                   (int)kind);
+}
+
+void wd_backend_close(wd_backend *be)
+{
+    if (be->ops && be->ops->close)
+        be->ops->close(be);
+    be->ops = NULL;
+    be->ctx = NULL;
+}
+
+static void account(wd_backend *be, size_t bytes)
+{
+    be->bytes_allocated += bytes;
+    if (be->bytes_allocated > be->bytes_peak)
+        be->bytes_peak = be->bytes_allocated;
+}
+
+wd_status wd_field_create(wd_backend *be, wd_field *f, int precision)
+{
+    memset(f, 0, sizeof *f);
+    wd_spinor_layout l;
+    wd_status st = wd_spinor_layout_make(&l, be->dims, precision, be->pad);
+    if (st != WD_OK)
+        return st;
+    f->precision = l.precision;
+    f->width = l.width;
+    f->elements = l.elements;
+    f->volume_cb = l.volume_cb;
+    f->stride = l.stride;
+    f->bytes = l.bytes;
+    f->norm_bytes = l.norm_bytes;
+    st = be->ops->field_alloc(be, f);
+    if (st != WD_OK) {
+        memset(f, 0, sizeof *f);
+        return st;
+    }
+    account(be, f->bytes + f->norm_bytes);
+    return WD_OK;
+}
+
+void wd_field_destroy(wd_backend *be, wd_field *f)
+{
+    if (!f->data)
+        return;
+    be->bytes_allocated -= f->bytes + f->norm_bytes;
+    be->ops->field_free(be, f);
+    memset(f, 0, sizeof *f);
+}
+
+wd_status wd_gauge_create(wd_backend *be, wd_gauge *g, const double *host, int precision,
+                          int recon, int gauge_fix, int tbc)
+{
+    memset(g, 0, sizeof *g);
+    if (tbc != WD_TIME_PERIODIC && tbc != WD_TIME_ANTIPERIODIC)
+        return wd_fail(WD_ERR_INVALID, "time boundary %d: must be +1 or -1", tbc);
+    wd_gauge_layout l;
+    wd_status st = wd_gauge_layout_make(&l, be->dims, precision, recon, gauge_fix, be->pad);
+    if (st != WD_OK)
+        return st;
+    g->precision = l.precision;
+    g->recon = l.recon;
+    g->gauge_fix = l.gauge_fix;
+    g->tbc = tbc;
+    memcpy(g->goff, l.goff, sizeof g->goff);
+    memcpy(g->gstride, l.gstride, sizeof g->gstride);
+    g->tslice_cb0 = l.tslice_cb0;
+    g->bytes = l.bytes;
+    st = be->ops->gauge_upload(be, g, host);
+    if (st != WD_OK) {
+        memset(g, 0, sizeof *g);
+        return st;
+    }
+    account(be, g->bytes);
+    return WD_OK;
+}
+
+void wd_gauge_destroy(wd_backend *be, wd_gauge *g)
+{
+    if (!g->data)
+        return;
+    be->bytes_allocated -= g->bytes;
+    be->ops->gauge_free(be, g);
+    memset(g, 0, sizeof *g);
+}

@@ -1,0 +1,408 @@
+/*
+ * test_blas: every BLAS operation of the CPU backend (wd_backend.h), in
+ * every precision, against double-precision host loops, and the bitwise
+ * reproducibility of its reductions.
+ *
+ *   test_blas [--seed N] [--backend cpu|cuda]   (default seed: the time, printed;
+ *                                               exit 77 when the backend is absent)
+ *
+ * For each lattice and precision: random fields are uploaded and
+ * downloaded again, so the host reference starts from exactly the stored
+ * values (the DeGrand-Rossi <-> internal basis change is unitary, so sums,
+ * norms and dot products do not depend on the basis).  Each operation runs
+ * on the backend and on the host; outputs are compared in relative L2 norm,
+ * reductions relative to the product of the operands' norms.  Tolerances
+ * (per precision, with their reason):
+ *   fields      d 1e-14 (one rounding), s 1e-6 (float arithmetic, ~6e-8 per
+ *               operation), h 2e-4 (16-bit fixed point: 2^-15 of the site's
+ *               largest component per store, ~1.5e-5 in L2, plus float)
+ *   reductions  products and sums are taken in double of the values as
+ *               loaded: 1e-12 for double and single (compared with the
+ *               reduction of what was stored), 1e-6 for half (the load
+ *               rounds short * norm / 32767 to float, 6e-8 per component);
+ *               fused reductions of half fields reduce the float values
+ *               before the 16-bit store: 2e-4
+ *   copy        exact into double or the same precision (1e-14: the basis
+ *               change's rounding in the reference), else the destination's
+ *               tolerance
+ * Reproducibility: each reduction twice, then with 1 and with 2 OpenMP
+ * threads, on lattices of several reduction blocks: identical bits required.
+ * One line per check; "N of M failed" last; exit 0 when all pass.
+ */
+#include <complex.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gauge_tools.h"
+#include "wd_backend.h"
+
+/* --backend cpu|cuda: the backend under test (exit 77 when it is absent) */
+static wd_backend_kind backend = WD_BACKEND_CPU;
+static int checks_run, checks_failed;
+
+static void check(const char *what, double err, double tol)
+{
+    const int ok = err <= tol;
+    checks_run++;
+    checks_failed += !ok;
+    printf("%-58s %s err=%.2e tol=%.0e\n", what, ok ? "OK  " : "FAIL", err, tol);
+}
+
+static void *xalloc(size_t n)
+{
+    void *p = calloc(1, n);
+    if (!p) {
+        fprintf(stderr, "test_blas: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+static const char *pname(int p)
+{
+    return p == 8 ? "double" : p == 4 ? "single" : "half";
+}
+
+static double field_tol(int p)
+{
+    return p == 8 ? 1e-14 : p == 4 ? 1e-6 : 2e-4;
+}
+
+typedef struct ctx {
+    wd_backend be;
+    int dims[4];
+    size_t n;                   /* complex numbers in a host field */
+    int precision;
+    wd_field f[4];              /* x, y, z, spare */
+    double complex *h[4];       /* host copies of what the fields hold */
+    double complex *want, *got;
+} ctx;
+
+static void die(const char *what, wd_status st)
+{
+    fprintf(stderr, "test_blas: %s: %s: %s\n", what, wd_status_string(st), wd_last_error());
+    exit(1);
+}
+
+static void download(ctx *c, int i, double complex *host)
+{
+    memset(host, 0, c->n * sizeof *host);
+    wd_status st = c->be.ops->download(&c->be, (double *)host, &c->f[i], 0);
+    if (st != WD_OK)
+        die("download", st);
+}
+
+/* fresh random contents for field i, host copy = what was stored */
+static void randomize(ctx *c, int i, wd_rng *r)
+{
+    wd_spinor_random(c->got, c->dims, r);
+    wd_status st = c->be.ops->upload(&c->be, &c->f[i], (const double *)c->got, 0);
+    if (st != WD_OK)
+        die("upload", st);
+    download(c, i, c->h[i]);
+}
+
+static double norm2(const double complex *a, size_t n)
+{
+    double s = 0;
+    for (size_t k = 0; k < n; k++)
+        s += creal(a[k]) * creal(a[k]) + cimag(a[k]) * cimag(a[k]);
+    return s;
+}
+
+static double complex dot(const double complex *a, const double complex *b, size_t n)
+{
+    double complex s = 0;
+    for (size_t k = 0; k < n; k++)
+        s += conj(a[k]) * b[k];
+    return s;
+}
+
+/* compare field i with c->want; c->got keeps what field i holds */
+static void check_field(ctx *c, int i, const char *op)
+{
+    download(c, i, c->got);
+    double d = 0;
+    for (size_t k = 0; k < c->n; k++) {
+        const double complex e = c->got[k] - c->want[k];
+        d += creal(e) * creal(e) + cimag(e) * cimag(e);
+    }
+    const double nw = norm2(c->want, c->n);
+    char what[128];
+    snprintf(what, sizeof what, "%dx%dx%dx%d %-6s %s", c->dims[0], c->dims[1], c->dims[2],
+             c->dims[3], pname(c->precision), op);
+    check(what, nw > 0 ? sqrt(d / nw) : INFINITY, field_tol(c->precision));
+}
+
+static void check_scalar(ctx *c, const char *op, double complex got, double complex want,
+                         double scale, int fused)
+{
+    char what[128];
+    snprintf(what, sizeof what, "%dx%dx%dx%d %-6s %s", c->dims[0], c->dims[1], c->dims[2],
+             c->dims[3], pname(c->precision), op);
+    const double tol = c->precision != 2 ? 1e-12 : fused ? 2e-4 : 1e-6;
+    check(what, scale > 0 ? cabs(got - want) / scale : INFINITY, tol);
+}
+
+static double complex rnd_c(wd_rng *r)
+{
+    return CMPLX(wd_rng_normal(r), wd_rng_normal(r));
+}
+
+static void test_ops(ctx *c, wd_rng *r)
+{
+    wd_backend *be = &c->be;
+    wd_field *x = &c->f[0], *y = &c->f[1], *z = &c->f[2];
+    const size_t n = c->n;
+    double complex *hx = c->h[0], *hy = c->h[1], *hz = c->h[2], *w = c->want;
+    const double a = wd_rng_normal(r), b = wd_rng_normal(r);
+    const double complex ca = rnd_c(r), cb = rnd_c(r);
+    const wd_complex wa = {creal(ca), cimag(ca)}, wb = {creal(cb), cimag(cb)};
+
+    for (int i = 0; i < 3; i++)
+        randomize(c, i, r);
+    if (!(norm2(hx, n) > 0 && norm2(hy, n) > 0 && norm2(hz, n) > 0)) {
+        check("random fields are non-zero", INFINITY, 0);
+        return;
+    }
+
+    be->ops->ax(be, a, y);
+    for (size_t k = 0; k < n; k++) w[k] = a * hy[k];
+    check_field(c, 1, "ax");
+    randomize(c, 1, r);
+
+    be->ops->axpy(be, a, x, y);
+    for (size_t k = 0; k < n; k++) w[k] = a * hx[k] + hy[k];
+    check_field(c, 1, "axpy");
+    randomize(c, 1, r);
+
+    be->ops->xpay(be, x, a, y);
+    for (size_t k = 0; k < n; k++) w[k] = hx[k] + a * hy[k];
+    check_field(c, 1, "xpay");
+    randomize(c, 1, r);
+
+    /* axpy_zpbx: y += a x; x = z + b x (two outputs) */
+    be->ops->axpy_zpbx(be, a, x, y, z, b);
+    for (size_t k = 0; k < n; k++) w[k] = hy[k] + a * hx[k];
+    check_field(c, 1, "axpy_zpbx (y = y + a x)");
+    for (size_t k = 0; k < n; k++) w[k] = hz[k] + b * hx[k];
+    check_field(c, 0, "axpy_zpbx (x = z + b x)");
+    randomize(c, 0, r);
+    randomize(c, 1, r);
+
+    be->ops->caxpy(be, wa, x, y);
+    for (size_t k = 0; k < n; k++) w[k] = ca * hx[k] + hy[k];
+    check_field(c, 1, "caxpy");
+    randomize(c, 1, r);
+
+    be->ops->caxpbypz(be, wa, x, wb, y, z);
+    for (size_t k = 0; k < n; k++) w[k] = hz[k] + ca * hx[k] + cb * hy[k];
+    check_field(c, 2, "caxpbypz");
+    randomize(c, 2, r);
+
+    be->ops->cxpaypbz(be, x, wa, y, wb, z);
+    for (size_t k = 0; k < n; k++) w[k] = hx[k] + ca * hy[k] + cb * hz[k];
+    check_field(c, 2, "cxpaypbz");
+    randomize(c, 2, r);
+
+    const double nx = sqrt(norm2(hx, n)), ny = sqrt(norm2(hy, n)), nz = sqrt(norm2(hz, n));
+    check_scalar(c, "norm2", be->ops->norm2(be, x), norm2(hx, n), nx * nx, 0);
+    wd_complex d = be->ops->cdot(be, x, y);
+    check_scalar(c, "cdot", CMPLX(d.re, d.im), dot(hx, hy, n), nx * ny, 0);
+
+    double res[3];
+    be->ops->cdot_norm2(be, x, y, res);
+    check_scalar(c, "cdot_norm2 (<x,y>)", CMPLX(res[0], res[1]), dot(hx, hy, n), nx * ny, 0);
+    check_scalar(c, "cdot_norm2 (|x|^2)", res[2], norm2(hx, n), nx * nx, 0);
+
+    double s = be->ops->axpy_norm2(be, a, x, y);
+    for (size_t k = 0; k < n; k++) w[k] = a * hx[k] + hy[k];
+    check_field(c, 1, "axpy_norm2 (field)");
+    check_scalar(c, "axpy_norm2 (|y|^2)", s, norm2(c->got, n), norm2(w, n), 1);
+    randomize(c, 1, r);
+
+    s = be->ops->xpay_norm2(be, x, a, y);
+    for (size_t k = 0; k < n; k++) w[k] = hx[k] + a * hy[k];
+    check_field(c, 1, "xpay_norm2 (field)");
+    check_scalar(c, "xpay_norm2 (|y|^2)", s, norm2(c->got, n), norm2(w, n), 1);
+    randomize(c, 1, r);
+
+    s = be->ops->caxpy_norm2(be, wa, x, y);
+    for (size_t k = 0; k < n; k++) w[k] = ca * hx[k] + hy[k];
+    check_field(c, 1, "caxpy_norm2 (field)");
+    check_scalar(c, "caxpy_norm2 (|y|^2)", s, norm2(c->got, n), norm2(w, n), 1);
+    randomize(c, 1, r);
+
+    be->ops->caxpy_norm2_cdot(be, wa, x, y, z, res);
+    for (size_t k = 0; k < n; k++) w[k] = ca * hx[k] + hy[k];
+    check_field(c, 1, "caxpy_norm2_cdot (field)");
+    check_scalar(c, "caxpy_norm2_cdot (|y|^2)", res[0], norm2(c->got, n), norm2(w, n), 1);
+    check_scalar(c, "caxpy_norm2_cdot (<z,y>)", CMPLX(res[1], res[2]), dot(hz, c->got, n),
+                 nz * sqrt(norm2(w, n)), 1);
+    randomize(c, 1, r);
+
+    be->ops->zero(be, y);
+    download(c, 1, c->got);
+    char what[128];
+    snprintf(what, sizeof what, "%dx%dx%dx%d %-6s zero", c->dims[0], c->dims[1], c->dims[2],
+             c->dims[3], pname(c->precision));
+    check(what, sqrt(norm2(c->got, n)) + be->ops->norm2(be, y), 0);
+    randomize(c, 1, r);
+    if (be->error != WD_OK)
+        check("backend recorded no error", 1, 0);
+}
+
+/* The reductions' bits: twice, then with 1 and with 2 threads.  Mutating
+ * fused reductions restart from a saved copy each time. */
+typedef struct bits {
+    double v[12];
+} bits;
+
+static bits reductions(ctx *c, const wd_field *save_y)
+{
+    wd_backend *be = &c->be;
+    wd_field *x = &c->f[0], *y = &c->f[1], *z = &c->f[2];
+    const wd_complex a = {0.37, -1.21};
+    bits b;
+    b.v[0] = be->ops->norm2(be, x);
+    wd_complex d = be->ops->cdot(be, x, y);
+    b.v[1] = d.re;
+    b.v[2] = d.im;
+    be->ops->cdot_norm2(be, x, y, b.v + 3);
+    b.v[6] = be->ops->caxpy_norm2(be, a, x, y);
+    be->ops->copy(be, y, save_y);
+    be->ops->caxpy_norm2_cdot(be, a, x, y, z, b.v + 7);
+    be->ops->copy(be, y, save_y);
+    b.v[10] = be->ops->axpy_norm2(be, 0.5, x, y);
+    be->ops->copy(be, y, save_y);
+    b.v[11] = be->ops->xpay_norm2(be, x, -0.25, y);
+    be->ops->copy(be, y, save_y);
+    return b;
+}
+
+static void test_reproducible(ctx *c)
+{
+    wd_backend *be = &c->be;
+    be->ops->copy(be, &c->f[3], &c->f[1]);
+    const int threads = omp_get_max_threads();
+    const bits first = reductions(c, &c->f[3]);
+    const bits again = reductions(c, &c->f[3]);
+    omp_set_num_threads(1);
+    const bits one = reductions(c, &c->f[3]);
+    omp_set_num_threads(2);
+    const bits two = reductions(c, &c->f[3]);
+    omp_set_num_threads(threads);
+    char what[128];
+    snprintf(what, sizeof what, "%dx%dx%dx%d %-6s reductions: same bits twice", c->dims[0],
+             c->dims[1], c->dims[2], c->dims[3], pname(c->precision));
+    check(what, memcmp(&first, &again, sizeof first) ? 1 : 0, 0);
+    snprintf(what, sizeof what, "%dx%dx%dx%d %-6s reductions: 1 = 2 = %d threads",
+             c->dims[0], c->dims[1], c->dims[2], c->dims[3], pname(c->precision), threads);
+    check(what, memcmp(&one, &two, sizeof one) || memcmp(&one, &first, sizeof one) ? 1 : 0, 0);
+}
+
+/* copy between every pair of precisions */
+static void test_copy(const int dims[4], wd_rng *r)
+{
+    static const int precs[3] = {8, 4, 2};
+    wd_backend be;
+    wd_status st = wd_backend_open(&be, backend, dims, 3);
+    if (st != WD_OK)
+        die("backend", st);
+    const size_t n = wd_volume(dims) * 12;
+    double complex *h = xalloc(n * sizeof *h), *src = xalloc(n * sizeof *h);
+    double complex *dst = xalloc(n * sizeof *h);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            wd_field fx, fy;
+            if ((st = wd_field_create(&be, &fx, precs[i])) != WD_OK ||
+                (st = wd_field_create(&be, &fy, precs[j])) != WD_OK)
+                die("field", st);
+            wd_spinor_random(h, dims, r);
+            be.ops->upload(&be, &fx, (const double *)h, 0);
+            memset(src, 0, n * sizeof *src);
+            memset(dst, 0, n * sizeof *dst);
+            be.ops->download(&be, (double *)src, &fx, 0);
+            be.ops->copy(&be, &fy, &fx);
+            be.ops->download(&be, (double *)dst, &fy, 0);
+            double d = 0;
+            for (size_t k = 0; k < n; k++)
+                d += creal((dst[k] - src[k]) * conj(dst[k] - src[k]));
+            char what[128];
+            snprintf(what, sizeof what, "copy %s -> %s", pname(precs[i]), pname(precs[j]));
+            const double tol = precs[j] == 8 || i == j ? 1e-14 : field_tol(precs[j]);
+            check(what, sqrt(d / norm2(src, n)), tol);
+            wd_field_destroy(&be, &fx);
+            wd_field_destroy(&be, &fy);
+        }
+    check("copy: backend memory account back to zero", (double)be.bytes_allocated, 0);
+    wd_backend_close(&be);
+    free(h), free(src), free(dst);
+}
+
+/* --backend; skip (exit 77) when that backend is not there */
+static void parse_backend(int argc, char **argv)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--backend"))
+            backend = strcmp(argv[i + 1], "cuda") ? WD_BACKEND_CPU : WD_BACKEND_CUDA;
+    wd_backend be;
+    const wd_status st = wd_backend_open(&be, backend, (const int[4]){4, 4, 4, 4}, 0);
+    if (st == WD_ERR_NOT_BUILT || st == WD_ERR_NO_DEVICE) {
+        printf("SKIP: %s\n", wd_last_error());
+        exit(77);
+    }
+    if (st == WD_OK)
+        wd_backend_close(&be);
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t seed = (uint64_t)time(NULL);
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 0);
+    parse_backend(argc, argv);
+    printf("test_blas: seed %llu (replay with --seed %llu), %d threads\n",
+           (unsigned long long)seed, (unsigned long long)seed, omp_get_max_threads());
+    wd_rng r;
+    wd_rng_seed(&r, seed);
+
+    static const int lattices[][4] = {{4, 6, 8, 10}, {8, 8, 8, 8}};
+    static const int precs[3] = {8, 4, 2};
+    for (int li = 0; li < 2; li++)
+        for (int pi = 0; pi < 3; pi++) {
+            ctx c;
+            memset(&c, 0, sizeof c);
+            memcpy(c.dims, lattices[li], sizeof c.dims);
+            c.precision = precs[pi];
+            c.n = wd_volume(c.dims) * 12;
+            wd_status st = wd_backend_open(&c.be, backend, c.dims, 5);
+            if (st != WD_OK)
+                die("backend", st);
+            for (int i = 0; i < 4; i++) {
+                if ((st = wd_field_create(&c.be, &c.f[i], c.precision)) != WD_OK)
+                    die("field", st);
+                c.h[i] = xalloc(c.n * sizeof(double complex));
+            }
+            c.want = xalloc(c.n * sizeof(double complex));
+            c.got = xalloc(c.n * sizeof(double complex));
+            test_ops(&c, &r);
+            test_reproducible(&c);
+            for (int i = 0; i < 4; i++) {
+                wd_field_destroy(&c.be, &c.f[i]);
+                free(c.h[i]);
+            }
+            free(c.want), free(c.got);
+            wd_backend_close(&c.be);
+        }
+    test_copy(lattices[0], &r);
+
+    printf("%d of %d failed\n", checks_failed, checks_run);
+    return checks_failed ? 1 : 0;
+}
