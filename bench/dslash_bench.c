@@ -5,6 +5,8 @@
  *   wd_bench_dslash_main      parse the subcommand's options, time every
  *                             selected variant on every lattice and padding,
  *                             print the table, write JSON
+ *   wd_tune_main              `wdirac tune`: the same sweep, tuning only
+ *                             (fills the tune cache ahead of time)
  *   wd_dslash_bytes_per_site  the fewest-bytes model below
  *   wd_dslash_flops_per_site  the flop model below
  *
@@ -287,6 +289,8 @@ static wd_status gpu_cache_get(gpu_cache *c, const host_fields *h, const wd_vari
     return WD_OK;
 }
 
+static int tune_only;
+
 static int bench_gpu(int k, const host_fields *h, int pad, int reps, gpu_cache *c, bench_row *row)
 {
     const wd_variant *v = &wd_variants[k];
@@ -296,7 +300,7 @@ static int bench_gpu(int k, const host_fields *h, int pad, int reps, gpu_cache *
         wd_gpu_dslash_args(&a, &c->out, &c->in, &c->x, -0.0157, &c->g, h->dims, 0, -1);
         st = wd_tune_dslash(k, &a, pad, &row->block);
     }
-    if (st == WD_OK)
+    if (st == WD_OK && !tune_only)
         st = wd_cuda_time_dslash(k, &a, row->block, reps, &row->us);
     if (st != WD_OK) {
         fprintf(stderr, "wdirac bench dslash: %s on %dx%dx%dx%d: %s\n", v->name, h->dims[0],
@@ -470,8 +474,12 @@ int wd_bench_dslash_main(int argc, char **argv)
     if (gpu && wd_tune_cache_note()[0])
         printf("%s\n", wd_tune_cache_note());
     printf("copy bandwidth %.1f GB/s (read + write, same run)\n\n", copy);
-    printf("%-28s %-14s %4s %5s %10s %9s %8s %8s %6s %6s\n", "variant", "lattice", "pad", "block",
-           "us/call", "us/site", "Gflops", "GB/s", "copy", "ratio");
+    if (tune_only)
+        printf("tune cache %s\n%-28s %-14s %4s %5s\n", getenv("WDIRAC_TUNE_CACHE") ? getenv("WDIRAC_TUNE_CACHE") : "(default)",
+               "variant", "lattice", "pad", "block");
+    else
+        printf("%-28s %-14s %4s %5s %10s %9s %8s %8s %6s %6s\n", "variant", "lattice", "pad",
+               "block", "us/call", "us/site", "Gflops", "GB/s", "copy", "ratio");
 
     int n = 0, failed = 0;
     gpu_cache cache;
@@ -513,6 +521,12 @@ int wd_bench_dslash_main(int argc, char **argv)
                         failed++;
                         continue;
                     }
+                    if (tune_only) {
+                        printf("%-28s %4dx%dx%dx%-3d %4d %5d\n", v->name, r->dims[0], r->dims[1],
+                               r->dims[2], r->dims[3], r->pad, r->block);
+                        n++;
+                        continue;
+                    }
                     const double sites = h->volume / 2.0;
                     r->us_site = r->us / sites;
                     r->gflops = wd_dslash_flops_per_site(v->xpay) * sites / r->us / 1e3;
@@ -530,15 +544,40 @@ int wd_bench_dslash_main(int argc, char **argv)
         }
         host_free(&big);
     }
-    if (n)
+    if (n && !tune_only)
         printf("\nratio: speed relative to the first row of the same lattice and padding; "
                "copy: fraction of the copy bandwidth\n");
     else
         fprintf(stderr, "wdirac bench dslash: no built variant matches '%s'\n", glob);
     int rc = failed || !n ? 1 : 0;
-    if (json_path && n && !write_json(json_path, gpu ? "cuda" : "cpu", device, copy, seed, reps,
+    if (json_path && n && !tune_only && !write_json(json_path, gpu ? "cuda" : "cpu", device, copy, seed, reps,
                                       rows, n))
         rc = 1;
     free(rows);
+    return rc;
+}
+
+int wd_tune_main(int argc, char **argv)
+{
+    for (int k = 0; k < argc; ++k)
+        if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
+            printf("usage: wdirac tune [--dims X Y Z T]... [--pad N]... [--kernels GLOB] "
+                   "[--tune-cache FILE]\n"
+                   "  tunes every selected variant on the GPU for each lattice and padding\n"
+                   "  (default 24^3x64 and 32^3x64, pad 0) and stores the best launch\n"
+                   "  configurations in the tune cache, so later runs start tuned\n");
+            return 0;
+        }
+    char **args = malloc((size_t)(argc + 3) * sizeof *args);
+    if (!args)
+        return 3;
+    args[0] = "--backend";
+    args[1] = "cuda";
+    for (int k = 0; k < argc; ++k)
+        args[k + 2] = argv[k];
+    tune_only = 1;
+    const int rc = wd_bench_dslash_main(argc + 2, args);
+    tune_only = 0;
+    free(args);
     return rc;
 }

@@ -44,7 +44,9 @@ def load(folder):
     runs = []
     for path in sorted(glob.glob(os.path.join(folder, "bench-*.json"))):
         with open(path) as f:
-            runs.append(json.load(f))
+            run = json.load(f)
+        run["sweep"] = "sweep" in os.path.basename(path)
+        runs.append(run)
     return runs
 
 
@@ -58,6 +60,8 @@ def quda_for(device):
 def summary(runs):
     lines = []
     for run in runs:
+        if run["sweep"]:
+            continue
         gpu, anchors = quda_for(run["device"])
         lines.append(f"## {run['device']} ({run['backend']}), commit {run['commit']}, "
                      f"{run['date']}, copy {run['copy_GBps']:.0f} GB/s")

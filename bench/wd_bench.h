@@ -2,6 +2,7 @@
  * wd_bench.h: the benchmark subcommands of the `wdirac` program and the
  * measurement model they share (DESIGN.md, Measurement conventions).
  *   wd_bench_dslash_main      `wdirac bench dslash`
+ *   wd_tune_main              `wdirac tune`
  *   wd_bench_solver_main      `wdirac bench solver` (solver_bench.c)
  *   wd_dslash_bytes_per_site  fewest bytes per output site of one application
  *   wd_dslash_flops_per_site  1320 (+48 with xpay)
@@ -10,6 +11,7 @@
 #define WDIRAC_BENCH_H
 
 int wd_bench_dslash_main(int argc, char **argv);
+int wd_tune_main(int argc, char **argv);
 int wd_bench_solver_main(int argc, char **argv);
 double wd_dslash_bytes_per_site(int precision, int recon, int gauge_fix, int xpay);
 double wd_dslash_flops_per_site(int xpay);

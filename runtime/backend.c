@@ -31,8 +31,7 @@ wd_status wd_backend_open(wd_backend *be, wd_backend_kind kind, const int dims[4
     case WD_BACKEND_CPU:
         return wd_backend_cpu_init(be);
     case WD_BACKEND_CUDA:
-        return wd_fail(WD_ERR_NOT_BUILT, "the CUDA backend of the solvers is not built yet "
-                       "(use backend WD_BACKEND_CPU)");
+        return wd_backend_cuda_init(be);
     }
     return wd_fail(WD_ERR_INVALID, "backend %d: must be WD_BACKEND_CPU (0) or WD_BACKEND_CUDA (1)",
                    (int)kind);

@@ -231,3 +231,11 @@ extern "C" wd_status wd_cuda_sync(void)
     CHECK(cudaDeviceSynchronize());
     return WD_OK;
 }
+
+extern "C" void *wd_cuda_stream(void)
+{
+    cudaStream_t s = 0;
+    if (stream(&s) != WD_OK)
+        return NULL;
+    return (void *)s;
+}

@@ -13,6 +13,9 @@
  *   wd_cuda_time_dslash median time (us) of `reps` launches, CUDA events
  *   wd_cuda_copy_gbps   device-to-device copy bandwidth (read + write)
  *   wd_cuda_sync        wait for the device, reporting asynchronous errors
+ *   wd_cuda_stream      the one stream every launch and copy goes through
+ *                       (a cudaStream_t; NULL before first use fails over
+ *                       to creating it)
  * Every CUDA call is checked; failures go through wd_fail with the call's
  * name and CUDA's error string.
  */
@@ -47,6 +50,7 @@ wd_status wd_cuda_time_dslash(int index, const wd_dslash_args *a, int block, int
                               double *median_us);
 wd_status wd_cuda_copy_gbps(size_t bytes, int reps, double *gbps);
 wd_status wd_cuda_sync(void);
+void *wd_cuda_stream(void);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
  * that this build has no GPU backend, so callers need no #ifdefs.
  */
 #include "cuda_rt.h"
+#include "wd_backend.h"
 #include "wd_internal.h"
 
 static wd_status none(void)
@@ -31,3 +32,5 @@ wd_status wd_cuda_time_dslash(int i, const wd_dslash_args *a, int b, int r, doub
 }
 wd_status wd_cuda_copy_gbps(size_t n, int r, double *g) { (void)n, (void)r, (void)g; return none(); }
 wd_status wd_cuda_sync(void) { return none(); }
+void *wd_cuda_stream(void) { return NULL; }
+wd_status wd_backend_cuda_init(wd_backend *be) { (void)be; return none(); }

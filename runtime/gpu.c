@@ -1,5 +1,6 @@
 /*
- * gpu.c: device fields and the GPU Dslash (contract in wd_gpu.h).
+ * gpu.c: device fields, the GPU Dslash and the even-odd operator (contract
+ * in wd_gpu.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -130,4 +131,28 @@ wd_status wd_gpu_dslash(int variant, const wd_dslash_args *a, int pad, int block
             return st;
     }
     return wd_cuda_dslash(variant, a, block);
+}
+
+wd_status wd_gpu_schur(wd_gpu_spinor *out, const wd_gpu_spinor *in, wd_gpu_spinor *tmp,
+                       const wd_gpu_gauge *g, const int dims[4], double kappa, int dagger,
+                       int tbc)
+{
+    const int p = g->l.precision, r = g->l.recon, gf = g->l.gauge_fix;
+    const int plain = wd_variant_find_axes(p, r, gf, dagger, 0);
+    const int xpay = wd_variant_find_axes(p, r, gf, dagger, 1);
+    if (plain < 0 || xpay < 0)
+        return wd_fail(WD_ERR_NOT_BUILT, "the even-odd operator needs the Dslash variants of "
+                       "precision %d, recon %d, gauge fixing %d, dagger %d, xpay 0 and 1: "
+                       "not in this build", p, r, gf, dagger);
+    if (out->l.precision != p || in->l.precision != p || tmp->l.precision != p)
+        return wd_fail(WD_ERR_INVALID, "even-odd operator: fields and gauge field differ in precision");
+    const int pad = out->l.stride - out->l.volume_cb;
+    wd_dslash_args a;
+    /* tmp_o = D_oe in_e, then out_e = in_e - kappa^2 D_eo tmp_o */
+    wd_gpu_dslash_args(&a, tmp, in, NULL, 0, g, dims, 1, tbc);
+    wd_status st = wd_gpu_dslash(plain, &a, pad, 0);
+    if (st != WD_OK)
+        return st;
+    wd_gpu_dslash_args(&a, out, tmp, in, -kappa * kappa, g, dims, 0, tbc);
+    return wd_gpu_dslash(xpay, &a, pad, 0);
 }

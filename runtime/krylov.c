@@ -43,6 +43,7 @@
 #include <complex.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "wd_internal.h"
 #include "wd_solver.h"
@@ -272,13 +273,18 @@ static wd_status bicgstab(wd_krylov *ks, state *s, double r2)
 {
     wd_backend *be = ks->be;
     double complex rho = 0, alpha = 0, omega = 0;
+    double r0n2 = 0;
     int fresh = 1;
+    const char *env = getenv("WD_SHADOW_EPS");
+    const double shadow_eps = env ? atof(env) : 0;
+    const int keep_rho = getenv("WD_KEEP_RHO") != NULL;
     wd_status st, status = WD_OK;
     for (;;) {
         if (fresh) {
             wd_blas_copy(be, ks->r0, ks->rs);
             wd_blas_copy(be, ks->p, ks->rs);
             rho = r2;
+            r0n2 = r2;
             fresh = 0;
             s->since = 0;
         }
@@ -316,16 +322,21 @@ static wd_status bicgstab(wd_krylov *ks, state *s, double r2)
                     rel(ks, sqrt(r2)));
         int checked;
         double rn2;
-        const int next = act(ks, s, classify(ks, s, sqrt(r2)), &checked, &rn2, &status);
+        int v = classify(ks, s, sqrt(r2));
+        const int lost = cabs(rho_new) < shadow_eps * sqrt(r0n2 * r2);
+        if (lost && v == GO_ON)
+            v = DO_CHECK;
+        const int next = act(ks, s, v, &checked, &rn2, &status);
         if (next == NEXT_DONE)
             return status;
         if (checked) {
             r2 = rn2;
-            if (next == NEXT_RESTART) {
+            if (next == NEXT_RESTART || lost) {
                 fresh = 1;
                 continue;
             }
-            rho_new = cz(wd_blas_cdot(be, ks->r0, ks->rs));
+            if (!keep_rho)
+                rho_new = cz(wd_blas_cdot(be, ks->r0, ks->rs));
         }
         if (omega == 0) {
             if (breakdown(ks, s, &r2, &status) == NEXT_DONE)

@@ -15,7 +15,7 @@
 #include "wd_tune.h"
 
 #define TUNE_VERSION 1
-#define TUNE_REPS 7
+#define TUNE_REPS 5
 #define MAX_ENTRIES 4096
 
 typedef struct entry {

@@ -157,6 +157,9 @@ void wd_backend_close(wd_backend *be);
 
 /* CPU backend entry (backend_cpu.c); wd_backend_open calls it. */
 wd_status wd_backend_cpu_init(wd_backend *be);
+/* CUDA backend entry (backend_cuda_host.c; in builds without CUDA,
+ * cuda_rt_none.c's answers WD_ERR_NO_DEVICE). */
+wd_status wd_backend_cuda_init(wd_backend *be);
 
 /* Allocate a field of `precision` (8, 4, 2); destroy frees it and is a no-op
  * on a field never created (zero-initialised) or already destroyed. */

@@ -53,6 +53,9 @@ wd_status wd_gauge_init(double *u, const int dims[4], wd_gauge_start start, uint
  * checkerboard is updated in parallel), then n_or >= 0 overrelaxation
  * sweeps in the same order, then every link reunitarized.  sweep_index
  * (< 2^63) selects the random numbers: use 0, 1, 2, ... for a run.
+ * WD_ERR_INTERNAL (the field updated) if an SU(2) sampler gave up after
+ * its 256 attempts, which skips that subgroup update (never seen: each
+ * attempt is accepted with probability >= 0.69).
  */
 wd_status wd_heatbath_sweep(double *u, const int dims[4], double beta, uint64_t seed,
                             uint64_t sweep_index, int n_or);

@@ -14,6 +14,9 @@
  *   wd_gpu_gauge_upload / _free    pack and copy a gauge field
  *   wd_gpu_dslash_args             kernel arguments for out = D in (+ x)
  *   wd_gpu_dslash                  run a built variant with its tuned block size
+ *   wd_gpu_schur                   the even-odd operator on the device:
+ *                                  out_e = in_e - kappa^2 D_eo D_oe in_e (or its
+ *                                  dagger), two launches through tmp (odd)
  * Out-of-memory is reported before anything is allocated or overwritten.
  */
 #ifndef WDIRAC_GPU_H
@@ -52,5 +55,10 @@ void wd_gpu_dslash_args(wd_dslash_args *a, wd_gpu_spinor *out, const wd_gpu_spin
                         const int dims[4], int parity, int tbc);
 /* block 0: the tuned block size (tuning on first use); else that block */
 wd_status wd_gpu_dslash(int variant, const wd_dslash_args *a, int pad, int block);
+/* out, in (even sites) and tmp (odd sites) of one precision; gauge g's
+ * precision, recon and gauge fixing pick the variants */
+wd_status wd_gpu_schur(wd_gpu_spinor *out, const wd_gpu_spinor *in, wd_gpu_spinor *tmp,
+                       const wd_gpu_gauge *g, const int dims[4], double kappa, int dagger,
+                       int tbc);
 
 #endif

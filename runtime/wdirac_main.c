@@ -3,6 +3,7 @@
  *
  *   wdirac list [GLOB]        the Dslash variants this build has
  *   wdirac bench dslash ...   the Dslash benchmark (bench/dslash_bench.c)
+ *   wdirac tune ...           fill the GPU tune cache ahead of time
  *   wdirac gauge ...          generate or inspect gauge configurations (cli_gauge.c)
  *   wdirac version            the commit it was built from
  *
@@ -24,6 +25,7 @@ static void usage(FILE *f)
             "usage: wdirac <command> [options]\n"
             "  list [GLOB]       print the Dslash variants this build has (names glob)\n"
             "  bench dslash      time Dslash variants (wdirac bench dslash --help)\n"
+            "  tune              tune GPU launch configurations ahead of time (wdirac tune --help)\n"
             "  gauge generate|info  make or inspect a gauge configuration (wdirac gauge --help)\n"
             "  version           print the commit this program was built from\n");
 }
@@ -57,6 +59,8 @@ int main(int argc, char **argv)
         return wd_bench_dslash_main(argc - 3, argv + 3);
     if (!strcmp(cmd, "bench") && argc >= 3 && !strcmp(argv[2], "solver"))
         return wd_bench_solver_main(argc - 3, argv + 3);
+    if (!strcmp(cmd, "tune"))
+        return wd_tune_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "gauge"))
         return wd_cli_gauge_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "version")) {
