@@ -278,6 +278,8 @@ static wd_status bicgstab(wd_krylov *ks, state *s, double r2)
     const char *env = getenv("WD_SHADOW_EPS");
     const double shadow_eps = env ? atof(env) : 0;
     const int keep_rho = getenv("WD_KEEP_RHO") != NULL;
+    const char *env2 = getenv("WD_R0_RATIO");
+    const double r0_ratio = env2 ? atof(env2) : 0;
     wd_status st, status = WD_OK;
     for (;;) {
         if (fresh) {
@@ -323,15 +325,18 @@ static wd_status bicgstab(wd_krylov *ks, state *s, double r2)
         int checked;
         double rn2;
         int v = classify(ks, s, sqrt(r2));
-        const int lost = cabs(rho_new) < shadow_eps * sqrt(r0n2 * r2);
-        if (lost && v == GO_ON)
-            v = DO_CHECK;
+        const double sh = ks->sloppy.g->precision == 2 ? shadow_eps : ks->sloppy.g->precision == 4 ? shadow_eps * 2e-3 : shadow_eps * 4e-12;
+        const int lost = cabs(rho_new) < sh * sqrt(r0n2 * r2);
+        if (lost && v == GO_ON) {
+            fresh = 1;
+            continue;
+        }
         const int next = act(ks, s, v, &checked, &rn2, &status);
         if (next == NEXT_DONE)
             return status;
         if (checked) {
             r2 = rn2;
-            if (next == NEXT_RESTART || lost) {
+            if (next == NEXT_RESTART || lost || r2 < r0_ratio * r0_ratio * r0n2) {
                 fresh = 1;
                 continue;
             }

@@ -21,6 +21,11 @@
 #include <complex.h>
 #include <stddef.h>
 
+/* C11's CMPLX, missing from clang 14 with glibc (the fuzz build) */
+#ifndef CMPLX
+#define CMPLX(re, im) ((double complex)((double)(re) + _Complex_I * (double)(im)))
+#endif
+
 #include "wd_kernel.h"
 #include "wdirac.h"
 
