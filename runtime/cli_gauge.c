@@ -40,11 +40,12 @@ static const char generate_usage[] =
     "usage: wdirac gauge generate --dims X Y Z T --beta B --sweeps N [--therm N] [--or N]\n"
     "                             [--seed S] [--start hot|cold] --format nersc|ildg\n"
     "                             [--precision 32|64] [--two-row] [--little-endian]\n"
-    "                             --out FILE [--overwrite]\n"
+    "                             --out FILE [--overwrite] [--backend cpu|cuda]\n"
     "  --sweeps N       measurement sweeps (after --therm N thermalization sweeps, default 0)\n"
     "  --or N           overrelaxation sweeps per heatbath sweep (default 4)\n"
     "  --seed S         random seed (default 1); --start cold (default) or hot\n"
-    "  --precision      bits per stored real (default 64); --two-row, --little-endian: NERSC only\n";
+    "  --precision      bits per stored real (default 64); --two-row, --little-endian: NERSC only\n"
+    "  --backend        cpu (default) or cuda: the sweeps on the GPU, observables on the host\n";
 
 static void gauge_usage(FILE *f)
 {
@@ -121,6 +122,7 @@ static int cmd_generate(int argc, char **argv)
     uint64_t seed = 1;
     wd_gauge_start start = WD_START_COLD;
     const char *out = NULL, *format = NULL;
+    int gpu = 0;
     wd_gauge_write_opts wopts = wd_gauge_write_defaults();
     long v;
 
@@ -130,6 +132,13 @@ static int cmd_generate(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(generate_usage, stdout);
             return 0;
+        } else if (!strcmp(a, "--backend") && next) {
+            if (strcmp(next, "cpu") && strcmp(next, "cuda")) {
+                fprintf(stderr, "wdirac gauge generate: --backend must be cpu or cuda\n");
+                return 2;
+            }
+            gpu = !strcmp(next, "cuda");
+            i++;
         } else if (!strcmp(a, "--dims")) {
             for (int mu = 0; mu < 4; mu++) {
                 if (!parse_long("--dims", i + 1 < argc ? argv[i + 1] : NULL, 1, 1L << 24, &v))
@@ -258,14 +267,22 @@ static int cmd_generate(int argc, char **argv)
            "plaq_space", "plaq_time", "link_trace", "poly_re", "poly_im", "seconds");
 
     wd_status st = wd_gauge_init(u, dims, start, seed);
+    if (st == WD_OK && gpu)
+        st = wd_gauge_gpu_open(u, dims);
     const double t0 = now_seconds();
     double update_seconds = 0;
     for (long s = 0; s < total && st == WD_OK; s++) {
         const double ts = now_seconds();
-        st = wd_heatbath_sweep(u, dims, beta, seed, (uint64_t)s, (int)n_or);
-        const double dt = now_seconds() - ts;
+        double ms = 0;
+        /* on the GPU: the sweep's own time from CUDA events, then the field
+         * comes back for the observables */
+        st = gpu ? wd_gauge_gpu_sweep(beta, seed, (uint64_t)s, (int)n_or, &ms)
+                 : wd_heatbath_sweep(u, dims, beta, seed, (uint64_t)s, (int)n_or);
+        const double dt = gpu ? 1e-3 * ms : now_seconds() - ts;
         update_seconds += dt;
         wd_gauge_obs o;
+        if (st == WD_OK && gpu)
+            st = wd_gauge_gpu_fetch(u);
         if (st == WD_OK)
             st = wd_gauge_observables(u, dims, &o);
         if (st != WD_OK)
@@ -285,6 +302,8 @@ static int cmd_generate(int argc, char **argv)
     }
     if (tty && total)
         fputs("\r\033[K", stderr);
+    if (gpu)
+        wd_gauge_gpu_close();
     if (st != WD_OK) {
         fprintf(stderr, "wdirac gauge generate: %s\n", wd_last_error());
         free(u);
@@ -306,8 +325,9 @@ static int cmd_generate(int argc, char **argv)
     }
     if (total > 0)
         printf("# %.3f compound sweeps/s (%.1f ms per sweep of 1 heatbath + %ld overrelaxation, "
-               "%dx%dx%dx%d, %d threads)\n", total / update_seconds,
-               1e3 * update_seconds / total, n_or, dims[0], dims[1], dims[2], dims[3], threads);
+               "%dx%dx%dx%d, %s)\n", total / update_seconds, 1e3 * update_seconds / total, n_or,
+               dims[0], dims[1], dims[2], dims[3],
+               gpu ? "GPU, double, CUDA events" : threads == 1 ? "1 thread" : "OpenMP threads");
 
     st = wd_gauge_write(out, u, dims, &wopts);
     if (st != WD_OK) {

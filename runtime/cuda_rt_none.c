@@ -4,6 +4,7 @@
  */
 #include "cuda_rt.h"
 #include "wd_backend.h"
+#include "wd_gauge.h"
 #include "wd_internal.h"
 
 static wd_status none(void)
@@ -34,3 +35,11 @@ wd_status wd_cuda_copy_gbps(size_t n, int r, double *g) { (void)n, (void)r, (voi
 wd_status wd_cuda_sync(void) { return none(); }
 void *wd_cuda_stream(void) { return NULL; }
 wd_status wd_backend_cuda_init(wd_backend *be) { (void)be; return none(); }
+wd_status wd_gauge_gpu_open(const double *u, const int dims[4]) { (void)u, (void)dims; return none(); }
+wd_status wd_gauge_gpu_sweep(double b, uint64_t s, uint64_t i, int n, double *ms)
+{
+    (void)b, (void)s, (void)i, (void)n, (void)ms;
+    return none();
+}
+wd_status wd_gauge_gpu_fetch(double *u) { (void)u; return none(); }
+void wd_gauge_gpu_close(void) {}

@@ -24,7 +24,7 @@
  * more than DRIFT_RESTART the sloppy recurrence has drifted too far to be
  * continued consistently (CG's beta would blow up): the Krylov space
  * restarts instead.  Stagnation: max_stall checks in a row, each gaining
- * less than 1 - STALL_GAIN on the best true residual.
+ * less than 1 - STALL_GAIN on the best true residual of the iterated system.
  * Convergence is only ever declared on a true residual.  A check is kept
  * only if it lowers the true residual; otherwise x is restored and the
  * iteration restarts from x's residual, so x is always the best iterate
@@ -36,14 +36,13 @@
  * carry the component along r that the replaced residual no longer
  * justifies.  The CG check compares the Schur residual
  * ||b - Mhat x||, not the normal-equation residual the iteration sees: the
- * iterated target is re-estimated at every check from the ratio of the two.
+ * iterated target is re-estimated at every check (cg_target).
  * BiCGstab: after a reliable update rho = <r0, r> is recomputed for the new
  * r; p, v, r0 carry on.
  */
 #include <complex.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "wd_internal.h"
 #include "wd_solver.h"
@@ -58,7 +57,10 @@
 
 typedef struct state {
     double best;        /* true residual ||b - Mhat x|| of x */
+    double best_it;     /* smallest true residual of the iterated system (CG: normal eqs.) */
     double target_iter; /* iterated residual at which to check for convergence */
+    double ne_prev;     /* CG: true normal-equation and Schur residuals at the */
+    double rs_prev;     /* previous accepted check (for target_iter) */
     double rstart;      /* iterated residual right after the last check */
     double rmax;        /* its maximum since */
     double rmin;        /* its minimum since */
@@ -127,7 +129,11 @@ static wd_status check(wd_krylov *ks, state *s, int *result, double *rn2)
     if (st != WD_OK)
         return st;
     if (rs < s->best) {
-        s->stall = rs < STALL_GAIN * s->best ? 0 : s->stall + 1;
+        /* progress is judged on the system iterated on (CG: the normal
+         * equations, whose residual falls faster near convergence) */
+        const double rit = sqrt(*rn2);
+        s->stall = rit < STALL_GAIN * s->best_it ? 0 : s->stall + 1;
+        s->best_it = fmin(s->best_it, rit);
         *result = CHECK_ACCEPT;
     } else {
         s->stall++;
@@ -171,6 +177,20 @@ static int classify(const wd_krylov *ks, state *s, double rn)
     return GO_ON;
 }
 
+/* CG: the normal-equation residual at which the Schur residual should
+ * reach the target.  Locally ne ~ rs^gamma, gamma measured between the last
+ * two accepted checks (1 at first; near convergence the normal-equation
+ * residual falls faster than the Schur one, gamma > 1). */
+static void cg_target(wd_krylov *ks, state *s)
+{
+    double gamma = 1;
+    if (s->ne_prev > 0 && s->rstart < s->ne_prev && s->best < s->rs_prev)
+        gamma = fmin(4, fmax(1, log(s->rstart / s->ne_prev) / log(s->best / s->rs_prev)));
+    s->target_iter = s->best > 0 ? s->rstart * pow(ks->target / s->best, gamma) : 0;
+    s->ne_prev = s->rstart;
+    s->rs_prev = s->best;
+}
+
 /* After a check: converged, stopped (*status says why), or go on. */
 static int after_check(wd_krylov *ks, state *s, int result, double rn2, wd_status *status)
 {
@@ -182,8 +202,8 @@ static int after_check(wd_krylov *ks, state *s, int result, double rn2, wd_statu
     }
     s->rstart = s->rmax = s->rmin = sqrt(rn2);
     s->since_min = 0;
-    if (ks->solver == WD_SOLVER_CG)
-        s->target_iter = s->best > 0 ? s->rstart * ks->target / s->best : 0;
+    if (ks->solver == WD_SOLVER_CG && result == CHECK_ACCEPT)
+        cg_target(ks, s);
     if (s->best <= ks->target) {
         *status = WD_OK;
         return NEXT_DONE;
@@ -273,20 +293,13 @@ static wd_status bicgstab(wd_krylov *ks, state *s, double r2)
 {
     wd_backend *be = ks->be;
     double complex rho = 0, alpha = 0, omega = 0;
-    double r0n2 = 0;
     int fresh = 1;
-    const char *env = getenv("WD_SHADOW_EPS");
-    const double shadow_eps = env ? atof(env) : 0;
-    const int keep_rho = getenv("WD_KEEP_RHO") != NULL;
-    const char *env2 = getenv("WD_R0_RATIO");
-    const double r0_ratio = env2 ? atof(env2) : 0;
     wd_status st, status = WD_OK;
     for (;;) {
         if (fresh) {
             wd_blas_copy(be, ks->r0, ks->rs);
             wd_blas_copy(be, ks->p, ks->rs);
             rho = r2;
-            r0n2 = r2;
             fresh = 0;
             s->since = 0;
         }
@@ -324,24 +337,16 @@ static wd_status bicgstab(wd_krylov *ks, state *s, double r2)
                     rel(ks, sqrt(r2)));
         int checked;
         double rn2;
-        int v = classify(ks, s, sqrt(r2));
-        const double sh = ks->sloppy.g->precision == 2 ? shadow_eps : ks->sloppy.g->precision == 4 ? shadow_eps * 2e-3 : shadow_eps * 4e-12;
-        const int lost = cabs(rho_new) < sh * sqrt(r0n2 * r2);
-        if (lost && v == GO_ON) {
-            fresh = 1;
-            continue;
-        }
-        const int next = act(ks, s, v, &checked, &rn2, &status);
+        const int next = act(ks, s, classify(ks, s, sqrt(r2)), &checked, &rn2, &status);
         if (next == NEXT_DONE)
             return status;
         if (checked) {
             r2 = rn2;
-            if (next == NEXT_RESTART || lost || r2 < r0_ratio * r0_ratio * r0n2) {
+            if (next == NEXT_RESTART) {
                 fresh = 1;
                 continue;
             }
-            if (!keep_rho)
-                rho_new = cz(wd_blas_cdot(be, ks->r0, ks->rs));
+            rho_new = cz(wd_blas_cdot(be, ks->r0, ks->rs));
         }
         if (omega == 0) {
             if (breakdown(ks, s, &r2, &status) == NEXT_DONE)
@@ -425,12 +430,15 @@ wd_status wd_krylov_run(wd_krylov *ks)
     if (st != WD_OK)
         return st;
     s.best = ks->residual = rs;
+    s.best_it = sqrt(r2);
     if (!isfinite(rs))
         return wd_fail(WD_ERR_NAN, "solver: the initial residual is not finite");
     if (rs <= ks->target)
         return WD_OK;
     s.rstart = s.rmax = s.rmin = s.rn = sqrt(r2);
-    s.target_iter = ks->solver == WD_SOLVER_CG ? s.rstart * ks->target / rs : ks->target;
+    s.target_iter = ks->target;
+    if (ks->solver == WD_SOLVER_CG)
+        cg_target(ks, &s);
     wd_blas_copy(be, ks->rs, ks->r);
     wd_blas_zero(be, ks->xs);
     return ks->solver == WD_SOLVER_CG ? cg(ks, &s, r2) : bicgstab(ks, &s, r2);

@@ -16,6 +16,7 @@
  *                         link reunitarized
  *   wd_overrelax_sweep    overrelaxation sweeps alone (action-preserving)
  *   wd_gauge_observables  plaquette, link trace, Polyakov loop
+ *   wd_gauge_gpu_*        the compound sweep on the GPU
  *   wd_gauge_write_defaults  the write options below
  *   wd_gauge_write        write a NERSC or ILDG file, safely
  *   wd_gauge_read         read a NERSC or ILDG file (format from its first
@@ -73,6 +74,19 @@ typedef struct wd_gauge_obs {
 } wd_gauge_obs;
 
 wd_status wd_gauge_observables(const double *u, const int dims[4], wd_gauge_obs *obs);
+
+/*
+ * The same Monte Carlo on the GPU (heatbath_gpu.cu): open copies a host
+ * field over (one field per process), each sweep is wd_heatbath_sweep's
+ * compound sweep with the same random numbers, *ms its time from CUDA
+ * events, fetch copies the field back.  WD_ERR_NO_DEVICE in builds
+ * without CUDA.
+ */
+wd_status wd_gauge_gpu_open(const double *u, const int dims[4]);
+wd_status wd_gauge_gpu_sweep(double beta, uint64_t seed, uint64_t sweep_index, int n_or,
+                             double *ms);
+wd_status wd_gauge_gpu_fetch(double *u);
+void wd_gauge_gpu_close(void);
 
 /* ---- files ------------------------------------------------------------- */
 
