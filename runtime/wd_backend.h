@@ -24,10 +24,12 @@
  * BLAS.  Every operand of one operation has the same precision (only copy
  * converts).  Arithmetic is done in double for double fields and in float
  * for single and half fields (half: load short * norm / 32767, store with a
- * fresh per-site norm).  Reductions accumulate in double in a fixed order:
- * sites in order within blocks of WD_REDUCE_BLOCK sites, then the block sums
- * in block order, so a result is bitwise reproducible from run to run and
- * for any number of threads.  Fused reductions reduce the values computed
+ * fresh per-site norm).  Reductions accumulate in double in an order the
+ * backend fixes, never one that depends on scheduling, so a result is
+ * bitwise reproducible from run to run (CPU: sites in order within blocks
+ * of WD_REDUCE_BLOCK sites, then the block sums in block order: the same
+ * bits for any number of threads; a GPU: a fixed block/tree shape and no
+ * floating-point atomics).  Fused reductions reduce the values computed
  * before they are stored (as a GPU kernel holding them in registers would).
  * Complex dot products are <x, y> = sum conj(x) y.  BLAS operands may
  * alias one another (every operation reads a site's operands before it
@@ -49,7 +51,7 @@
 extern "C" {
 #endif
 
-/* sites per reduction block (CPU; a GPU backend fixes its own order) */
+/* sites per reduction block of the CPU backend */
 #define WD_REDUCE_BLOCK 512
 
 typedef struct wd_complex {
