@@ -63,25 +63,6 @@ double wd_dslash_flops_per_site(int xpay)
     return FLOPS_PER_SITE + (xpay ? XPAY_FLOPS_PER_SITE : 0);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Host copy bandwidth: median of a threaded memcpy far larger than cache. */
 static double host_copy_gbps(void)
 {
@@ -92,38 +73,20 @@ static double host_copy_gbps(void)
         memset(a, 1, n);
         memset(b, 2, n);
         for (int r = 0; r < 7; ++r) {
-            const double t0 = now_s();
+            const double t0 = wd_bench_now();
             const int nt = omp_get_max_threads();
 #pragma omp parallel for schedule(static)
             for (int k = 0; k < nt; ++k) {
                 const size_t lo = n / nt * k, hi = k == nt - 1 ? n : n / nt * (k + 1);
                 memcpy(b + lo, a + lo, hi - lo);
             }
-            t[r] = now_s() - t0;
+            t[r] = wd_bench_now() - t0;
         }
-        gbps = 2.0 * n / median(t, 7) / 1e9;
+        gbps = 2.0 * n / wd_bench_median(t, 7) / 1e9;
     }
     free(a);
     free(b);
     return gbps;
-}
-
-static void cpu_name(char *buf, size_t len)
-{
-    snprintf(buf, len, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        const char *p = strchr(line, ':');
-        if (!strncmp(line, "model name", 10) && p) {
-            snprintf(buf, len, "%s", p + 2);
-            buf[strcspn(buf, "\n")] = 0;
-            break;
-        }
-    }
-    fclose(f);
 }
 
 typedef struct bench_row {
@@ -225,11 +188,11 @@ static int bench_cpu(int k, const host_fields *h, int pad, int reps, bench_row *
         for (int w = 0; w < 2; ++w)
             v->cpu(&a);
         for (int r = 0; r < reps; ++r) {
-            const double t0 = now_s();
+            const double t0 = wd_bench_now();
             v->cpu(&a);
-            t[r] = now_s() - t0;
+            t[r] = wd_bench_now() - t0;
         }
-        row->us = median(t, reps) * 1e6;
+        row->us = wd_bench_median(t, reps) * 1e6;
         row->block = 0;
     }
     free(g), free(i), free(o), free(x), free(norms), free(t);
@@ -429,14 +392,14 @@ int wd_bench_dslash_main(int argc, char **argv)
                     wd_cuda_available() ? wd_last_error() : "none found, or no CUDA in this build");
             return 2;
         }
-        snprintf(device, sizeof device, "%s", info.name);
+        wd_bench_device(device, sizeof device, 1);
         wd_tune_set_cache(tune_cache);
         if (wd_cuda_copy_gbps((size_t)1 << 30, 20, &copy) != WD_OK) {
             fprintf(stderr, "wdirac bench dslash: %s\n", wd_last_error());
             return 1;
         }
     } else {
-        cpu_name(device, sizeof device);
+        wd_bench_device(device, sizeof device, 0);
         copy = host_copy_gbps();
     }
     if (!reps)

@@ -147,30 +147,6 @@ static int parse_configs(const char *s, config *c, int max)
     return n;
 }
 
-static void cpu_name(char *buf, size_t len)
-{
-    snprintf(buf, len, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        const char *p = strchr(line, ':');
-        if (!strncmp(line, "model name", 10) && p) {
-            snprintf(buf, len, "%s", p + 2);
-            buf[strcspn(buf, "\n")] = 0;
-            break;
-        }
-    }
-    fclose(f);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static const char *mixed_name(int m)
 {
     return m == WD_MIXED_RELIABLE ? "reliable" : m == WD_MIXED_DEFECT ? "defect" : "none";
@@ -381,7 +357,7 @@ int wd_bench_solver_main(int argc, char **argv)
     }
 
     char device[256], gauge_desc[512];
-    cpu_name(device, sizeof device);
+    wd_bench_device(device, sizeof device, base.backend == WD_BACKEND_CUDA);
     double plaq = 0;
     double *u = make_gauge(dims, gauge_file, unit, beta, sweeps, seed, gauge_desc,
                            sizeof gauge_desc, &plaq);
@@ -440,9 +416,7 @@ int wd_bench_solver_main(int argc, char **argv)
                     r->status = wd_solve((double *)x, u, (const double *)b, dims, &s, &r->stats);
                     times[rep] = r->stats.seconds;
                 }
-                qsort(times, (size_t)reps, sizeof *times, cmp_double);
-                r->seconds = reps % 2 ? times[reps / 2]
-                                      : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
+                r->seconds = wd_bench_median(times, reps);
                 printf("%-8s %-10s %8.5f %8.4f %-10.10s %6d %6d %4d %10.2e %9.3f %8.2f %8.1f\n",
                        s.solver == WD_SOLVER_CG ? "cg" : "bicgstab", cfg[ci].name, r->kappa,
                        r->mass, r->status == WD_OK ? "ok" : wd_status_string(r->status),

@@ -6,14 +6,22 @@
  *   wd_bench_solver_main      `wdirac bench solver` (solver_bench.c)
  *   wd_dslash_bytes_per_site  fewest bytes per output site of one application
  *   wd_dslash_flops_per_site  1320 (+48 with xpay)
+ *   wd_bench_now, wd_bench_median, wd_bench_device   bench_util.c
  */
 #ifndef WDIRAC_BENCH_H
 #define WDIRAC_BENCH_H
+
+#include <stddef.h>
 
 int wd_bench_dslash_main(int argc, char **argv);
 int wd_tune_main(int argc, char **argv);
 int wd_bench_solver_main(int argc, char **argv);
 double wd_dslash_bytes_per_site(int precision, int recon, int gauge_fix, int xpay);
 double wd_dslash_flops_per_site(int xpay);
+
+/* bench_util.c */
+double wd_bench_now(void);
+double wd_bench_median(double *v, int n);
+void wd_bench_device(char *buf, size_t len, int gpu);
 
 #endif

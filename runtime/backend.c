@@ -8,6 +8,9 @@
  *                                        memory from the backend
  *   wd_gauge_create, wd_gauge_destroy    geometry from wd_gauge_layout_make,
  *                                        packing and memory from the backend
+ *   wd_backend_dslash_args               check a Dslash call against its variant
+ *                                        and fill the kernel arguments (both
+ *                                        backends' dslash entries use it)
  * bytes_allocated / bytes_peak count every field and gauge field the
  * backend holds (data, half-precision norms, padding).
  */
@@ -16,6 +19,7 @@
 #include "wd_backend.h"
 #include "wd_internal.h"
 #include "wd_layout.h"
+#include "wd_registry.h"
 
 wd_status wd_backend_open(wd_backend *be, wd_backend_kind kind, const int dims[4], int pad)
 {
@@ -118,4 +122,40 @@ void wd_gauge_destroy(wd_backend *be, wd_gauge *g)
     be->bytes_allocated -= g->bytes;
     be->ops->gauge_free(be, g);
     memset(g, 0, sizeof *g);
+}
+
+wd_status wd_backend_dslash_args(const wd_backend *be, int variant, wd_field *out,
+                                 const wd_gauge *g, const wd_field *in, const wd_field *x,
+                                 double a, int parity, wd_dslash_args *args)
+{
+    if (variant < 0 || variant >= wd_variant_count)
+        return wd_fail(WD_ERR_NOT_BUILT, "Dslash variant index %d is not in this build", variant);
+    const wd_variant *v = &wd_variants[variant];
+    if (v->precision != g->precision || v->recon != g->recon || v->gauge_fix != g->gauge_fix ||
+        out->precision != v->precision || in->precision != v->precision ||
+        (v->xpay && (!x || x->precision != v->precision || x == out)) || in == out ||
+        (parity & ~1))
+        return wd_fail(WD_ERR_INTERNAL, "%s: fields or gauge field do not match the variant "
+                       "(or out aliases an input, or parity %d)", v->name, parity);
+    memset(args, 0, sizeof *args);
+    for (int mu = 0; mu < 4; ++mu) {
+        args->dims[mu] = be->dims[mu];
+        args->gstride[mu] = g->gstride[mu];
+        args->goff[mu][0] = g->goff[mu][0];
+        args->goff[mu][1] = g->goff[mu][1];
+    }
+    args->volume_cb = be->volume_cb;
+    args->stride = out->stride;
+    args->parity = parity;
+    args->tslice_cb0 = g->tslice_cb0;
+    args->tbc = g->tbc;
+    args->out = out->data;
+    args->out_norm = out->norm;
+    args->in = in->data;
+    args->in_norm = in->norm;
+    args->x = x ? x->data : NULL;
+    args->x_norm = x ? x->norm : NULL;
+    args->gauge = g->data;
+    args->a = a;
+    return WD_OK;
 }

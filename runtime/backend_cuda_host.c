@@ -142,38 +142,11 @@ static void gauge_free(wd_backend *be, wd_gauge *g)
 static wd_status dslash(wd_backend *be, int variant, wd_field *out, const wd_gauge *g,
                         const wd_field *in, const wd_field *x, double a, int parity)
 {
-    if (variant < 0 || variant >= wd_variant_count)
-        return wd_fail(WD_ERR_NOT_BUILT, "Dslash variant index %d is not in this build", variant);
-    const wd_variant *v = &wd_variants[variant];
-    if (v->precision != g->precision || v->recon != g->recon || v->gauge_fix != g->gauge_fix ||
-        out->precision != v->precision || in->precision != v->precision ||
-        (v->xpay && (!x || x->precision != v->precision || x == out)) || in == out ||
-        (parity & ~1))
-        return wd_fail(WD_ERR_INTERNAL, "%s: fields or gauge field do not match the variant "
-                       "(or out aliases an input, or parity %d)", v->name, parity);
     wd_dslash_args args;
-    memset(&args, 0, sizeof args);
-    for (int mu = 0; mu < 4; ++mu) {
-        args.dims[mu] = be->dims[mu];
-        args.gstride[mu] = g->gstride[mu];
-        args.goff[mu][0] = g->goff[mu][0];
-        args.goff[mu][1] = g->goff[mu][1];
-    }
-    args.volume_cb = be->volume_cb;
-    args.stride = out->stride;
-    args.parity = parity;
-    args.tslice_cb0 = g->tslice_cb0;
-    args.tbc = g->tbc;
-    args.out = out->data;
-    args.out_norm = out->norm;
-    args.in = in->data;
-    args.in_norm = in->norm;
-    args.x = x ? x->data : NULL;
-    args.x_norm = x ? x->norm : NULL;
-    args.gauge = g->data;
-    args.a = a;
+    wd_status st = wd_backend_dslash_args(be, variant, out, g, in, x, a, parity, &args);
     int block = 0;
-    wd_status st = wd_tune_dslash(variant, &args, be->pad, &block);
+    if (st == WD_OK)
+        st = wd_tune_dslash(variant, &args, be->pad, &block);
     return st == WD_OK ? wd_cuda_dslash(variant, &args, block) : st;
 }
 

@@ -157,6 +157,14 @@ struct wd_backend {
 wd_status wd_backend_open(wd_backend *be, wd_backend_kind kind, const int dims[4], int pad);
 void wd_backend_close(wd_backend *be);
 
+/* For backends: check that the fields, gauge field and parity match Dslash
+ * variant `variant` (WD_ERR_NOT_BUILT / WD_ERR_INTERNAL otherwise) and fill
+ * the kernel arguments of wd_kernel.h. */
+struct wd_dslash_args;
+wd_status wd_backend_dslash_args(const wd_backend *be, int variant, wd_field *out,
+                                 const wd_gauge *g, const wd_field *in, const wd_field *x,
+                                 double a, int parity, struct wd_dslash_args *args);
+
 /* CPU backend entry (backend_cpu.c); wd_backend_open calls it. */
 wd_status wd_backend_cpu_init(wd_backend *be);
 /* CUDA backend entry (backend_cuda_host.c; in builds without CUDA,
