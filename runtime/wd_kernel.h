@@ -12,8 +12,9 @@
  *   wd_round_short       round to nearest for the 16-bit fixed-point store
  *   wd_s2f               16-bit fixed-point value to float
  *   wd_rcp[f]            reciprocal (recon 8)
- *   wd_sincospi[f]       sin and cos of pi x (recon 8 stores phases / pi:
- *                        no argument reduction, so no local memory on the GPU)
+ *   wd_sincospi[f]       sin and cos of pi x (recon 8 stores phases divided by
+ *                        WD_R8_PHASE_SCALE = pi, wd_physics.h: no argument
+ *                        reduction, so no local memory on the GPU)
  *   WD_LOAD              load of a read-only field element (through the
  *                        non-coherent read-only path on the GPU)
  *
@@ -32,6 +33,8 @@
 #define WDIRAC_KERNEL_H
 
 #include <math.h>
+
+#include "wd_physics.h"
 
 #if defined(__CUDACC__)
 #define WD_INLINE static __forceinline__ __host__ __device__
@@ -106,7 +109,7 @@ WD_INLINE void wd_site_neighbours(const wd_dslash_args *a, int cb, wd_site *s)
 WD_INLINE void wd_sincospi(double x, double *s, double *c) { sincospi(x, s, c); }
 /* float: the hardware sine/cosine (MUFU), absolute error ~2^-21 on [-pi, pi],
  * well inside the recon-8 tolerance, at a fraction of sincospif's cost */
-WD_INLINE void wd_sincospif(float x, float *s, float *c) { __sincosf(3.14159265f * x, s, c); }
+WD_INLINE void wd_sincospif(float x, float *s, float *c) { __sincosf((float)WD_R8_PHASE_SCALE * x, s, c); }
 WD_INLINE double wd_rcp(double x) { return 1.0 / x; }
 WD_INLINE float wd_rcpf(float x) { return __frcp_rn(x); }
 /* 16-bit fixed point <-> float without the quarter-rate I2F/F2I units:
@@ -118,16 +121,15 @@ WD_INLINE short wd_round_short(float v)
     return (short)(__float_as_int(v + 12582912.0f) - 0x4B400000);
 }
 #else
-#define WD_PI 3.14159265358979323846
 WD_INLINE void wd_sincospi(double x, double *s, double *c)
 {
-    *s = sin(WD_PI * x);
-    *c = cos(WD_PI * x);
+    *s = sin(WD_R8_PHASE_SCALE * x);
+    *c = cos(WD_R8_PHASE_SCALE * x);
 }
 WD_INLINE void wd_sincospif(float x, float *s, float *c)
 {
-    *s = (float)sin(WD_PI * x);
-    *c = (float)cos(WD_PI * x);
+    *s = (float)sin(WD_R8_PHASE_SCALE * x);
+    *c = (float)cos(WD_R8_PHASE_SCALE * x);
 }
 WD_INLINE double wd_rcp(double x) { return 1.0 / x; }
 WD_INLINE float wd_rcpf(float x) { return 1.0f / x; }
