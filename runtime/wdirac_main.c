@@ -25,6 +25,7 @@ static void usage(FILE *f)
             "usage: wdirac <command> [options]\n"
             "  list [GLOB]       print the Dslash variants this build has (names glob)\n"
             "  bench dslash      time Dslash variants (wdirac bench dslash --help)\n"
+            "  bench solver      time the solvers (wdirac bench solver --help)\n"
             "  tune              tune GPU launch configurations ahead of time (wdirac tune --help)\n"
             "  gauge generate|info  make or inspect a gauge configuration (wdirac gauge --help)\n"
             "  version           print the commit this program was built from\n");
