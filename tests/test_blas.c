@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "gauge_tools.h"
+#include "test_backend.h"
 #include "wd_backend.h"
 
 /* --backend cpu|cuda: the backend under test (exit 77 when it is absent) */
@@ -345,29 +346,13 @@ static void test_copy(const int dims[4], wd_rng *r)
     free(h), free(src), free(dst);
 }
 
-/* --backend; skip (exit 77) when that backend is not there */
-static void parse_backend(int argc, char **argv)
-{
-    for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--backend"))
-            backend = strcmp(argv[i + 1], "cuda") ? WD_BACKEND_CPU : WD_BACKEND_CUDA;
-    wd_backend be;
-    const wd_status st = wd_backend_open(&be, backend, (const int[4]){4, 4, 4, 4}, 0);
-    if (st == WD_ERR_NOT_BUILT || st == WD_ERR_NO_DEVICE) {
-        printf("SKIP: %s\n", wd_last_error());
-        exit(77);
-    }
-    if (st == WD_OK)
-        wd_backend_close(&be);
-}
-
 int main(int argc, char **argv)
 {
     uint64_t seed = (uint64_t)time(NULL);
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 0);
-    parse_backend(argc, argv);
+    backend = test_backend_arg(argc, argv);
     printf("test_blas: seed %llu (replay with --seed %llu), %d threads\n",
            (unsigned long long)seed, (unsigned long long)seed, omp_get_max_threads());
     wd_rng r;

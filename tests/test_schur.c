@@ -28,6 +28,7 @@
 #include "gauge_tools.h"
 #include "ref_wilson.h"
 #include "wd_registry.h"
+#include "test_backend.h"
 #include "wd_solver.h"
 
 /* --backend cpu|cuda: the backend under test (exit 77 when it is absent) */
@@ -158,29 +159,13 @@ static void run_case(const lattice *lat, int precision, int recon, int gf, wd_rn
     free(u), free(g), free(x), free(want), free(got);
 }
 
-/* --backend; skip (exit 77) when that backend is not there */
-static void parse_backend(int argc, char **argv)
-{
-    for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--backend"))
-            backend = strcmp(argv[i + 1], "cuda") ? WD_BACKEND_CPU : WD_BACKEND_CUDA;
-    wd_backend be;
-    const wd_status st = wd_backend_open(&be, backend, (const int[4]){4, 4, 4, 4}, 0);
-    if (st == WD_ERR_NOT_BUILT || st == WD_ERR_NO_DEVICE) {
-        printf("SKIP: %s\n", wd_last_error());
-        exit(77);
-    }
-    if (st == WD_OK)
-        wd_backend_close(&be);
-}
-
 int main(int argc, char **argv)
 {
     uint64_t seed = (uint64_t)time(NULL);
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 0);
-    parse_backend(argc, argv);
+    backend = test_backend_arg(argc, argv);
     printf("test_schur: seed %llu (replay with --seed %llu)\n", (unsigned long long)seed,
            (unsigned long long)seed);
     wd_rng r;

@@ -37,6 +37,7 @@
 
 #include "gauge_tools.h"
 #include "ref_wilson.h"
+#include "test_backend.h"
 #include "wd_backend.h"
 #include "wd_registry.h"
 #include "wdirac.h"
@@ -316,22 +317,6 @@ static void free_problem(problem *p)
     free(p->u), free(p->b), free(p->x);
 }
 
-/* --backend; skip (exit 77) when that backend is not there */
-static void parse_backend(int argc, char **argv)
-{
-    for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--backend"))
-            backend = strcmp(argv[i + 1], "cuda") ? WD_BACKEND_CPU : WD_BACKEND_CUDA;
-    wd_backend be;
-    const wd_status st = wd_backend_open(&be, backend, (const int[4]){4, 4, 4, 4}, 0);
-    if (st == WD_ERR_NOT_BUILT || st == WD_ERR_NO_DEVICE) {
-        printf("SKIP: %s\n", wd_last_error());
-        exit(77);
-    }
-    if (st == WD_OK)
-        wd_backend_close(&be);
-}
-
 int main(int argc, char **argv)
 {
     uint64_t seed = (uint64_t)time(NULL);
@@ -341,7 +326,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--verbose"))
             verbose = 1;
     }
-    parse_backend(argc, argv);
+    backend = test_backend_arg(argc, argv);
     printf("test_solver: seed %llu (replay with --seed %llu)\n", (unsigned long long)seed,
            (unsigned long long)seed);
     wd_rng r;
