@@ -6,9 +6,10 @@
  *
  * The externally accessible function is
  *   wd_backend_cpu_init   fill in the ops table and the reduction scratch
- * Notes: an operation on operands of mixed precision (copy excepted), or a
- * Dslash variant whose axes disagree with its fields, is a bug in the
- * caller: it does nothing and records WD_ERR_INTERNAL in be->error.
+ * Notes: an operation on operands of mixed precision (copy and accumulate
+ * excepted), or a Dslash variant whose axes disagree with its fields, is a
+ * bug in the caller: it does nothing and records WD_ERR_INTERNAL in
+ * be->error.
  */
 #include <complex.h>
 #include <math.h>
@@ -145,6 +146,19 @@ static const wd_backend_ops *blas3(wd_backend *be, const char *op, const wd_fiel
     return blas_for(a->precision);
 }
 
+typedef void (*site_load)(const wd_field *, int, double *);
+typedef void (*site_store)(wd_field *, int, const double *);
+
+static site_load loader(int precision)
+{
+    return precision == 8 ? wd_blas_load_d : precision == 4 ? wd_blas_load_s : wd_blas_load_h;
+}
+
+static site_store storer(int precision)
+{
+    return precision == 8 ? wd_blas_store_d : precision == 4 ? wd_blas_store_s : wd_blas_store_h;
+}
+
 static void cpu_copy(wd_backend *be, wd_field *y, const wd_field *x)
 {
     (void)be;
@@ -156,16 +170,40 @@ static void cpu_copy(wd_backend *be, wd_field *y, const wd_field *x)
             memcpy(y->norm, x->norm, x->norm_bytes);
         return;
     }
-    void (*ld)(const wd_field *, int, double *) =
-        x->precision == 8 ? wd_blas_load_d : x->precision == 4 ? wd_blas_load_s : wd_blas_load_h;
-    void (*st)(wd_field *, int, const double *) =
-        y->precision == 8 ? wd_blas_store_d : y->precision == 4 ? wd_blas_store_s : wd_blas_store_h;
+    const site_load ld = loader(x->precision);
+    const site_store st = storer(y->precision);
     const int n = y->volume_cb;
 #pragma omp parallel for schedule(static) if (n >= 2048)
     for (int cb = 0; cb < n; ++cb) {
         double v[24];
         ld(x, cb, v);
         st(y, cb, v);
+    }
+}
+
+static void cpu_accumulate(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
+                           const wd_field *y, wd_field *z)
+{
+    if (y && y->precision != x->precision) {
+        record(be, wd_fail(WD_ERR_INTERNAL, "CPU backend: accumulate with x and y of different "
+                           "precisions (%d, %d bytes)", x->precision, y->precision));
+        return;
+    }
+    const site_load ldx = loader(x->precision), ldz = loader(z->precision);
+    const site_store stz = storer(z->precision);
+    const int n = z->volume_cb;
+#pragma omp parallel for schedule(static) if (n >= 2048)
+    for (int cb = 0; cb < n; ++cb) {
+        double vx[24], vy[24] = {0}, vz[24];
+        ldx(x, cb, vx);
+        if (y)
+            ldx(y, cb, vy);
+        ldz(z, cb, vz);
+        for (int i = 0; i < 24; i += 2) {
+            vz[i] += a.re * vx[i] - a.im * vx[i + 1] + b.re * vy[i] - b.im * vy[i + 1];
+            vz[i + 1] += a.re * vx[i + 1] + a.im * vx[i] + b.re * vy[i + 1] + b.im * vy[i];
+        }
+        stz(z, cb, vz);
     }
 }
 
@@ -291,6 +329,7 @@ static const wd_backend_ops cpu_ops = {
     .caxpy = cpu_caxpy,
     .caxpbypz = cpu_caxpbypz,
     .cxpaypbz = cpu_cxpaypbz,
+    .accumulate = cpu_accumulate,
     .norm2 = cpu_norm2,
     .cdot = cpu_cdot,
     .axpy_norm2 = cpu_axpy_norm2,

@@ -21,6 +21,7 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cuda_rt.h"
 #include "wd_backend.h"
@@ -326,11 +327,53 @@ template <int PY, int PX> __global__ void copy_kernel(wd_field y, wd_field x, in
     }
 }
 
+/* one site as doubles, exactly, from any precision */
+template <int P> __device__ __forceinline__ void load_double(const wd_field &f, int cb, double *v)
+{
+    if (P == 2) {
+        load_exact(f, cb, v);
+    } else {
+        typename Prec<P>::real t[NR];
+        load<P>(f, cb, t);
+#pragma unroll
+        for (int i = 0; i < NR; ++i)
+            v[i] = t[i];
+    }
+}
+
+/* the partial solution accumulator: z = z + a x + b y in double, x and y of
+ * precision PX, z of PZ */
+template <int PZ, int PX>
+__global__ void __launch_bounds__(BLAS_BLOCK) accumulate_kernel(double ar, double ai, double br,
+                                                                double bi, wd_field x, wd_field y,
+                                                                int has_y, wd_field z, int n)
+{
+    for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
+        double vx[NR], vy[NR], vz[NR];
+        load_double<PX>(x, cb, vx);
+        if (has_y)
+            load_double<PX>(y, cb, vy);
+        else
+            for (int i = 0; i < NR; ++i)
+                vy[i] = 0;
+        load_double<PZ>(z, cb, vz);
+        typename Prec<PZ>::real out[NR];
+#pragma unroll
+        for (int i = 0; i < NR; i += 2) {
+            out[i] = vz[i] + ar * vx[i] - ai * vx[i + 1] + br * vy[i] - bi * vy[i + 1];
+            out[i + 1] = vz[i + 1] + ar * vx[i + 1] + ai * vx[i] + br * vy[i + 1] + bi * vy[i];
+        }
+        store<PZ>(z, cb, out);
+    }
+}
+
 /* ---- host side --------------------------------------------------------- */
 
 typedef struct cuda_ctx {
     double *partial;   /* BLAS_MAX_GRID * 3 */
     double *result;    /* 3 */
+    void *staging;     /* pinned host memory for transfers, grown on demand */
+    size_t staging_bytes;
 } cuda_ctx;
 
 static int grid_for(int n)
@@ -403,9 +446,66 @@ void wd_cuda_be_close(wd_backend *be)
     if (c) {
         wd_cuda_free(c->partial);
         wd_cuda_free(c->result);
+        if (c->staging)
+            cudaFreeHost(c->staging);
         free(c);
     }
     be->ctx = NULL;
+}
+
+/* Pinned host memory of at least `bytes` for packing a transfer: a
+ * pageable buffer would be staged by the driver through its own small
+ * pinned one, at a fraction of the bus bandwidth, and a fresh malloc per
+ * transfer would fault in every page again. */
+wd_status wd_cuda_be_staging(wd_backend *be, size_t bytes, void **buf)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    if (c->staging_bytes < bytes) {
+        if (c->staging)
+            cudaFreeHost(c->staging);
+        c->staging = NULL;
+        c->staging_bytes = 0;
+        const cudaError_t err = cudaHostAlloc(&c->staging, bytes, cudaHostAllocDefault);
+        if (err != cudaSuccess) {
+            c->staging = NULL;
+            return wd_fail(WD_ERR_NOMEM, "CUDA backend: cudaHostAlloc of %zu bytes of pinned "
+                           "staging memory failed: %s", bytes, cudaGetErrorString(err));
+        }
+        memset(c->staging, 0, bytes);
+        c->staging_bytes = bytes;
+    }
+    *buf = c->staging;
+    return WD_OK;
+}
+
+void wd_cuda_be_accumulate(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
+                           const wd_field *y, wd_field *z)
+{
+    if (be->error != WD_OK)
+        return;
+    if (y && y->precision != x->precision) {
+        be->error = wd_fail(WD_ERR_INTERNAL, "CUDA backend: accumulate with x and y of different "
+                            "precisions (%d, %d bytes)", x->precision, y->precision);
+        return;
+    }
+    const int n = z->volume_cb, grid = grid_for(n);
+    cudaStream_t st = (cudaStream_t)wd_cuda_stream();
+    const wd_field fy = y ? *y : *x;
+#define ACC(PZ, PX) \
+    accumulate_kernel<PZ, PX><<<grid, BLAS_BLOCK, 0, st>>>(a.re, a.im, b.re, b.im, *x, fy, y != NULL, *z, n)
+    switch (z->precision * 10 + x->precision) {
+    case 88: ACC(8, 8); break;
+    case 84: ACC(8, 4); break;
+    case 82: ACC(8, 2); break;
+    case 44: ACC(4, 4); break;
+    case 42: ACC(4, 2); break;
+    case 48: ACC(4, 8); break;
+    case 28: ACC(2, 8); break;
+    case 24: ACC(2, 4); break;
+    default: ACC(2, 2); break;
+    }
+#undef ACC
+    failed(be, cudaGetLastError(), "accumulate");
 }
 
 void wd_cuda_be_zero(wd_backend *be, wd_field *y) { run(be, OpZero(), NULL, y, NULL, NULL, "zero"); }

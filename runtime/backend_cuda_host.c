@@ -32,6 +32,9 @@ void wd_cuda_be_xpay(wd_backend *be, const wd_field *x, double a, wd_field *y);
 void wd_cuda_be_axpy_zpbx(wd_backend *be, double a, wd_field *x, wd_field *y, const wd_field *z,
                           double b);
 void wd_cuda_be_caxpy(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y);
+void wd_cuda_be_accumulate(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
+                           const wd_field *y, wd_field *z);
+wd_status wd_cuda_be_staging(wd_backend *be, size_t bytes, void **buf);
 void wd_cuda_be_caxpbypz(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
                          const wd_field *y, wd_field *z);
 void wd_cuda_be_cxpaypbz(wd_backend *be, const wd_field *x, wd_complex a, const wd_field *y,
@@ -69,14 +72,13 @@ static void field_free(wd_backend *be, wd_field *f)
     wd_cuda_free(f->data);
 }
 
-static wd_status staging(const wd_backend *be, const wd_field *f, wd_spinor_layout *l, void **buf)
+/* The field's layout and the backend's pinned staging buffer for it (zeroed
+ * when allocated; reused, its padding holds what an earlier transfer left:
+ * defined, and never read by a kernel). */
+static wd_status staging(wd_backend *be, const wd_field *f, wd_spinor_layout *l, void **buf)
 {
     wd_status st = wd_spinor_layout_make(l, be->dims, f->precision, be->pad);
-    if (st != WD_OK)
-        return st;
-    *buf = calloc(1, l->bytes + l->norm_bytes);
-    return *buf ? WD_OK
-                : wd_fail(WD_ERR_NOMEM, "CUDA backend: host staging buffer of %zu bytes", l->bytes);
+    return st == WD_OK ? wd_cuda_be_staging(be, l->bytes + l->norm_bytes, buf) : st;
 }
 
 static wd_status upload(wd_backend *be, wd_field *f, const double *host, int parity)
@@ -88,9 +90,7 @@ static wd_status upload(wd_backend *be, wd_field *f, const double *host, int par
         return st;
     wd_pack_spinor(&l, buf, (float *)((char *)buf + l.bytes), (const double complex *)host,
                    be->dims, parity);
-    st = wd_cuda_h2d(f->data, buf, l.bytes + l.norm_bytes);
-    free(buf);
-    return st;
+    return wd_cuda_h2d(f->data, buf, l.bytes + l.norm_bytes);
 }
 
 static wd_status download(wd_backend *be, double *host, const wd_field *f, int parity)
@@ -104,7 +104,6 @@ static wd_status download(wd_backend *be, double *host, const wd_field *f, int p
     if (st == WD_OK)
         wd_unpack_spinor(&l, (double complex *)host, buf, (const float *)((char *)buf + l.bytes),
                          be->dims, parity);
-    free(buf);
     return st;
 }
 
@@ -174,6 +173,7 @@ static const wd_backend_ops cuda_ops = {
     .caxpy = wd_cuda_be_caxpy,
     .caxpbypz = wd_cuda_be_caxpbypz,
     .cxpaypbz = wd_cuda_be_cxpaypbz,
+    .accumulate = wd_cuda_be_accumulate,
     .norm2 = wd_cuda_be_norm2,
     .cdot = wd_cuda_be_cdot,
     .axpy_norm2 = wd_cuda_be_axpy_norm2,

@@ -6,8 +6,9 @@
  * The externally accessible function is
  *   wd_krylov_run   solve (wd_solver.h documents the fields and settings)
  *
- * The iteration runs on sloppy fields (residual rs, solution correction
- * xs).  A "check" is Algorithm 2's update, done in the outer precision:
+ * The iteration runs on sloppy fields (residual rs, direction p), summing
+ * the solution correction into the partial accumulator xs (sloppy or outer
+ * precision: wd_accumulator).  A "check" is Algorithm 2's update, done in the outer precision:
  * x += xs, r = b - A x, rs = r, xs = 0.  Checks happen
  *   - always when the iterated residual reaches the target;
  *   - reliable updates: when it falls below delta times its maximum since
@@ -90,6 +91,28 @@ static double rel(const wd_krylov *ks, double r)
     return r * ks->scale;
 }
 
+/* After iteration k: the iterated residual rn to whoever watches. */
+static void report(const wd_krylov *ks, double rn, const char *what)
+{
+    if (ks->verbosity >= 3)
+        fprintf(stderr, "wdirac solver: k=%d iterated residual %.3e%s\n", ks->k, rel(ks, rn), what);
+    if (ks->progress)
+        ks->progress(ks->progress_arg, ks->k + ks->l, rel(ks, rn));
+}
+
+/* xs += a x + b y (y may be NULL): fused in the sloppy precision, or into
+ * an outer-precision accumulator */
+static void accumulate(wd_krylov *ks, wd_complex a, const wd_field *x, wd_complex b,
+                       const wd_field *y)
+{
+    if (ks->xs->precision != x->precision)
+        wd_blas_accumulate(ks->be, a, x, b, y, ks->xs);
+    else if (y)
+        wd_blas_caxpbypz(ks->be, a, x, b, y, ks->xs);
+    else
+        wd_blas_axpy(ks->be, a.re, x, ks->xs);
+}
+
 /* ||b - Mhat x|| in *rs.  r gets the residual the iteration uses: that one
  * (BiCGstab) or Mhat^dag of it (CG); |r|^2 in *rn2. */
 static wd_status true_residual(wd_krylov *ks, double *rs, double *rn2)
@@ -150,6 +173,8 @@ static wd_status check(wd_krylov *ks, state *s, int *result, double *rn2)
     if (ks->verbosity >= 2)
         fprintf(stderr, "wdirac solver: k=%d l=%d true residual %.3e%s\n", ks->k, ks->l,
                 rel(ks, rs), *result == CHECK_ACCEPT ? "" : " (update rejected, restart)");
+    if (ks->progress)
+        ks->progress(ks->progress_arg, ks->k + ks->l, rel(ks, rs));
     return be->error;
 }
 
@@ -324,7 +349,7 @@ static wd_status bicgstab(wd_krylov *ks, state *s, double r2)
         double ts[3];
         wd_blas_cdot_norm2(be, ks->t, ks->rs, ts);
         omega = ts[2] > 0 ? CMPLX(ts[0], ts[1]) / ts[2] : 0;
-        wd_blas_caxpbypz(be, wc(alpha), ks->p, wc(omega), ks->rs, ks->xs);
+        accumulate(ks, wc(alpha), ks->p, wc(omega), ks->rs);
         double rr[3];
         wd_blas_caxpy_norm2_cdot(be, wc(-omega), ks->t, ks->rs, ks->r0, rr);
         double complex rho_new = CMPLX(rr[1], rr[2]);
@@ -332,9 +357,7 @@ static wd_status bicgstab(wd_krylov *ks, state *s, double r2)
         ks->k++;
         s->since++;
         s->since_check++;
-        if (ks->verbosity >= 3)
-            fprintf(stderr, "wdirac solver: k=%d iterated residual %.3e\n", ks->k,
-                    rel(ks, sqrt(r2)));
+        report(ks, sqrt(r2), "");
         int checked;
         double rn2;
         const int next = act(ks, s, classify(ks, s, sqrt(r2)), &checked, &rn2, &status);
@@ -392,16 +415,19 @@ static wd_status cg(wd_krylov *ks, state *s, double r2)
         ks->k++;
         s->since++;
         s->since_check++;
-        if (ks->verbosity >= 3)
-            fprintf(stderr, "wdirac solver: k=%d iterated residual %.3e (normal equations)\n",
-                    ks->k, sqrt(r2_new));
+        report(ks, sqrt(r2_new), " (normal equations)");
         const int v = classify(ks, s, sqrt(r2_new));
-        if (v == GO_ON) {
+        if (v == GO_ON && ks->xs->precision == ks->p->precision) {
             wd_blas_axpy_zpbx(be, alpha, ks->p, ks->xs, ks->rs, r2_new / r2);
             r2 = r2_new;
             continue;
         }
-        wd_blas_axpy(be, alpha, ks->p, ks->xs);
+        accumulate(ks, wc(alpha), ks->p, wc(0), NULL);
+        if (v == GO_ON) {
+            wd_blas_xpay(be, ks->rs, r2_new / r2, ks->p);
+            r2 = r2_new;
+            continue;
+        }
         int checked;
         double rn2 = 0;
         const int next = act(ks, s, v, &checked, &rn2, &status);

@@ -3,25 +3,33 @@
  *
  * The externally accessible functions are
  *   wd_solver_default_settings   the documented defaults
- *   wd_solve                     M x = b on full-lattice host fields
+ *   wd_solver_create             validate, gauge-fix on the host if either
+ *                                level asks for it, upload the gauge field
+ *                                in the outer and (if different) the sloppy
+ *                                precision, once
+ *   wd_solver_solve              M x = b on full-lattice host fields with
+ *                                that gauge field
+ *   wd_solver_destroy            free it all
+ *   wd_solve                     create, solve, destroy
  *
- * wd_solve: validate, gauge-fix on the host if either level asks for it,
- * upload the gauge field in the outer and (if different) the sloppy
- * precision, prepare the even-odd source b'_e = (b_e + kappa D_eo b_o) /
- * (4+m) with the outer operator, run krylov.c, reconstruct x_o = b_o /
- * (4+m) + kappa D_oe x_e, download, undo the gauge fixing, and measure the
- * true residual ||b - M x|| / ||b|| on the host with the float64 reference
- * operator (ref_wilson) on the caller's own fields: an independent check,
- * not counted in the solve time.
+ * A solve: gauge-fix the source if the solver does, upload it, prepare the
+ * even-odd source b'_e = (b_e + kappa D_eo b_o) / (4+m) with the outer
+ * operator, run krylov.c, reconstruct x_o = b_o / (4+m) + kappa D_oe x_e,
+ * download, undo the gauge fixing, and measure the true residual
+ * ||b - M x|| / ||b|| on the host with the float64 reference operator
+ * (ref_wilson) on the caller's own fields: an independent check, not
+ * counted in the solve time.
  *
  * The Schur residual relates to the full one exactly: with x_o
  * reconstructed, (b - M x)_o = 0 and (b - M x)_e = (4+m)(b'_e - Mhat x_e),
  * so the Krylov solve stops at ||b'_e - Mhat x_e|| <= tol ||b|| / (4+m).
  *
  * Memory (the paper's budget, section 5.3): outer b, x, r, odd scratch (and
- * an even scratch for CG's normal equations); sloppy r, x, p, v, t, odd
- * scratch (and r0 for BiCGstab); the gauge field in each precision.  When
- * both levels share a precision, r and the scratch fields are shared too.
+ * an even scratch for CG's normal equations); sloppy r, p, v, t, odd
+ * scratch (and r0 for BiCGstab); the partial solution accumulator xs in
+ * the outer or the sloppy precision (wd_accumulator); the gauge field in
+ * each precision.  When both levels share a precision, r and the scratch
+ * fields are shared too.
  */
 #include <complex.h>
 #include <math.h>
@@ -55,8 +63,11 @@ void wd_solver_default_settings(wd_solver_settings *s)
     s->tol_inner = 0.1;
     s->max_stall = 4;
     s->divergence = 1e8;
+    s->accumulator = WD_ACCUM_AUTO;
     s->pad = 0;
     s->verbosity = 0;
+    s->progress = NULL;
+    s->progress_arg = NULL;
 }
 
 static double now_s(void)
@@ -110,6 +121,12 @@ static wd_status check_settings(const wd_solver_settings *s)
         return wd_fail(WD_ERR_INVALID, "max_stall %d: must be >= 1", s->max_stall);
     if (!(s->divergence > 1))
         return wd_fail(WD_ERR_INVALID, "divergence %g: must be > 1", s->divergence);
+    if (s->accumulator != WD_ACCUM_AUTO && s->accumulator != WD_ACCUM_SLOPPY &&
+        s->accumulator != WD_ACCUM_OUTER)
+        return wd_fail(WD_ERR_INVALID, "accumulator %d: must be WD_ACCUM_AUTO, _SLOPPY or _OUTER",
+                       (int)s->accumulator);
+    if (s->pad < 0)
+        return wd_fail(WD_ERR_INVALID, "pad %d: must be >= 0", s->pad);
     return WD_OK;
 }
 
@@ -153,129 +170,213 @@ static wd_status host_true_residual(const double *x, const double *u, const doub
     return WD_OK;
 }
 
-/* Everything wd_solve allocates, so that one function frees it. */
-typedef struct solve_ctx {
+/* The work fields, by role (wd_solver.h: wd_krylov documents each). */
+enum {
+    F_B, F_X, F_R, F_ODD, F_TE,             /* outer precision */
+    F_XS,                                   /* the accumulator's precision */
+    F_RS, F_P, F_V, F_T, F_R0, F_ODD_S,     /* sloppy precision */
+    F_COUNT
+};
+
+struct wd_solver {
     wd_backend be;
     int be_open;
-    wd_gauge g_outer, g_sloppy;
-    wd_field f[13];
-    int nf;
-    double complex *gfix, *ufix, *bfix;
-} solve_ctx;
+    int dims[4];
+    wd_solver_settings fixed;   /* the settings the uploaded fields depend on */
+    const double *gauge;        /* the caller's, for the float64 residual check */
+    wd_gauge g_outer, g_sloppy; /* g_sloppy unused (zero) when both levels agree */
+    double complex *gfix;       /* temporal-gauge transform, when a level gauge-fixes */
+    double complex *bfix;       /* the source in temporal gauge */
+    wd_field f[F_COUNT];
+};
 
-static wd_field *new_field(solve_ctx *c, int precision, wd_status *st)
+void wd_solver_destroy(wd_solver *sv)
 {
-    if (*st != WD_OK)
-        return NULL;
-    wd_field *f = &c->f[c->nf++];
-    *st = wd_field_create(&c->be, f, precision);
-    return f;
-}
-
-static void release(solve_ctx *c)
-{
-    if (c->be_open) {
-        for (int i = 0; i < c->nf; ++i)
-            wd_field_destroy(&c->be, &c->f[i]);
-        wd_gauge_destroy(&c->be, &c->g_sloppy);
-        wd_gauge_destroy(&c->be, &c->g_outer);
-        wd_backend_close(&c->be);
+    if (!sv)
+        return;
+    if (sv->be_open) {
+        for (int i = 0; i < F_COUNT; ++i)
+            wd_field_destroy(&sv->be, &sv->f[i]);
+        wd_gauge_destroy(&sv->be, &sv->g_sloppy);
+        wd_gauge_destroy(&sv->be, &sv->g_outer);
+        wd_backend_close(&sv->be);
     }
-    free(c->gfix);
-    free(c->ufix);
-    free(c->bfix);
+    free(sv->gfix);
+    free(sv->bfix);
+    free(sv);
 }
 
-/* Host fields in the gauge the solve runs in: the caller's, or copies
- * transformed to temporal gauge. */
-static wd_status gauge_fix_host(solve_ctx *c, const double *gauge, const double *b,
-                                const int dims[4], const double **u_run, const double **b_run)
+/* The settings a solve may not change (see wdirac.h). */
+static wd_status check_fixed(const wd_solver_settings *a, const wd_solver_settings *b)
 {
-    const size_t vol = wd_volume(dims);
-    c->gfix = malloc(vol * 9 * sizeof *c->gfix);
-    c->ufix = malloc(vol * 36 * sizeof *c->ufix);
-    c->bfix = malloc(vol * 12 * sizeof *c->bfix);
-    if (!c->gfix || !c->ufix || !c->bfix)
-        return wd_fail(WD_ERR_NOMEM, "solver: cannot allocate %zu bytes for the gauge-fixed "
-                       "host fields", vol * 57 * sizeof(double complex));
-    memcpy(c->ufix, gauge, vol * 36 * sizeof *c->ufix);
-    memcpy(c->bfix, b, vol * 12 * sizeof *c->bfix);
-    wd_temporal_gauge(c->gfix, c->ufix, dims);
-    wd_gauge_transform(c->ufix, c->gfix, dims);
-    wd_spinor_transform(c->bfix, c->gfix, dims, 0);
-    *u_run = (const double *)c->ufix;
-    *b_run = (const double *)c->bfix;
+#define SAME(field)                                                                          \
+    if (a->field != b->field)                                                                \
+        return wd_fail(WD_ERR_INVALID, "wd_solver_solve: setting '" #field "' is %d here but "  \
+                       "%d when the solver was created; create another solver to change it", \
+                       (int)b->field, (int)a->field)
+    SAME(backend);
+    SAME(precision);
+    SAME(recon);
+    SAME(gauge_fix);
+    SAME(sloppy_precision);
+    SAME(sloppy_recon);
+    SAME(sloppy_gauge_fix);
+    SAME(tbc);
+    SAME(pad);
+#undef SAME
     return WD_OK;
 }
 
-static wd_status run(solve_ctx *c, double *x, const double *gauge, const double *b,
-                     const int dims[4], const wd_solver_settings *s, double bnorm,
-                     wd_solver_stats *stats)
+static wd_status create(wd_solver *sv, const double *gauge)
 {
-    const double *u_run = gauge, *b_run = b;
-    const int fix = s->gauge_fix || s->sloppy_gauge_fix;
-    wd_status st = WD_OK;
-    if (fix && (st = gauge_fix_host(c, gauge, b, dims, &u_run, &b_run)) != WD_OK)
-        return st;
-
-    if ((st = wd_backend_open(&c->be, s->backend, dims, s->pad)) != WD_OK)
-        return st;
-    c->be_open = 1;
-    wd_backend *be = &c->be;
-    const int cg = s->solver == WD_SOLVER_CG;
-    const double kappa = 1.0 / (2.0 * (4.0 + s->mass));
+    const wd_solver_settings *s = &sv->fixed;
+    const size_t vol = wd_volume(sv->dims);
+    const double *u_run = gauge;
+    double complex *ufix = NULL;
+    if (s->gauge_fix || s->sloppy_gauge_fix) {
+        sv->gfix = malloc(vol * 9 * sizeof *sv->gfix);
+        sv->bfix = malloc(vol * 12 * sizeof *sv->bfix);
+        ufix = malloc(vol * 36 * sizeof *ufix);
+        if (!sv->gfix || !sv->bfix || !ufix) {
+            free(ufix);
+            return wd_fail(WD_ERR_NOMEM, "solver: cannot allocate %zu bytes for the gauge-fixed "
+                           "host fields", vol * 57 * sizeof(double complex));
+        }
+        memcpy(ufix, gauge, vol * 36 * sizeof *ufix);
+        wd_temporal_gauge(sv->gfix, ufix, sv->dims);
+        wd_gauge_transform(ufix, sv->gfix, sv->dims);
+        u_run = (const double *)ufix;
+    }
+    wd_status st = wd_backend_open(&sv->be, s->backend, sv->dims, s->pad);
+    if (st == WD_OK) {
+        sv->be_open = 1;
+        st = wd_gauge_create(&sv->be, &sv->g_outer, u_run, s->precision, s->recon, s->gauge_fix,
+                             s->tbc);
+    }
     const int same_gauge = s->sloppy_precision == s->precision && s->sloppy_recon == s->recon &&
                            s->sloppy_gauge_fix == s->gauge_fix;
-    const int shared = s->sloppy_precision == s->precision;
-
-    st = wd_gauge_create(be, &c->g_outer, u_run, s->precision, s->recon, s->gauge_fix, s->tbc);
-    const wd_gauge *g_sloppy = &c->g_outer;
-    if (st == WD_OK && !same_gauge) {
-        st = wd_gauge_create(be, &c->g_sloppy, u_run, s->sloppy_precision, s->sloppy_recon,
+    if (st == WD_OK && !same_gauge)
+        st = wd_gauge_create(&sv->be, &sv->g_sloppy, u_run, s->sloppy_precision, s->sloppy_recon,
                              s->sloppy_gauge_fix, s->tbc);
-        g_sloppy = &c->g_sloppy;
-    }
-    wd_krylov ks;
-    memset(&ks, 0, sizeof ks);
-    const int po = s->precision, ps = s->sloppy_precision;
-    ks.b = new_field(c, po, &st);
-    ks.x = new_field(c, po, &st);
-    ks.r = new_field(c, po, &st);
-    wd_field *odd = new_field(c, po, &st);
-    ks.te = cg ? new_field(c, po, &st) : NULL;
-    ks.rs = shared ? ks.r : new_field(c, ps, &st);
-    ks.xs = new_field(c, ps, &st);
-    ks.p = new_field(c, ps, &st);
-    ks.v = new_field(c, ps, &st);
-    ks.t = shared && cg ? ks.te : new_field(c, ps, &st);
-    ks.r0 = cg ? NULL : new_field(c, ps, &st);
-    wd_field *odd_sloppy = shared ? odd : new_field(c, ps, &st);
-    if (st == WD_OK)
-        st = wd_eo_op_init(&ks.outer, be, &c->g_outer, kappa, odd, cg);
-    if (st == WD_OK)
-        st = wd_eo_op_init(&ks.sloppy, be, g_sloppy, kappa, odd_sloppy, cg);
+    free(ufix);
+    return st;
+}
+
+wd_status wd_solver_create(wd_solver **out, const double *gauge, const int dims[4],
+                           const wd_solver_settings *s)
+{
+    if (!out)
+        return wd_fail(WD_ERR_INVALID, "wd_solver_create: the solver pointer must not be NULL");
+    *out = NULL;
+    if (!gauge || !s || !dims)
+        return wd_fail(WD_ERR_INVALID, "wd_solver_create: gauge, dims and settings must not be NULL");
+    wd_status st = wd_check_dims(dims);
     if (st != WD_OK)
         return st;
+    if ((st = check_settings(s)) != WD_OK)
+        return st;
+    const size_t vol = wd_volume(dims);
+    const long bad = first_nonfinite(gauge, vol * 72);
+    if (bad >= 0)
+        return wd_fail(WD_ERR_INVALID, "wd_solver_create: the gauge field holds NaN or Inf (site "
+                       "%ld, direction %ld)", bad / 72, bad % 72 / 18);
+    wd_solver *sv = calloc(1, sizeof *sv);
+    if (!sv)
+        return wd_fail(WD_ERR_NOMEM, "wd_solver_create: cannot allocate the solver");
+    memcpy(sv->dims, dims, sizeof sv->dims);
+    sv->fixed = *s;
+    sv->gauge = gauge;
+    if ((st = create(sv, gauge)) != WD_OK) {
+        wd_solver_destroy(sv);
+        return st;
+    }
+    *out = sv;
+    return WD_OK;
+}
+
+/* The field of `role`, allocated at first use in `precision`. */
+static wd_field *field(wd_solver *sv, int role, int precision, wd_status *st)
+{
+    wd_field *f = &sv->f[role];
+    if (*st == WD_OK && !f->data)
+        *st = wd_field_create(&sv->be, f, precision);
+    return f;
+}
+
+static int accumulate_outer(const wd_solver_settings *s)
+{
+    return s->accumulator == WD_ACCUM_OUTER ||
+           (s->accumulator == WD_ACCUM_AUTO && s->solver == WD_SOLVER_CG);
+}
+
+/* Fields and operators of one solve into ks; odd is the outer odd scratch. */
+static wd_status setup_krylov(wd_solver *sv, const wd_solver_settings *s, wd_krylov *ks,
+                              wd_field **odd)
+{
+    const int cg = s->solver == WD_SOLVER_CG;
+    const int po = s->precision, ps = s->sloppy_precision;
+    const int shared = ps == po;
+    const double kappa = 1.0 / (2.0 * (4.0 + s->mass));
+    const wd_gauge *g_sloppy = sv->g_sloppy.data ? &sv->g_sloppy : &sv->g_outer;
+    wd_status st = WD_OK;
+    memset(ks, 0, sizeof *ks);
+    ks->b = field(sv, F_B, po, &st);
+    ks->x = field(sv, F_X, po, &st);
+    ks->r = field(sv, F_R, po, &st);
+    *odd = field(sv, F_ODD, po, &st);
+    ks->te = cg ? field(sv, F_TE, po, &st) : NULL;
+    /* the accumulator lives in F_XS, created in the precision of the first
+     * solve; a later solve that wants the other precision recreates it */
+    const int pxs = accumulate_outer(s) ? po : ps;
+    if (sv->f[F_XS].data && sv->f[F_XS].precision != pxs)
+        wd_field_destroy(&sv->be, &sv->f[F_XS]);
+    ks->xs = field(sv, F_XS, pxs, &st);
+    ks->rs = shared ? ks->r : field(sv, F_RS, ps, &st);
+    ks->p = field(sv, F_P, ps, &st);
+    ks->v = field(sv, F_V, ps, &st);
+    ks->t = shared && cg ? ks->te : field(sv, F_T, ps, &st);
+    ks->r0 = cg ? NULL : field(sv, F_R0, ps, &st);
+    wd_field *odd_sloppy = shared ? *odd : field(sv, F_ODD_S, ps, &st);
+    if (st == WD_OK)
+        st = wd_eo_op_init(&ks->outer, &sv->be, &sv->g_outer, kappa, *odd, cg);
+    if (st == WD_OK)
+        st = wd_eo_op_init(&ks->sloppy, &sv->be, g_sloppy, kappa, odd_sloppy, cg);
+    ks->be = &sv->be;
+    ks->solver = s->solver;
+    ks->mixed = s->mixed;
+    ks->delta = s->delta;
+    ks->tol_inner = s->tol_inner;
+    ks->divergence = s->divergence;
+    ks->max_stall = s->max_stall;
+    ks->max_iter = s->max_iter;
+    ks->verbosity = s->verbosity;
+    ks->progress = s->progress;
+    ks->progress_arg = s->progress_arg;
+    return st;
+}
+
+/* One solve on the backend: host b (in the solve's gauge) to host x. */
+static wd_status run(wd_solver *sv, double *x, const double *b_run, const wd_solver_settings *s,
+                     double bnorm, wd_solver_stats *stats)
+{
+    wd_backend *be = &sv->be;
+    wd_krylov ks;
+    wd_field *odd;
+    wd_status st = setup_krylov(sv, s, &ks, &odd);
+    if (st != WD_OK)
+        return st;
+    const double kappa = ks.outer.kappa;
 
     /* b'_e = (b_e + kappa D_eo b_o) / (4+m) */
     const double inv = 1.0 / (4.0 + s->mass);
     if ((st = be->ops->upload(be, ks.b, b_run, 0)) != WD_OK ||
         (st = be->ops->upload(be, odd, b_run, 1)) != WD_OK ||
-        (st = wd_dslash(be, ks.outer.xpay[0], ks.r, &c->g_outer, odd, ks.b, kappa, 0)) != WD_OK)
+        (st = wd_dslash(be, ks.outer.xpay[0], ks.r, &sv->g_outer, odd, ks.b, kappa, 0)) != WD_OK)
         return st;
     wd_blas_ax(be, inv, ks.r);
     wd_blas_copy(be, ks.b, ks.r);
     wd_blas_zero(be, ks.x);
 
-    ks.be = be;
-    ks.solver = s->solver;
-    ks.mixed = s->mixed;
-    ks.delta = s->delta;
-    ks.tol_inner = s->tol_inner;
-    ks.divergence = s->divergence;
-    ks.max_stall = s->max_stall;
-    ks.max_iter = s->max_iter;
-    ks.verbosity = s->verbosity;
     ks.target = s->tol * bnorm * inv;
     ks.scale = (4.0 + s->mass) / bnorm;
     const double flops0 = be->flops, t0 = now_s();
@@ -287,7 +388,7 @@ static wd_status run(solve_ctx *c, double *x, const double *gauge, const double 
     stats->iterations = ks.k + ks.l;
     stats->solver_residual = ks.residual * ks.scale;
     stats->bytes_allocated = be->bytes_peak;
-    stats->bytes_gauge = c->g_outer.bytes + c->g_sloppy.bytes;
+    stats->bytes_gauge = sv->g_outer.bytes + sv->g_sloppy.bytes;
     if (be->error != WD_OK)
         return be->error;
     if (solve_st != WD_OK && solve_st != WD_ERR_DIVERGED && solve_st != WD_ERR_STAGNATED &&
@@ -298,14 +399,79 @@ static wd_status run(solve_ctx *c, double *x, const double *gauge, const double 
     if ((st = be->ops->upload(be, odd, b_run, 1)) != WD_OK)
         return st;
     wd_blas_ax(be, inv, odd);
-    if ((st = wd_dslash(be, ks.outer.xpay[0], ks.r, &c->g_outer, ks.x, odd, kappa, 1)) != WD_OK ||
+    if ((st = wd_dslash(be, ks.outer.xpay[0], ks.r, &sv->g_outer, ks.x, odd, kappa, 1)) != WD_OK ||
         (st = be->ops->download(be, x, ks.x, 0)) != WD_OK ||
         (st = be->ops->download(be, x, ks.r, 1)) != WD_OK)
         return st;
     if (be->error != WD_OK)
         return be->error;
-    if (fix)
-        wd_spinor_transform((double complex *)x, c->gfix, dims, 1);
+    if (sv->gfix)
+        wd_spinor_transform((double complex *)x, sv->gfix, sv->dims, 1);
+    return solve_st;
+}
+
+static int solver_failure(wd_status st)
+{
+    return st == WD_ERR_DIVERGED || st == WD_ERR_STAGNATED || st == WD_ERR_NAN ||
+           st == WD_ERR_MAX_ITER;
+}
+
+wd_status wd_solver_solve(wd_solver *sv, double *x, const double *b, const wd_solver_settings *s,
+                          wd_solver_stats *stats)
+{
+    const double t0 = now_s();
+    wd_solver_stats local;
+    if (!stats)
+        stats = &local;
+    memset(stats, 0, sizeof *stats);
+    if (!sv || !x || !b || !s)
+        return wd_fail(WD_ERR_INVALID, "wd_solver_solve: solver, x, b and settings must not be NULL");
+    if (x == b)
+        return wd_fail(WD_ERR_INVALID, "wd_solver_solve: x must not alias b");
+    const int *dims = sv->dims;
+    const size_t vol = wd_volume(dims);
+    memset(x, 0, vol * 24 * sizeof *x);
+    wd_status st = check_settings(s);
+    if (st == WD_OK)
+        st = check_fixed(&sv->fixed, s);
+    if (st != WD_OK)
+        return st;
+    const long bad = first_nonfinite(b, vol * 24);
+    if (bad >= 0)
+        return wd_fail(WD_ERR_INVALID, "wd_solver_solve: the source b holds NaN or Inf (site %ld, "
+                       "spin %ld, colour %ld)", bad / 24, bad % 24 / 6, bad % 6 / 2);
+    const double bnorm = sqrt(host_norm2(b, vol * 24));
+    if (bnorm == 0) {
+        stats->seconds = now_s() - t0;
+        return WD_OK;
+    }
+    const double *b_run = b;
+    if (sv->gfix) {
+        memcpy(sv->bfix, b, vol * 12 * sizeof *sv->bfix);
+        wd_spinor_transform(sv->bfix, sv->gfix, dims, 0);
+        b_run = (const double *)sv->bfix;
+    }
+    sv->be.bytes_peak = sv->be.bytes_allocated;
+    sv->be.error = WD_OK;
+    const wd_status solve_st = run(sv, x, b_run, s, bnorm, stats);
+    stats->seconds = now_s() - t0;
+    stats->gflops = stats->solve_seconds > 0 ? stats->flops / stats->solve_seconds * 1e-9 : 0;
+    if (solve_st != WD_OK && !solver_failure(solve_st)) {
+        memset(x, 0, vol * 24 * sizeof *x);
+        return solve_st;
+    }
+    /* keep the solver's message (if any) across the residual check */
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", wd_last_error());
+    if ((st = host_true_residual(x, sv->gauge, b, dims, s, &stats->true_residual)) != WD_OK)
+        return st;
+    if (s->verbosity >= 1)
+        fprintf(stderr, "wdirac solver: %s, %d iterations (%d + %d updates), true residual %.3e, "
+                "%.3f s, %.2f Gflops, %zu bytes\n", wd_status_string(solve_st), stats->iterations,
+                stats->sloppy_iterations, stats->updates, stats->true_residual, stats->seconds,
+                stats->gflops, stats->bytes_allocated);
+    if (solve_st != WD_OK)
+        wd_fail(solve_st, "%s", msg);
     return solve_st;
 }
 
@@ -322,48 +488,24 @@ wd_status wd_solve(double *x, const double *gauge, const double *b, const int di
     wd_status st = wd_check_dims(dims);
     if (st != WD_OK)
         return st;
+    const size_t vol = wd_volume(dims);
     if (x == b)
         return wd_fail(WD_ERR_INVALID, "wd_solve: x must not alias b");
+    memset(x, 0, vol * 24 * sizeof *x);
+    /* the source's checks first: a bad b costs no gauge upload */
     if ((st = check_settings(s)) != WD_OK)
         return st;
-    const size_t vol = wd_volume(dims);
-    memset(x, 0, vol * 24 * sizeof *x);
-    long bad = first_nonfinite(b, vol * 24);
+    const long bad = first_nonfinite(b, vol * 24);
     if (bad >= 0)
         return wd_fail(WD_ERR_INVALID, "wd_solve: the source b holds NaN or Inf (site %ld, spin %ld, "
                        "colour %ld)", bad / 24, bad % 24 / 6, bad % 6 / 2);
-    bad = first_nonfinite(gauge, vol * 72);
-    if (bad >= 0)
-        return wd_fail(WD_ERR_INVALID, "wd_solve: the gauge field holds NaN or Inf (site %ld, "
-                       "direction %ld)", bad / 72, bad % 72 / 18);
-    const double bnorm = sqrt(host_norm2(b, vol * 24));
-    if (bnorm == 0) {
-        stats->seconds = now_s() - t0;
-        return WD_OK;
-    }
-
-    solve_ctx c;
-    memset(&c, 0, sizeof c);
-    wd_status solve_st = run(&c, x, gauge, b, dims, s, bnorm, stats);
-    release(&c);
-    stats->seconds = now_s() - t0;
-    stats->gflops = stats->solve_seconds > 0 ? stats->flops / stats->solve_seconds * 1e-9 : 0;
-    if (solve_st != WD_OK && solve_st != WD_ERR_DIVERGED && solve_st != WD_ERR_STAGNATED &&
-        solve_st != WD_ERR_NAN && solve_st != WD_ERR_MAX_ITER) {
-        memset(x, 0, vol * 24 * sizeof *x);
-        return solve_st;
-    }
-    /* keep the solver's message (if any) across the residual check */
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", wd_last_error());
-    if ((st = host_true_residual(x, gauge, b, dims, s, &stats->true_residual)) != WD_OK)
+    wd_solver *sv;
+    if ((st = wd_solver_create(&sv, gauge, dims, s)) != WD_OK)
         return st;
-    if (s->verbosity >= 1)
-        fprintf(stderr, "wdirac solver: %s, %d iterations (%d + %d updates), true residual %.3e, "
-                "%.3f s, %.2f Gflops, %zu bytes\n", wd_status_string(solve_st), stats->iterations,
-                stats->sloppy_iterations, stats->updates, stats->true_residual, stats->seconds,
-                stats->gflops, stats->bytes_allocated);
-    if (solve_st != WD_OK)
-        wd_fail(solve_st, "%s", msg);
-    return solve_st;
+    const double setup = now_s() - t0;
+    st = wd_solver_solve(sv, x, b, s, stats);
+    /* the message of a failed solve survives the destroy */
+    wd_solver_destroy(sv);
+    stats->setup_seconds = setup;
+    return st;
 }

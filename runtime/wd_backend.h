@@ -22,7 +22,7 @@
  * site, the site's max |component| (layout_tmpl.c's convention), in norm.
  *
  * BLAS.  Every operand of one operation has the same precision (only copy
- * converts).  Arithmetic is done in double for double fields and in float
+ * and accumulate convert).  Arithmetic is done in double for double fields and in float
  * for single and half fields (half: load short * norm / 32767, store with a
  * fresh per-site norm).  Reductions accumulate in double in an order the
  * backend fixes, never one that depends on scheduling, so a result is
@@ -123,6 +123,11 @@ typedef struct wd_backend_ops {
     /* BiCGstab direction update: z = x + a y + b z */
     void (*cxpaypbz)(wd_backend *be, const wd_field *x, wd_complex a, const wd_field *y,
                      wd_complex b, wd_field *z);
+    /* partial solution accumulation: z = z + a x + b y (y may be NULL), the
+     * one operation whose z may have another precision than x and y (which
+     * share one): arithmetic in double, x and y read exactly */
+    void (*accumulate)(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
+                       const wd_field *y, wd_field *z);
 
     /* reductions */
     double (*norm2)(wd_backend *be, const wd_field *x);
@@ -241,6 +246,12 @@ static inline void wd_blas_cxpaypbz(wd_backend *be, const wd_field *x, wd_comple
 {
     be->flops += 8 * wd_site_reals_(be);
     be->ops->cxpaypbz(be, x, a, y, b, z);
+}
+static inline void wd_blas_accumulate(wd_backend *be, wd_complex a, const wd_field *x,
+                                      wd_complex b, const wd_field *y, wd_field *z)
+{
+    be->flops += (y ? 8 : 4) * wd_site_reals_(be);
+    be->ops->accumulate(be, a, x, b, y, z);
 }
 static inline double wd_blas_norm2(wd_backend *be, const wd_field *x)
 {

@@ -38,8 +38,9 @@ wd_status wd_eo_mhat(const wd_eo_op *op, wd_field *out, const wd_field *in, int 
  * (CG), iterating in the sloppy operator's precision and checking the true
  * residual ||b - Mhat x|| with the outer one (wd_solver_settings documents
  * delta, tol_inner, max_stall, divergence).  The caller allocates the
- * fields: outer b, x, r (and te for CG, an even scratch), sloppy r, x, p, v,
- * t (and r0 for BiCGstab).  Where both precisions agree the caller may
+ * fields: outer b, x, r (and te for CG, an even scratch), sloppy r, p, v,
+ * t (and r0 for BiCGstab), and the partial solution accumulator xs in the
+ * sloppy or the outer precision.  Where both precisions agree the caller may
  * pass the outer r for the sloppy r and the outer te for the sloppy t, and
  * the operators may share their odd scratch.  x must be zero on entry; on
  * return it holds the best iterate found (smallest true residual).
@@ -51,6 +52,8 @@ typedef struct wd_krylov {
     int mixed;              /* wd_mixed_method */
     double delta, tol_inner, divergence;
     int max_stall, max_iter, verbosity;
+    wd_progress_fn progress;    /* NULL or called after every iteration */
+    void *progress_arg;
     double target;          /* stop at ||b - Mhat x|| <= target (absolute) */
     double scale;           /* residual -> what the user's tol measures (messages) */
     wd_eo_op outer, sloppy;

@@ -17,7 +17,10 @@
  *   wd_dslash_cpu        apply a named variant on the CPU backend to host fields
  *   wd_solver_default_settings  the default settings of wd_solve
  *   wd_solve             solve M x = b (even-odd preconditioned CG or BiCGstab,
- *                        pure or mixed precision)
+ *                        pure or mixed precision) in one call
+ *   wd_solver_create / wd_solver_solve / wd_solver_destroy
+ *                        the same with the gauge field uploaded once and kept
+ *                        on the backend for any number of solves
  */
 #ifndef WDIRAC_H
 #define WDIRAC_H
@@ -94,7 +97,7 @@ wd_status wd_dslash_cpu(const char *name, double *out, const double *gauge,
 
 typedef enum wd_backend_kind {
     WD_BACKEND_CPU = 0,
-    WD_BACKEND_CUDA = 1     /* not built yet: wd_solve returns WD_ERR_NOT_BUILT */
+    WD_BACKEND_CUDA = 1     /* WD_ERR_NO_DEVICE without a GPU or in a build without CUDA */
 } wd_backend_kind;
 
 typedef enum wd_solver_type {
@@ -111,6 +114,22 @@ typedef enum wd_mixed_method {
     WD_MIXED_RELIABLE = 1,  /* reliable updates with parameter delta (Algorithm 2) */
     WD_MIXED_DEFECT = 2     /* defect correction with inner tolerance tol_inner (Algorithm 1) */
 } wd_mixed_method;
+
+/* Precision of the partial solution accumulator, the correction x_s that
+ * the sloppy iteration sums between two true-residual updates.  In the
+ * sloppy precision every step rounds x_s again (half: 2^-15 of each site's
+ * largest component), an error the next update turns into residual; in the
+ * outer precision that error is gone at the cost of one wider field. */
+typedef enum wd_accumulator {
+    WD_ACCUM_AUTO = 0,      /* outer for CG (whose long recurrences suffer most), sloppy for BiCGstab */
+    WD_ACCUM_SLOPPY = 1,
+    WD_ACCUM_OUTER = 2
+} wd_accumulator;
+
+/* Called by the solver as it goes: `iterations` = k + l so far, `residual`
+ * the relative residual it iterates on (CG: of the normal equations), or
+ * after a true-residual check the true one of the even-odd system. */
+typedef void (*wd_progress_fn)(void *arg, int iterations, double residual);
 
 typedef struct wd_solver_settings {
     wd_solver_type solver;          ///< WD_SOLVER_BICGSTAB
@@ -130,8 +149,11 @@ typedef struct wd_solver_settings {
     double tol_inner;               ///< 0.1: defect correction: each inner solve reduces ||r|| by this
     int max_stall;                  ///< 4: stop (WD_ERR_STAGNATED) after this many true-residual checks in a row that gain less than 10% on the best
     double divergence;              ///< 1e8: stop (WD_ERR_DIVERGED) when the iterated residual exceeds this times its value at the last update
+    wd_accumulator accumulator;     ///< WD_ACCUM_AUTO: precision of the partial solution accumulator
     int pad;                        ///< 0: elements of padding after each field sub-array
     int verbosity;                  ///< 0: 1 prints a summary, 2 every true-residual check, 3 every iteration (stderr)
+    wd_progress_fn progress;        ///< NULL: called after every iteration and true-residual check
+    void *progress_arg;             ///< NULL: passed to progress
 } wd_solver_settings;
 
 typedef struct wd_solver_stats {
@@ -140,7 +162,8 @@ typedef struct wd_solver_stats {
     int updates;                    ///< l: true-residual updates (reliable updates, restarts, final checks)
     double true_residual;           ///< ||b - M x|| / ||b|| of the returned x, full lattice, double (host reference operator); 0 for b = 0
     double solver_residual;         ///< the same as the solver's last outer-precision check estimated it
-    double seconds;                 ///< host b to host x (gauge fixing, transfers, solve, reconstruction)
+    double seconds;                 ///< host b to host x: source gauge fixing and transfer, preparation, solve, reconstruction, transfer back (the gauge field already on the backend)
+    double setup_seconds;           ///< wd_solve only: wd_solver_create's share (gauge fixing, packing and uploading the gauge field)
     double solve_seconds;           ///< the Krylov iteration alone
     double flops;                   ///< operator and BLAS flops of the Krylov iteration
     double gflops;                  ///< flops / solve_seconds / 1e9
@@ -164,6 +187,32 @@ void wd_solver_default_settings(wd_solver_settings *s);
  */
 wd_status wd_solve(double *x, const double *gauge, const double *b, const int dims[4],
                    const wd_solver_settings *s, wd_solver_stats *stats);
+
+/*
+ * A solver for one gauge field, for many solves: wd_solver_create checks
+ * the gauge field, fixes it to temporal gauge if either level asks for it,
+ * and packs and uploads it in the outer and (if different) the sloppy
+ * precision and reconstruction; wd_solver_solve then behaves as wd_solve
+ * (same contract for x, b, the status and the stats, stats->setup_seconds
+ * 0) without touching the gauge field again.  The settings given to create
+ * fix what the uploaded fields depend on: backend, precision, recon,
+ * gauge_fix, sloppy_precision, sloppy_recon, sloppy_gauge_fix, tbc and
+ * pad; each solve may change every other setting (solver, mass, tol, the
+ * mixed-precision method and its parameters, progress...) and gets
+ * WD_ERR_INVALID naming the setting if it changes one of those.  Work
+ * fields are allocated at the first solve that needs them and kept.
+ * `gauge` is borrowed, not copied: it must stay valid and unchanged until
+ * wd_solver_destroy (the float64 true-residual check reads it).  One
+ * solver is used by one thread at a time.
+ */
+typedef struct wd_solver wd_solver;
+
+wd_status wd_solver_create(wd_solver **solver, const double *gauge, const int dims[4],
+                           const wd_solver_settings *s);
+wd_status wd_solver_solve(wd_solver *solver, double *x, const double *b,
+                          const wd_solver_settings *s, wd_solver_stats *stats);
+/* Free everything the solver holds; NULL is a no-op. */
+void wd_solver_destroy(wd_solver *solver);
 
 #ifdef __cplusplus
 }

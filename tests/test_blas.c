@@ -25,6 +25,8 @@
  *   copy        exact into double or the same precision (1e-14: the basis
  *               change's rounding in the reference), else the destination's
  *               tolerance
+ *   accumulate  (z += a x + b y, z of any precision, x and y of any other)
+ *               the destination's field tolerance
  * Reproducibility: each reduction twice, then with 1 and with 2 OpenMP
  * threads, on lattices of several reduction blocks: identical bits required.
  * One line per check; "N of M failed" last; exit 0 when all pass.
@@ -346,6 +348,60 @@ static void test_copy(const int dims[4], wd_rng *r)
     free(h), free(src), free(dst);
 }
 
+/* accumulate z += a x + b y for every z precision and x, y precision (and
+ * y absent): the destination's rounding only, since x and y are read
+ * exactly and the arithmetic is double */
+static void test_accumulate(const int dims[4], wd_rng *r)
+{
+    static const int precs[3] = {8, 4, 2};
+    wd_backend be;
+    wd_status st = wd_backend_open(&be, backend, dims, 3);
+    if (st != WD_OK)
+        die("backend", st);
+    const size_t n = wd_volume(dims) * 12;
+    double complex *h = xalloc(n * sizeof *h), *hx = xalloc(n * sizeof *h);
+    double complex *hy = xalloc(n * sizeof *h), *hz = xalloc(n * sizeof *h);
+    double complex *got = xalloc(n * sizeof *h);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            for (int with_y = 0; with_y < 2; with_y++) {
+                wd_field fx, fy, fz;
+                if ((st = wd_field_create(&be, &fx, precs[j])) != WD_OK ||
+                    (st = wd_field_create(&be, &fy, precs[j])) != WD_OK ||
+                    (st = wd_field_create(&be, &fz, precs[i])) != WD_OK)
+                    die("field", st);
+                wd_field *f[3] = {&fx, &fy, &fz};
+                double complex *hf[3] = {hx, hy, hz};
+                for (int k = 0; k < 3; k++) {
+                    wd_spinor_random(h, dims, r);
+                    be.ops->upload(&be, f[k], (const double *)h, 0);
+                    memset(hf[k], 0, n * sizeof *h);
+                    be.ops->download(&be, (double *)hf[k], f[k], 0);
+                }
+                const double complex ca = rnd_c(r), cb = rnd_c(r);
+                be.ops->accumulate(&be, (wd_complex){creal(ca), cimag(ca)}, &fx,
+                                   (wd_complex){creal(cb), cimag(cb)}, with_y ? &fy : NULL, &fz);
+                memset(got, 0, n * sizeof *got);
+                be.ops->download(&be, (double *)got, &fz, 0);
+                double d = 0, nw = 0;
+                for (size_t k = 0; k < n; k++) {
+                    const double complex w = hz[k] + ca * hx[k] + (with_y ? cb * hy[k] : 0);
+                    d += creal((got[k] - w) * conj(got[k] - w));
+                    nw += creal(w * conj(w));
+                }
+                char what[128];
+                snprintf(what, sizeof what, "accumulate %s += %s%s", pname(precs[i]),
+                         pname(precs[j]), with_y ? " + y" : "");
+                check(what, be.error == WD_OK && nw > 0 ? sqrt(d / nw) : INFINITY,
+                      field_tol(precs[i]));
+                wd_field_destroy(&be, &fx);
+                wd_field_destroy(&be, &fy);
+                wd_field_destroy(&be, &fz);
+            }
+    wd_backend_close(&be);
+    free(h), free(hx), free(hy), free(hz), free(got);
+}
+
 int main(int argc, char **argv)
 {
     uint64_t seed = (uint64_t)time(NULL);
@@ -387,6 +443,7 @@ int main(int argc, char **argv)
             wd_backend_close(&c.be);
         }
     test_copy(lattices[0], &r);
+    test_accumulate(lattices[0], &r);
 
     printf("%d of %d failed\n", checks_failed, checks_run);
     return checks_failed ? 1 : 0;

@@ -23,7 +23,10 @@
  * Gauge-fixed and recon-8 combinations run where their variants are built
  * (SKIP otherwise).  Error paths: NaN source, zero source, a too-tight
  * tolerance in pure half (stagnation), an iteration limit, the CUDA
- * backend (not built).
+ * backend (not built).  Reuse: one wd_solver for several solves (solver,
+ * mass, method and accumulator changed between them): each converges, gives
+ * the same bits as wd_solve, reports progress; a changed gauge setting is
+ * refused.
  * One line per solve: status, iterations k + l (updates), true residual,
  * bytes; "N of M failed" last; exit 0 when all pass.
  */
@@ -118,10 +121,12 @@ static void result(const char *what, int ok, const char *detail)
 static void solve_case(problem *p, const wd_solver_settings *s, double tol)
 {
     char what[160], detail[256];
-    snprintf(what, sizeof what, "%s %-8s %s(r%d gf%d)-%s(r%d gf%d) %s%s", p->name,
+    snprintf(what, sizeof what, "%s %-8s %s(r%d gf%d)-%s(r%d gf%d) %s%s%s", p->name,
              s->solver == WD_SOLVER_CG ? "CG-NE" : "BiCGstab", prec_name(s->precision), s->recon,
              s->gauge_fix, prec_name(s->sloppy_precision), s->sloppy_recon, s->sloppy_gauge_fix,
-             mixed_name(s->mixed), s->tbc == WD_TIME_PERIODIC ? " tbc+1 pad7" : "");
+             mixed_name(s->mixed), s->tbc == WD_TIME_PERIODIC ? " tbc+1 pad7" : "",
+             s->accumulator == WD_ACCUM_SLOPPY ? " acc:sloppy"
+             : s->accumulator == WD_ACCUM_OUTER ? " acc:outer" : "");
     const int cg = s->solver == WD_SOLVER_CG;
     if (!built(s->precision, s->recon, s->gauge_fix, cg) ||
         !built(s->sloppy_precision, s->sloppy_recon, s->sloppy_gauge_fix, cg)) {
@@ -192,6 +197,12 @@ static void convergence(problem *p)
         s.sloppy_recon = 12;
         s.sloppy_gauge_fix = 1;
         solve_case(p, &s, 1e-10);
+        /* the partial accumulator in the other precision than the default */
+        for (int sloppy = 4; sloppy >= 2; sloppy /= 2) {
+            default_for(&s, sv, 8, sloppy, WD_MIXED_RELIABLE);
+            s.accumulator = sv == WD_SOLVER_CG ? WD_ACCUM_SLOPPY : WD_ACCUM_OUTER;
+            solve_case(p, &s, 1e-10);
+        }
         /* periodic time, padded fields */
         default_for(&s, sv, 8, 4, WD_MIXED_RELIABLE);
         s.tbc = WD_TIME_PERIODIC;
@@ -294,6 +305,100 @@ static void errors(problem *p, wd_rng *r)
     (void)r;
 }
 
+typedef struct watch {
+    int calls, last, monotone;
+} watch;
+
+static void on_progress(void *arg, int iterations, double residual)
+{
+    watch *w = arg;
+    w->monotone &= iterations >= w->last && isfinite(residual) && residual > 0;
+    w->last = iterations;
+    w->calls++;
+}
+
+/* One solver, many solves: each solve on the kept gauge field converges and
+ * gives the same bits as a one-shot wd_solve with the same settings, a
+ * repeated solve the same bits again, and a solve that changes a setting
+ * the uploaded fields depend on is refused. */
+static void reuse(problem *p)
+{
+    const size_t n = p->vol * 12;
+    wd_solver_settings s;
+    default_for(&s, WD_SOLVER_BICGSTAB, 8, 2, WD_MIXED_RELIABLE);
+    s.mass = p->mass;
+    s.tol = 1e-10;
+    char detail[256];
+    if (!built(8, 12, 0, 1) || !built(2, 12, 0, 1)) {
+        printf("%-64s SKIP (variants not built)\n", "solver reuse");
+        skipped++;
+        return;
+    }
+    wd_solver *sv = NULL;
+    wd_status rc = wd_solver_create(&sv, (const double *)p->u, p->dims, &s);
+    snprintf(detail, sizeof detail, "[%s] %s", wd_status_string(rc), rc ? wd_last_error() : "");
+    result("reuse: wd_solver_create d-h", rc == WD_OK, detail);
+    if (rc != WD_OK)
+        return;
+    double complex *x1 = xalloc(n * sizeof *x1);
+    /* solver, mass, accumulator and method change from solve to solve */
+    static const struct {
+        int solver, mixed, accumulator;
+        double dmass;
+    } runs[] = {
+        {WD_SOLVER_BICGSTAB, WD_MIXED_RELIABLE, WD_ACCUM_AUTO, 0},
+        {WD_SOLVER_CG, WD_MIXED_RELIABLE, WD_ACCUM_AUTO, 0.05},
+        {WD_SOLVER_BICGSTAB, WD_MIXED_DEFECT, WD_ACCUM_OUTER, 0.1},
+        {WD_SOLVER_CG, WD_MIXED_RELIABLE, WD_ACCUM_SLOPPY, 0},
+        {WD_SOLVER_BICGSTAB, WD_MIXED_RELIABLE, WD_ACCUM_AUTO, 0},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        wd_solver_settings t = s;
+        t.solver = runs[i].solver;
+        t.mixed = runs[i].mixed;
+        t.accumulator = runs[i].accumulator;
+        t.mass = p->mass + runs[i].dmass;
+        watch w = {0, 0, 1};
+        t.progress = on_progress;
+        t.progress_arg = &w;
+        wd_solver_stats st, st1;
+        rc = wd_solver_solve(sv, (double *)p->x, (const double *)p->b, &t, &st);
+        problem q = *p;
+        q.mass = t.mass;
+        const double res = true_residual(&q, p->x, t.tbc);
+        t.progress = NULL;
+        const wd_status rc1 = wd_solve((double *)x1, (const double *)p->u, (const double *)p->b,
+                                       p->dims, &t, &st1);
+        const int same = memcmp(x1, p->x, n * sizeof *x1) == 0;
+        char what[128];
+        snprintf(what, sizeof what, "reuse: solve %zu (%s %s m%+.2f acc %d) = one-shot bits", i,
+                 t.solver == WD_SOLVER_CG ? "CG-NE" : "BiCGstab", mixed_name(t.mixed), t.mass,
+                 (int)t.accumulator);
+        snprintf(detail, sizeof detail, "it=%d true=%.2e progress calls %d%s, same bits %s, "
+                 "setup %.1e s", st.iterations, res, w.calls, w.monotone ? "" : " NOT MONOTONE",
+                 same ? "yes" : "NO", st1.setup_seconds);
+        result(what, rc == WD_OK && rc1 == WD_OK && res <= 1e-10 && same &&
+                   w.calls >= st.iterations && w.monotone && st.setup_seconds == 0,
+               detail);
+    }
+    /* a setting the uploaded gauge fields depend on */
+    wd_solver_settings t = s;
+    t.sloppy_recon = 18;
+    for (size_t k = 0; k < n; k++)
+        p->x[k] = 1;
+    rc = wd_solver_solve(sv, (double *)p->x, (const double *)p->b, &t, NULL);
+    double xn = 0;
+    for (size_t k = 0; k < n; k++)
+        xn += cabs(p->x[k]);
+    snprintf(detail, sizeof detail, "[%s] %s", wd_status_string(rc), wd_last_error());
+    result("reuse: changed sloppy_recon -> invalid, x = 0",
+           rc == WD_ERR_INVALID && xn == 0 && strstr(wd_last_error(), "sloppy_recon"), detail);
+    wd_solver_destroy(sv);
+    rc = wd_solver_create(NULL, (const double *)p->u, p->dims, &s);
+    result("reuse: create with a NULL solver pointer -> invalid", rc == WD_ERR_INVALID, "");
+    free(x1);
+}
+
 static void make_problem(problem *p, const char *name, const int dims[4], double mass,
                          int smooth, wd_rng *r)
 {
@@ -335,6 +440,7 @@ int main(int argc, char **argv)
     make_problem(&p, "4^4 random   ", (const int[4]){4, 4, 4, 4}, 0.1, 0, &r);
     convergence(&p);
     errors(&p, &r);
+    reuse(&p);
     free_problem(&p);
     make_problem(&p, "4^3x8 smooth ", (const int[4]){4, 4, 4, 8}, 0.02, 1, &r);
     convergence(&p);
