@@ -5,16 +5,19 @@
  *   wdirac bench dslash ...   the Dslash benchmark (bench/dslash_bench.c)
  *   wdirac tune ...           fill the GPU tune cache ahead of time
  *   wdirac gauge ...          generate or inspect gauge configurations (cli_gauge.c)
+ *   wdirac solve ...          solve M x = b for one source (cli_solve.c)
  *   wdirac version            the commit it was built from
  *
  * Exit codes: 0 success, 1 a run that failed, 2 bad usage or input,
- * 3 internal error (out of memory).
+ * 3 internal error (out of memory); `solve` adds 4, no usable GPU for
+ * --backend cuda (cli_util.h maps every status).
  */
 #include <fnmatch.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli_gauge.h"
+#include "cli_solve.h"
 #include "wd_bench.h"
 #include "wd_registry.h"
 #include "wd_version.h"
@@ -28,6 +31,7 @@ static void usage(FILE *f)
             "  bench solver      time the solvers (wdirac bench solver --help)\n"
             "  tune              tune GPU launch configurations ahead of time (wdirac tune --help)\n"
             "  gauge generate|info  make or inspect a gauge configuration (wdirac gauge --help)\n"
+            "  solve             solve M x = b for a point, random or file source (wdirac solve --help)\n"
             "  version           print the commit this program was built from\n");
 }
 
@@ -64,6 +68,8 @@ int main(int argc, char **argv)
         return wd_tune_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "gauge"))
         return wd_cli_gauge_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "solve"))
+        return wd_cli_solve_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "version")) {
         printf("wdirac %s\n", WD_GIT_COMMIT);
         return 0;
