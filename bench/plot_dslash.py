@@ -19,6 +19,8 @@ import json
 import os
 import sys
 
+from benchplot import PREC_NAME, PREC_TOKEN, plot_sweep, pyplot, sweep_rows
+
 # QUDA's Wilson Dslash, one parity, tuned, us per call (issue 3).
 QUDA = {
     "H100": {
@@ -34,8 +36,6 @@ QUDA = {
                    "s8": 75.7, "h18": 62.8, "h12": 56.5, "h8": 62.2},
     },
 }
-PREC_TOKEN = {8: "d", 4: "s", 2: "h"}
-PREC_NAME = {8: "double", 4: "single", 2: "half"}
 GF_FACTOR = 0.8
 TARGET_FRACTION = 0.85
 
@@ -90,41 +90,15 @@ def summary(runs):
 
 
 def plots(runs, folder):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         print("matplotlib missing: no plots")
         return
-    sweep = [r for run in runs for r in run["results"]
-             if r["dims"][:3] == [24, 24, 24] and not r["dagger"] and not r["xpay"]]
+    sweep = [r for run in runs for r in sweep_rows(run["results"])]
     device = runs[0]["device"] if runs else ""
     for prec in (8, 4, 2):
-        rows = [r for r in sweep if r["precision"] == prec]
-        ts = sorted({r["dims"][3] for r in rows})
-        if len(ts) < 3:
-            continue
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for recon, colour in ((18, "tab:gray"), (12, "tab:blue"), (8, "tab:red")):
-            for gf, marker in ((0, "o"), (1, "s")):
-                for pad, style in ((0, "-"), (None, "--")):
-                    pts = sorted((r["dims"][3], r["gflops"]) for r in rows
-                                 if r["recon"] == recon and r["gauge_fix"] == gf
-                                 and ((r["pad"] == 0) if pad == 0 else (r["pad"] != 0)))
-                    if not pts:
-                        continue
-                    ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=colour,
-                            marker=marker, markersize=3,
-                            label=f"{recon} recon{', GF' if gf else ''}{', padded' if pad is None else ''}")
-        ax.set_xlabel("temporal extent T (24^3 x T)")
-        ax.set_ylabel("Gflops (1320 flops per site)")
-        ax.set_title(f"Dslash, {PREC_NAME[prec]} precision, {device}")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, ncol=2)
-        fig.tight_layout()
-        fig.savefig(os.path.join(folder, f"dslash-sweep-{PREC_NAME[prec]}.png"), dpi=120)
-        plt.close(fig)
+        plot_sweep(plt, sweep, prec, f"Dslash, {PREC_NAME[prec]} precision, {device}",
+                   os.path.join(folder, f"dslash-sweep-{PREC_NAME[prec]}.png"))
     fixed = [r for run in runs for r in run["results"]
              if r["dims"] in ([24, 24, 24, 64], [32, 32, 32, 64]) and r["pad"] == 0
              and not r["dagger"] and not r["xpay"]]
