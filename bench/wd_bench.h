@@ -5,6 +5,7 @@
  *   wd_tune_main              `wdirac tune`
  *   wd_bench_solver_main      `wdirac bench solver` (solver_bench.c)
  *   wd_bench_accuracy_main    `wdirac bench accuracy` (accuracy_bench.c)
+ *   wd_bench_paper_main       `wdirac bench paper` (paper_bench.c)
  *   wd_dslash_bytes_per_site  fewest bytes per output site of one application
  *   wd_dslash_flops_per_site  1320 (+48 with xpay)
  *   wd_bench_now, wd_bench_median, wd_bench_device   bench_util.c
@@ -18,6 +19,7 @@ int wd_bench_dslash_main(int argc, char **argv);
 int wd_tune_main(int argc, char **argv);
 int wd_bench_solver_main(int argc, char **argv);
 int wd_bench_accuracy_main(int argc, char **argv);
+int wd_bench_paper_main(int argc, char **argv);
 double wd_dslash_bytes_per_site(int precision, int recon, int gauge_fix, int xpay);
 double wd_dslash_flops_per_site(int xpay);
 

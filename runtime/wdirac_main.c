@@ -4,6 +4,7 @@
  *   wdirac list [GLOB]        the Dslash variants this build has
  *   wdirac bench dslash ...   the Dslash benchmark (bench/dslash_bench.c)
  *   wdirac bench accuracy ... Delta(eps) of Mhat in every precision (bench/accuracy_bench.c)
+ *   wdirac bench paper ...    the paper's results R1-R9 into one report (bench/paper_bench.c)
  *   wdirac tune ...           fill the GPU tune cache ahead of time
  *   wdirac gauge ...          generate or inspect gauge configurations (cli_gauge.c)
  *   wdirac solve ...          solve M x = b for one source (cli_solve.c)
@@ -31,6 +32,7 @@ static void usage(FILE *f)
             "  bench dslash      time Dslash variants (wdirac bench dslash --help)\n"
             "  bench solver      time the solvers (wdirac bench solver --help)\n"
             "  bench accuracy    accuracy of Mhat per precision (wdirac bench accuracy --help)\n"
+            "  bench paper       reproduce the paper's tables and figures (wdirac bench paper --help)\n"
             "  tune              tune GPU launch configurations ahead of time (wdirac tune --help)\n"
             "  gauge generate|info  make or inspect a gauge configuration (wdirac gauge --help)\n"
             "  solve             solve M x = b for a point, random or file source (wdirac solve --help)\n"
@@ -68,6 +70,8 @@ int main(int argc, char **argv)
         return wd_bench_solver_main(argc - 3, argv + 3);
     if (!strcmp(cmd, "bench") && argc >= 3 && !strcmp(argv[2], "accuracy"))
         return wd_bench_accuracy_main(argc - 3, argv + 3);
+    if (!strcmp(cmd, "bench") && argc >= 3 && !strcmp(argv[2], "paper"))
+        return wd_bench_paper_main(argc - 3, argv + 3);
     if (!strcmp(cmd, "tune"))
         return wd_tune_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "gauge"))
