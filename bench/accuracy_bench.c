@@ -45,7 +45,6 @@
 #include <time.h>
 
 #include "gauge_tools.h"
-#include "heatbath_link.h"
 #include "ref_wilson.h"
 #include "wd_backend.h"
 #include "wd_bench.h"
@@ -136,21 +135,11 @@ static double max_abs(const double complex *z, size_t n)
  * (see the top). */
 static int temporal_gauge_field(double complex *uf, const double complex *u, const int dims[4])
 {
-    const size_t vol = wd_volume(dims), slice = vol / (size_t)dims[3];
-    double complex *g = malloc(vol * 9 * sizeof *g);
+    double complex *g = malloc(wd_volume(dims) * 9 * sizeof *g);
     if (!g)
         return 0;
-    memcpy(uf, u, vol * 36 * sizeof *uf);
-    wd_temporal_gauge(g, u, dims);
-    wd_gauge_transform(uf, g, dims);
+    wd_temporal_gauge_field(uf, g, u, dims);
     free(g);
-    for (size_t l = 0; l < vol * 4; ++l)
-        wd_su3_reunitarize((double *)(uf + 9 * l));
-    for (size_t site = 0; site < vol - slice; ++site) {
-        double complex *m = uf + 9 * (4 * site + 3);
-        for (int k = 0; k < 9; ++k)
-            m[k] = k % 4 == 0 ? 1 : 0;
-    }
     return 1;
 }
 

@@ -17,6 +17,7 @@
  *   wd_gauge_transform      U_mu(n) <- g(n) U_mu(n) g(n+mu)^dag, in place
  *   wd_spinor_transform     psi(n) <- g(n) psi(n) (dagger: g(n)^dag psi(n))
  *   wd_temporal_gauge       g(x,y,z,0) = 1, g(t+1) = g(t) U_t(t)
+ *   wd_temporal_gauge_field the transformed field, cleaned (gauge_tools.h)
  *   wd_su3_unitarity_error  max over links of max_ij |(U U^dag - 1)_ij| and
  *                           |det U - 1|
  * Notes: every boundary is periodic here; the fermion time boundary sign is
@@ -25,8 +26,10 @@
  * whatever the thread count); the deterministic loops run under OpenMP.
  */
 #include "gauge_tools.h"
+#include "heatbath_link.h"
 
 #include <math.h>
+#include <string.h>
 
 /* 3x3 complex matrices as 9 contiguous row-major entries, the layout of one
  * link in the gauge field. */
@@ -280,6 +283,22 @@ void wd_temporal_gauge(double complex *g, const double complex *u, const int dim
             mat_mul(g + 9 * (here + slice), g + 9 * here, u + 9 * (4 * here + 3));
         }
     }
+}
+
+void wd_temporal_gauge_field(double complex *uf, double complex *g, const double complex *u,
+                             const int dims[4])
+{
+    const size_t vol = (size_t)dims[0] * dims[1] * dims[2] * dims[3];
+    const size_t slice = vol / (size_t)dims[3];
+    memcpy(uf, u, vol * 36 * sizeof *uf);
+    wd_temporal_gauge(g, u, dims);
+    wd_gauge_transform(uf, g, dims);
+#pragma omp parallel for
+    for (size_t l = 0; l < vol * 4; l++)
+        wd_su3_reunitarize((double *)(uf + 9 * l));
+#pragma omp parallel for
+    for (size_t site = 0; site < vol - slice; site++)
+        mat_unit(uf + 9 * (4 * site + 3));
 }
 
 double wd_su3_unitarity_error(const double complex *u, size_t nlinks)

@@ -23,6 +23,12 @@
  *                           wd_gauge_transform every U_t(n) with t < T-1 is
  *                           the unit matrix, U_t at t = T-1 carries the
  *                           Polyakov-loop product U_t(0) U_t(1) ... U_t(T-1)
+ *   wd_temporal_gauge_field the field the gauge-fixed variants run on: u
+ *                           transformed with wd_temporal_gauge's g (also
+ *                           returned), every link reunitarized, the unit
+ *                           links exactly the unit matrix (the transform
+ *                           leaves them unit to ~1e-14 only, an error the
+ *                           kernels that skip them would not see)
  *   wd_su3_unitarity_error  max over links of the largest entry of
  *                           |U U^dag - 1| and of |det U - 1|; infinite when
  *                           a link holds a NaN
@@ -53,6 +59,8 @@ void wd_gauge_transform(double complex *u, const double complex *g, const int di
 void wd_spinor_transform(double complex *psi, const double complex *g,
                          const int dims[4], int dagger);
 void wd_temporal_gauge(double complex *g, const double complex *u, const int dims[4]);
+void wd_temporal_gauge_field(double complex *uf, double complex *g, const double complex *u,
+                             const int dims[4]);
 
 double wd_su3_unitarity_error(const double complex *u, size_t nlinks);
 

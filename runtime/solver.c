@@ -261,9 +261,7 @@ static wd_status create(wd_solver *sv, const double *gauge)
             return wd_fail(WD_ERR_NOMEM, "solver: cannot allocate %zu bytes for the gauge-fixed "
                            "host fields", vol * 57 * sizeof(double complex));
         }
-        memcpy(ufix, gauge, vol * 36 * sizeof *ufix);
-        wd_temporal_gauge(sv->gfix, ufix, sv->dims);
-        wd_gauge_transform(ufix, sv->gfix, sv->dims);
+        wd_temporal_gauge_field(ufix, sv->gfix, (const double complex *)gauge, sv->dims);
         u_run = (const double *)ufix;
     }
     wd_status st = wd_backend_open(&sv->be, s->backend, sv->dims, s->pad);
