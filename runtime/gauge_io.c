@@ -6,7 +6,7 @@
  *   wd_gauge_write_defaults  NERSC, 64-bit, 3x3, big endian, no overwrite
  *   wd_gauge_write        validate the options and the field (finite, SU(3)
  *                         to 1e-9), measure the plaquette and link trace,
- *                         write through wd_io_write_file
+ *                         write through wd_file_write_safely (file_write.c)
  *   wd_gauge_read         open, tell NERSC from LIME by the first bytes,
  *                         read with the matching stream reader
  *   wd_gauge_read_nersc / wd_gauge_read_ildg   open and read one format
@@ -19,18 +19,16 @@
  * SciDAC CRCs run over the bytes as stored.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include "gauge_io_internal.h"
 #include "gauge_tools.h"
 #include "heatbath_link.h"
+#include "wd_file_write.h"
 
 wd_status wd_io_fail(wd_status s, const char *name, const char *fmt, ...)
 {
@@ -268,96 +266,6 @@ wd_status wd_io_check_field(const char *name, const double *u, const int dims[4]
     return WD_OK;
 }
 
-/* ---- safe writing ------------------------------------------------------- */
-
-static void sync_directory(const char *path)
-{
-    /* make the rename durable; a file system that cannot fsync a
-     * directory still has the complete file under one of the two names */
-    char *dir = strdup(path);
-    if (!dir)
-        return;
-    char *slash = strrchr(dir, '/');
-    const char *d = ".";
-    if (slash) {
-        slash[slash == dir ? 1 : 0] = 0;
-        d = dir;
-    }
-    const int fd = open(d, O_RDONLY);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    free(dir);
-}
-
-wd_status wd_io_write_file(const char *path, int overwrite, wd_io_body body, void *ctx)
-{
-    struct stat sb;
-    if (!overwrite && lstat(path, &sb) == 0)
-        return wd_io_fail(WD_ERR_IO, path, "exists; not overwritten (overwrite not set)");
-
-    const size_t n = strlen(path) + 48;
-    char *tmp = malloc(n);
-    if (!tmp)
-        return wd_io_fail(WD_ERR_NOMEM, path, "no memory for a temporary name");
-    int fd = -1;
-    for (int attempt = 0; attempt < 1000 && fd < 0; attempt++) {
-        snprintf(tmp, n, "%s.tmp-%ld-%d", path, (long)getpid(), attempt);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-        if (fd < 0 && errno != EEXIST) {
-            const int e = errno;
-            free(tmp);
-            return wd_io_fail(WD_ERR_IO, path, "cannot create a temporary file beside it: %s",
-                              strerror(e));
-        }
-    }
-    if (fd < 0) {
-        free(tmp);
-        return wd_io_fail(WD_ERR_IO, path, "no free temporary name beside it");
-    }
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        const int e = errno;
-        close(fd);
-        unlink(tmp);
-        free(tmp);
-        return wd_io_fail(WD_ERR_IO, path, "cannot open the temporary file: %s", strerror(e));
-    }
-
-    wd_status st = body(f, path, ctx);
-    if (st == WD_OK && (fflush(f) != 0 || fsync(fileno(f)) != 0))
-        st = wd_io_fail(WD_ERR_IO, path, "writing the temporary file '%s' failed: %s", tmp,
-                        strerror(errno));
-    if (fclose(f) != 0 && st == WD_OK)
-        st = wd_io_fail(WD_ERR_IO, path, "closing the temporary file '%s' failed: %s", tmp,
-                        strerror(errno));
-    if (st == WD_OK) {
-        if (!overwrite) {
-            /* link() refuses an existing name, so a file that appeared
-             * meanwhile is not replaced; file systems without hard links
-             * fall back to a check and rename */
-            if (link(tmp, path) != 0) {
-                if (errno == EEXIST)
-                    st = wd_io_fail(WD_ERR_IO, path, "appeared while writing; not overwritten");
-                else if (lstat(path, &sb) == 0)
-                    st = wd_io_fail(WD_ERR_IO, path, "exists; not overwritten");
-                else if (rename(tmp, path) != 0)
-                    st = wd_io_fail(WD_ERR_IO, path, "cannot rename '%s' to it: %s", tmp,
-                                    strerror(errno));
-            }
-        } else if (rename(tmp, path) != 0) {
-            st = wd_io_fail(WD_ERR_IO, path, "cannot rename '%s' to it: %s", tmp,
-                            strerror(errno));
-        }
-    }
-    unlink(tmp);
-    free(tmp);
-    if (st == WD_OK)
-        sync_directory(path);
-    return st;
-}
-
 /* ---- entry points --------------------------------------------------------- */
 
 wd_gauge_write_opts wd_gauge_write_defaults(void)
@@ -407,10 +315,10 @@ wd_status wd_gauge_write(const char *path, const double *u, const int dims[4],
     st = wd_gauge_observables(u, dims, &job.obs);
     if (st != WD_OK)
         return st;
-    return wd_io_write_file(path, opts->overwrite,
-                            opts->format == WD_GAUGE_NERSC ? wd_nersc_write_stream
-                                                           : wd_ildg_write_stream,
-                            &job);
+    return wd_file_write_safely(path, "gauge file", opts->overwrite,
+                                opts->format == WD_GAUGE_NERSC ? wd_nersc_write_stream
+                                                               : wd_ildg_write_stream,
+                                &job);
 }
 
 static wd_status open_for_read(const char *path, double **u, FILE **f)

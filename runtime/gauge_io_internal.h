@@ -16,8 +16,6 @@
  *   wd_io_decode_stream   read and decode every site from a stream
  *   wd_io_check_field     finiteness, unitarity, plaquette and link trace
  *                         of a decoded field against the header (into info)
- *   wd_io_write_file      the safe write: temporary name in the same
- *                         directory, fsync, link or rename into place
  *   wd_io_stream_size     bytes in a stream (it must be seekable)
  *   wd_nersc_read_stream / wd_ildg_read_stream   the readers on an open
  *                         stream; max_volume > 0 refuses larger lattices
@@ -75,8 +73,6 @@ wd_status wd_io_check_field(const char *name, const double *u, const int dims[4]
                             wd_gauge_info *info, int report_only, const char *plaq_field,
                             const char *trace_field);
 
-typedef wd_status (*wd_io_body)(FILE *f, const char *path, void *ctx);
-wd_status wd_io_write_file(const char *path, int overwrite, wd_io_body body, void *ctx);
 
 wd_status wd_io_stream_size(FILE *f, const char *name, long long *size);
 

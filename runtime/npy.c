@@ -21,7 +21,6 @@
  * platform wdirac targets does); data in the other byte order are swapped.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -30,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
+#include "wd_file_write.h"
 #include "wd_internal.h"
 #include "wd_npy.h"
 
@@ -433,58 +432,11 @@ wd_status wd_npy_read_spinor(const char *path, const int expect_dims[4], double 
 
 /* ---- writing ---------------------------------------------------------- */
 
-/* Create a new, empty file beside path (same directory, so that rename
- * stays on one file system); *tmp is malloc'ed. */
-static wd_status create_temp(const char *path, char **tmp, int *fd)
-{
-    const size_t n = strlen(path) + 48;
-    char *name = malloc(n);
-    if (!name)
-        return npy_fail(WD_ERR_NOMEM, path, "no memory for a temporary name");
-    *fd = -1;
-    for (int attempt = 0; attempt < 1000 && *fd < 0; attempt++) {
-        snprintf(name, n, "%s.tmp-%ld-%d", path, (long)getpid(), attempt);
-        *fd = open(name, O_WRONLY | O_CREAT | O_EXCL, 0666);
-        if (*fd < 0 && errno != EEXIST) {
-            const int e = errno;
-            free(name);
-            return npy_fail(WD_ERR_IO, path, "cannot create a file in its directory: %s",
-                            strerror(e));
-        }
-    }
-    if (*fd < 0) {
-        free(name);
-        return npy_fail(WD_ERR_IO, path, "no free temporary name in its directory");
-    }
-    *tmp = name;
-    return WD_OK;
-}
-
-static wd_status refuse_existing(const char *path, int overwrite)
-{
-    struct stat sb;
-    if (lstat(path, &sb) != 0)
-        return WD_OK;
-    if (S_ISDIR(sb.st_mode))
-        return npy_fail(WD_ERR_IO, path, "is a directory");
-    if (!overwrite)
-        return npy_fail(WD_ERR_IO, path, "exists; not overwritten (overwrite not set)");
-    return WD_OK;
-}
-
 wd_status wd_npy_check_writable(const char *path, int overwrite)
 {
     if (!path || !*path)
         return wd_fail(WD_ERR_INVALID, "wd_npy_check_writable: empty path");
-    wd_status st = refuse_existing(path, overwrite);
-    char *tmp;
-    int fd;
-    if (st == WD_OK && (st = create_temp(path, &tmp, &fd)) == WD_OK) {
-        close(fd);
-        unlink(tmp);
-        free(tmp);
-    }
-    return st;
+    return wd_file_check_writable(path, "spinor file", overwrite);
 }
 
 /* The preamble and header of a version 1.0 file: *len bytes, a multiple
@@ -507,25 +459,21 @@ static void make_header(char *buf, size_t cap, const int dims[4], size_t *len)
     *len = n;
 }
 
-static void sync_directory(const char *path)
+typedef struct write_job {
+    const double *psi;
+    const int *dims;
+    size_t nreal;
+} write_job;
+
+static wd_status write_body(FILE *f, const char *path, void *ctx)
 {
-    /* make the rename durable; a file system that cannot fsync a directory
-     * still has the complete file under one of the two names */
-    char *dir = strdup(path);
-    if (!dir)
-        return;
-    char *slash = strrchr(dir, '/');
-    const char *d = ".";
-    if (slash) {
-        slash[slash == dir ? 1 : 0] = 0;
-        d = dir;
-    }
-    const int fd = open(d, O_RDONLY);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    free(dir);
+    const write_job *j = ctx;
+    char head[256];
+    size_t hlen;
+    make_header(head, sizeof head, j->dims, &hlen);
+    if (fwrite(head, 1, hlen, f) != hlen || fwrite(j->psi, sizeof *j->psi, j->nreal, f) != j->nreal)
+        return npy_fail(WD_ERR_IO, path, "writing the temporary file failed: %s", strerror(errno));
+    return WD_OK;
 }
 
 wd_status wd_npy_write_spinor(const char *path, const double *psi, const int dims[4],
@@ -546,52 +494,6 @@ wd_status wd_npy_write_spinor(const char *path, const double *psi, const int dim
         return npy_fail(WD_ERR_INVALID, path, "not written: the field holds NaN or Inf at %s",
                         where);
     }
-    wd_status st = refuse_existing(path, overwrite);
-    char *tmp;
-    int fd;
-    if (st != WD_OK || (st = create_temp(path, &tmp, &fd)) != WD_OK)
-        return st;
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        const int e = errno;
-        close(fd);
-        unlink(tmp);
-        free(tmp);
-        return npy_fail(WD_ERR_IO, path, "cannot open the temporary file: %s", strerror(e));
-    }
-
-    char head[256];
-    size_t hlen;
-    make_header(head, sizeof head, dims, &hlen);
-    if (fwrite(head, 1, hlen, f) != hlen || fwrite(psi, sizeof *psi, nreal, f) != nreal ||
-        fflush(f) != 0 || fsync(fileno(f)) != 0)
-        st = npy_fail(WD_ERR_IO, path, "writing the temporary file '%s' failed: %s", tmp,
-                      strerror(errno));
-    if (fclose(f) != 0 && st == WD_OK)
-        st = npy_fail(WD_ERR_IO, path, "closing the temporary file '%s' failed: %s", tmp,
-                      strerror(errno));
-    if (st == WD_OK) {
-        if (!overwrite) {
-            /* link() refuses an existing name, so a file that appeared
-             * meanwhile is not replaced; file systems without hard links
-             * fall back to a check and rename */
-            struct stat sb;
-            if (link(tmp, path) != 0) {
-                if (errno == EEXIST)
-                    st = npy_fail(WD_ERR_IO, path, "appeared while writing; not overwritten");
-                else if (lstat(path, &sb) == 0)
-                    st = npy_fail(WD_ERR_IO, path, "exists; not overwritten");
-                else if (rename(tmp, path) != 0)
-                    st = npy_fail(WD_ERR_IO, path, "cannot rename '%s' to it: %s", tmp,
-                                  strerror(errno));
-            }
-        } else if (rename(tmp, path) != 0) {
-            st = npy_fail(WD_ERR_IO, path, "cannot rename '%s' to it: %s", tmp, strerror(errno));
-        }
-    }
-    unlink(tmp);
-    free(tmp);
-    if (st == WD_OK)
-        sync_directory(path);
-    return st;
+    write_job job = {psi, dims, nreal};
+    return wd_file_write_safely(path, "spinor file", overwrite, write_body, &job);
 }
