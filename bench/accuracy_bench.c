@@ -214,18 +214,8 @@ static int write_json(const char *path, const char *backend, const char *device,
                       const double *eps, int neps, size_t n, const result *res, int nres,
                       char skipped[][32], int nskipped)
 {
-    json_t *root = json_object(), *jeps = json_array(), *jres = json_array(),
-           *jskip = json_array();
-    char date[64];
-    const time_t now = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    json_object_set_new(root, "benchmark", json_string("accuracy"));
-    json_object_set_new(root, "backend", json_string(backend));
-    json_object_set_new(root, "device", json_string(device));
-    json_object_set_new(root, "threads", json_integer(omp_get_max_threads()));
-    json_object_set_new(root, "commit", json_string(WD_GIT_COMMIT));
-    json_object_set_new(root, "date", json_string(date));
-    json_object_set_new(root, "seed", json_integer((json_int_t)seed));
+    json_t *root = wd_bench_json_run("accuracy", backend, device, seed), *jeps = json_array(),
+           *jres = json_array(), *jskip = json_array();
     json_object_set_new(root, "dims", json_pack("[iiii]", dims[0], dims[1], dims[2], dims[3]));
     json_object_set_new(root, "kappa", json_real(kappa));
     json_object_set_new(root, "mass", json_real(mass));

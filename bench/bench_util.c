@@ -6,7 +6,13 @@
  *   wd_bench_median     median of n doubles (sorts them in place)
  *   wd_bench_device     the name of the device a backend runs on: the GPU's,
  *                       or the CPU model from /proc/cpuinfo
+ *   wd_bench_json_run   a results object with what every benchmark's JSON
+ *                       opens with (DESIGN.md, Files): benchmark, backend,
+ *                       device, threads, commit, date, seed
  */
+#include <jansson.h>
+#include <omp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +20,7 @@
 
 #include "cuda_rt.h"
 #include "wd_bench.h"
+#include "wd_version.h"
 
 double wd_bench_now(void)
 {
@@ -55,4 +62,15 @@ void wd_bench_device(char *buf, size_t len, int gpu)
         }
     }
     fclose(f);
+}
+
+json_t *wd_bench_json_run(const char *benchmark, const char *backend, const char *device,
+                          uint64_t seed)
+{
+    char date[64];
+    const time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    return json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:I}", "benchmark", benchmark, "backend",
+                     backend, "device", device, "threads", omp_get_max_threads(), "commit",
+                     WD_GIT_COMMIT, "date", date, "seed", (json_int_t)seed);
 }

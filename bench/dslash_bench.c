@@ -303,18 +303,8 @@ static void print_row(const bench_row *r, double copy, double base_us)
 static int write_json(const char *path, const char *backend, const char *device, double copy,
                       uint64_t seed, int reps, const bench_row *rows, int n)
 {
-    json_t *root = json_object(), *res = json_array();
-    char date[64];
-    const time_t now = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    json_object_set_new(root, "benchmark", json_string("dslash"));
-    json_object_set_new(root, "backend", json_string(backend));
-    json_object_set_new(root, "device", json_string(device));
-    json_object_set_new(root, "threads", json_integer(omp_get_max_threads()));
-    json_object_set_new(root, "commit", json_string(WD_GIT_COMMIT));
+    json_t *root = wd_bench_json_run("dslash", backend, device, seed), *res = json_array();
     json_object_set_new(root, "build_id", json_string(wd_tune_build_id()));
-    json_object_set_new(root, "date", json_string(date));
-    json_object_set_new(root, "seed", json_integer((json_int_t)seed));
     json_object_set_new(root, "reps", json_integer(reps));
     json_object_set_new(root, "copy_GBps", json_real(copy));
     json_object_set_new(root, "flops_per_site", json_real(FLOPS_PER_SITE));

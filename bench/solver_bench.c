@@ -162,17 +162,9 @@ static int write_json(const char *path, const char *device, const int dims[4],
                       const char *gauge_desc, double plaquette, const wd_solver_settings *base,
                       uint64_t seed, int reps, const config *cfg, const row *rows, int n)
 {
-    json_t *root = json_object(), *res = json_array();
-    char date[64];
-    const time_t now = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    json_object_set_new(root, "benchmark", json_string("solver"));
-    json_object_set_new(root, "backend", json_string(base->backend == WD_BACKEND_CPU ? "cpu" : "cuda"));
-    json_object_set_new(root, "device", json_string(device));
-    json_object_set_new(root, "threads", json_integer(omp_get_max_threads()));
-    json_object_set_new(root, "commit", json_string(WD_GIT_COMMIT));
-    json_object_set_new(root, "date", json_string(date));
-    json_object_set_new(root, "seed", json_integer((json_int_t)seed));
+    json_t *root = wd_bench_json_run("solver", base->backend == WD_BACKEND_CPU ? "cpu" : "cuda",
+                                     device, seed),
+           *res = json_array();
     json_object_set_new(root, "dims", json_pack("[iiii]", dims[0], dims[1], dims[2], dims[3]));
     json_object_set_new(root, "gauge", json_string(gauge_desc));
     json_object_set_new(root, "plaquette", json_real(plaquette));

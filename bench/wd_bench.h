@@ -8,12 +8,14 @@
  *   wd_bench_paper_main       `wdirac bench paper` (paper_bench.c)
  *   wd_dslash_bytes_per_site  fewest bytes per output site of one application
  *   wd_dslash_flops_per_site  1320 (+48 with xpay)
- *   wd_bench_now, wd_bench_median, wd_bench_device   bench_util.c
+ *   wd_bench_now, wd_bench_median, wd_bench_device, wd_bench_json_run   bench_util.c
  */
 #ifndef WDIRAC_BENCH_H
 #define WDIRAC_BENCH_H
 
+#include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 int wd_bench_dslash_main(int argc, char **argv);
 int wd_tune_main(int argc, char **argv);
@@ -27,5 +29,7 @@ double wd_dslash_flops_per_site(int xpay);
 double wd_bench_now(void);
 double wd_bench_median(double *v, int n);
 void wd_bench_device(char *buf, size_t len, int gpu);
+json_t *wd_bench_json_run(const char *benchmark, const char *backend, const char *device,
+                          uint64_t seed);
 
 #endif
