@@ -40,7 +40,7 @@
 #include "wd_tune.h"
 #include "wd_gpu.h"
 #include "wd_layout.h"
-#include "wd_registry.h"
+#include "wd_operator.h"
 
 /*
  * Tolerances on relative L2 and relative max error, per precision (bytes per

@@ -1,6 +1,6 @@
 /*
  * fuzz_nersc.c: libFuzzer harness for the NERSC reader
- * (runtime/gauge_io_nersc.c), run by tests/run_fuzz.sh or the meson
+ * (runtime/io/gauge_io_nersc.c), run by tests/run_fuzz.sh or the meson
  * `fuzz` suite (-Dfuzz=true, clang).
  *
  * The externally accessible function is

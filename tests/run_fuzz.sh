@@ -23,7 +23,7 @@ run_one() {
     build=$1 seconds=$2 name=$3
     work="$build/fuzz-$name"
     mkdir -p "$work/corpus" "$work/seeds"
-    wdirac="$build/runtime/wdirac"
+    wdirac="$build/cli/wdirac"
     gen() {
         out="$work/seeds/$1"
         shift
@@ -63,7 +63,7 @@ if [ ! -f "$build/build.ninja" ]; then
         -Dkernels=dslash_d_r18_gf0_dag0_xpay0 -Dbuildtype=debugoptimized \
         -Db_sanitize=address,undefined -Db_lundef=false
 fi
-ninja -C "$build" tests/fuzz_nersc tests/fuzz_lime runtime/wdirac
+ninja -C "$build" tests/fuzz_nersc tests/fuzz_lime cli/wdirac
 for name in nersc lime; do
     echo "== fuzz_$name for $seconds s"
     run_one "$build" "$seconds" "$name"

@@ -42,7 +42,7 @@
 #include <zlib.h>
 
 #include "gauge_tools.h"
-#include "wd_gauge.h"
+#include "wdirac_gauge.h"
 
 static int checks_run, checks_failed;
 static char dir[512];

@@ -1,6 +1,6 @@
 /*
- * test_gauge_tools.c: checks the random number generator (runtime/rng.c)
- * and the gauge-field tools (runtime/gauge_tools.c).  One line per check
+ * test_gauge_tools.c: checks the random number generator (runtime/core/rng.c)
+ * and the gauge-field tools (runtime/gauge/gauge_tools.c).  One line per check
  * with the measured value and its bound; "N of M failed" last; exit 0 when
  * all pass, 1 otherwise.
  *

@@ -20,7 +20,7 @@
 #include "gauge_tools.h"
 #include "ref_wilson.h"
 #include "wd_gpu.h"
-#include "wd_registry.h"
+#include "wd_operator.h"
 #include "wd_tune.h"
 
 /* two Dslash applications: twice checkdslash's per-precision tolerance */

@@ -1,7 +1,7 @@
 /*
- * test_heatbath.c: the counter-based random numbers (runtime/philox.h),
- * the per-link Monte Carlo arithmetic (runtime/heatbath_link.h) and the
- * CPU sweep and observables (runtime/heatbath.c).  One line per check with
+ * test_heatbath.c: the counter-based random numbers (runtime/gauge/philox.h),
+ * the per-link Monte Carlo arithmetic (runtime/gauge/heatbath_link.h) and the
+ * CPU sweep and observables (runtime/gauge/heatbath.c).  One line per check with
  * the measured value and its bound; "N of M failed" last; exit 0 when all
  * pass, 1 otherwise.
  *
@@ -50,7 +50,7 @@
 #include "gauge_tools.h"
 #include "heatbath_link.h"
 #include "philox.h"
-#include "wd_gauge.h"
+#include "wdirac_gauge.h"
 
 static const double PI = 3.14159265358979323846264338327950288;
 

@@ -28,7 +28,7 @@
 #include <omp.h>
 #endif
 
-#include "wd_gauge.h"
+#include "wdirac_gauge.h"
 
 static const double LITERATURE = 0.593678, LITERATURE_ERR = 0.000024;
 

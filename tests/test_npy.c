@@ -1,5 +1,5 @@
 /*
- * test_npy.c: spinor fields in .npy files (runtime/npy.c).
+ * test_npy.c: spinor fields in .npy files (runtime/io/spinor_npy.c).
  * One line per check; "N of M failed" last; exit 0 when all pass.
  *
  *   test_npy [--seed N]     (default seed: the time, printed)
@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "gauge_tools.h"
-#include "wd_npy.h"
+#include "wdirac_npy.h"
 
 static int checks_run, checks_failed;
 static char dir[512];

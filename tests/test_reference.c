@@ -1,6 +1,6 @@
 /*
  * test_reference.c: proves the float64 Wilson-Dirac reference
- * (runtime/ref/ref_wilson.c) from properties the operator of DESIGN.md must
+ * (runtime/operator/ref_wilson.c) from properties the operator of DESIGN.md must
  * have, on fresh random fields.  One line per check with the measured error
  * and its tolerance; "N of M failed" last; exit 0 when all pass, 1 otherwise.
  *

@@ -1,5 +1,5 @@
 /*
- * test_schur: the backend's even-odd Schur operator (operator.c, run on the
+ * test_schur: the backend's even-odd Schur operator (schur.c, run on the
  * CPU backend) against the float64 reference ref_schur, for every built
  * precision x reconstruction x gauge fixing, Mhat and Mhat^dag.
  *
@@ -27,7 +27,7 @@
 
 #include "gauge_tools.h"
 #include "ref_wilson.h"
-#include "wd_registry.h"
+#include "wd_operator.h"
 #include "test_backend.h"
 #include "wd_solver.h"
 

@@ -42,7 +42,7 @@
 #include "ref_wilson.h"
 #include "test_backend.h"
 #include "wd_backend.h"
-#include "wd_registry.h"
+#include "wd_operator.h"
 #include "wdirac.h"
 
 /* --backend cpu|cuda: the backend under test (exit 77 when it is absent) */

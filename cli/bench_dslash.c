@@ -1,0 +1,536 @@
+/*
+ * dslash_bench.c: `wdirac bench dslash`, the Dslash benchmark.
+ *
+ * The externally accessible functions are
+ *   wd_bench_dslash_main      parse the subcommand's options, time every
+ *                             selected variant on every lattice and padding,
+ *                             print the table, write JSON
+ *   wd_tune_main              `wdirac tune`: the same sweep, tuning only
+ *                             (fills the tune cache ahead of time)
+ *   wd_dslash_bytes_per_site  the fewest-bytes model below
+ *   wd_dslash_flops_per_site  the flop model below
+ *
+ * Measurement rules (DESIGN.md): D applied from one parity to the other
+ * (V/2 output sites), 1320 flops per output site (+48 for xpay), bytes at the
+ * fewest-bytes model (each needed link once at its stored size, 6 instead of
+ * 8 with gauge fixing; input, output and xpay spinors once; half-precision
+ * norms included); random SU(3) links and random spinors, never zeros;
+ * warm-up calls, then the median of many timed calls (CUDA events on the
+ * GPU).  The copy bandwidth of the same device (bytes read + written by a
+ * large copy) is measured in the same run and every variant's effective
+ * bandwidth is reported as a fraction of it.  On the GPU each (variant,
+ * volume, padding) runs with its autotuned block size (wd_tune.h).
+ *
+ * Lattices: --dims (repeatable), or --paper-sweep for the paper's Figures
+ * 2-5: 24^3 x T for T = 8, 16, ..., 128 (sub-lattices of one 24^3 x 128
+ * field: the host order puts t outermost, so a prefix of the arrays is the
+ * 24^3 x T lattice).
+ */
+#include <complex.h>
+#include <fnmatch.h>
+#include <jansson.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda_rt.h"
+#include "gauge_tools.h"
+#include "cli_bench.h"
+#include "wd_gpu.h"
+#include "wd_layout.h"
+#include "wd_operator.h"
+#include "wd_tune.h"
+#include "wd_version.h"
+
+#define FLOPS_PER_SITE 1320.0
+#define XPAY_FLOPS_PER_SITE 48.0
+#define MAX_LATTICES 32
+#define MAX_PADS 4
+
+double wd_dslash_bytes_per_site(int precision, int recon, int gauge_fix, int xpay)
+{
+    const double norm = precision == 2 ? sizeof(float) : 0;
+    const double spinor = 24.0 * precision + norm;
+    const double links = gauge_fix ? 6 : 8;
+    return links * recon * precision + spinor * (2 + xpay);
+}
+
+double wd_dslash_flops_per_site(int xpay)
+{
+    return FLOPS_PER_SITE + (xpay ? XPAY_FLOPS_PER_SITE : 0);
+}
+
+/* Host copy bandwidth: median of a threaded memcpy far larger than cache. */
+static double host_copy_gbps(void)
+{
+    const size_t n = (size_t)256 << 20;
+    char *a = malloc(n), *b = malloc(n);
+    double t[7], gbps = 0;
+    if (a && b) {
+        memset(a, 1, n);
+        memset(b, 2, n);
+        for (int r = 0; r < 7; ++r) {
+            const double t0 = wd_bench_now();
+            const int nt = omp_get_max_threads();
+#pragma omp parallel for schedule(static)
+            for (int k = 0; k < nt; ++k) {
+                const size_t lo = n / nt * k, hi = k == nt - 1 ? n : n / nt * (k + 1);
+                memcpy(b + lo, a + lo, hi - lo);
+            }
+            t[r] = wd_bench_now() - t0;
+        }
+        gbps = 2.0 * n / wd_bench_median(t, 7) / 1e9;
+    }
+    free(a);
+    free(b);
+    return gbps;
+}
+
+typedef struct bench_row {
+    int variant, dims[4], pad, block;
+    double us, us_site, gflops, gbps;
+} bench_row;
+
+/* Host fields of one lattice: random SU(3) links, the same in temporal
+ * gauge, one random spinor (full lattice, both parities used). */
+typedef struct host_fields {
+    int dims[4];
+    size_t volume;
+    double complex *u, *uf, *psi;
+} host_fields;
+
+static void host_free(host_fields *h)
+{
+    free(h->u), free(h->uf), free(h->psi);
+    memset(h, 0, sizeof *h);
+}
+
+static int host_make(host_fields *h, const int dims[4], uint64_t seed)
+{
+    memset(h, 0, sizeof *h);
+    memcpy(h->dims, dims, sizeof h->dims);
+    h->volume = wd_volume(dims);
+    h->u = malloc(h->volume * 36 * sizeof *h->u);
+    h->uf = malloc(h->volume * 36 * sizeof *h->uf);
+    h->psi = malloc(h->volume * 12 * sizeof *h->psi);
+    double complex *g = malloc(h->volume * 9 * sizeof *g);
+    if (!h->u || !h->uf || !h->psi || !g) {
+        free(g);
+        host_free(h);
+        return 0;
+    }
+    wd_rng rng;
+    wd_rng_seed(&rng, seed);
+    wd_gauge_random(h->u, dims, &rng);
+    wd_spinor_random(h->psi, dims, &rng);
+    memcpy(h->uf, h->u, h->volume * 36 * sizeof *h->u);
+    wd_temporal_gauge(g, h->u, dims);
+    wd_gauge_transform(h->uf, g, dims);
+    free(g);
+    return 1;
+}
+
+/* A sub-lattice X x Y x Z x T' (T' <= T) of the same spatial extent is a
+ * prefix of the host arrays, with its own temporal gauge fixing redone. */
+static int host_prefix(host_fields *sub, const host_fields *h, int t)
+{
+    memset(sub, 0, sizeof *sub);
+    memcpy(sub->dims, h->dims, sizeof sub->dims);
+    sub->dims[3] = t;
+    sub->volume = wd_volume(sub->dims);
+    sub->u = h->u;
+    sub->psi = h->psi;
+    sub->uf = malloc(sub->volume * 36 * sizeof *sub->uf);
+    double complex *g = malloc(sub->volume * 9 * sizeof *g);
+    if (!sub->uf || !g) {
+        free(sub->uf), free(g);
+        return 0;
+    }
+    memcpy(sub->uf, sub->u, sub->volume * 36 * sizeof *sub->u);
+    wd_temporal_gauge(g, sub->u, sub->dims);
+    wd_gauge_transform(sub->uf, g, sub->dims);
+    free(g);
+    return 1;
+}
+
+/* ---- CPU backend ------------------------------------------------------- */
+
+static int bench_cpu(int k, const host_fields *h, int pad, int reps, bench_row *row)
+{
+    const wd_variant *v = &wd_variants[k];
+    wd_spinor_layout sl;
+    wd_gauge_layout gl;
+    if (wd_spinor_layout_make(&sl, h->dims, v->precision, pad) != WD_OK ||
+        wd_gauge_layout_make(&gl, h->dims, v->precision, v->recon, v->gauge_fix, pad) != WD_OK) {
+        fprintf(stderr, "wdirac bench dslash: %s\n", wd_last_error());
+        return 0;
+    }
+    void *g = malloc(gl.bytes), *i = malloc(sl.bytes), *o = malloc(sl.bytes), *x = malloc(sl.bytes);
+    float *norms = malloc(3 * (size_t)sl.volume_cb * sizeof(float));
+    double *t = malloc((size_t)reps * sizeof *t);
+    int ok = g && i && o && x && norms && t;
+    if (!ok) {
+        fprintf(stderr, "wdirac bench dslash: %s: out of memory\n", v->name);
+    } else {
+        wd_pack_gauge(&gl, g, v->gauge_fix ? h->uf : h->u, h->dims);
+        wd_pack_spinor(&sl, i, norms, h->psi, h->dims, 1);
+        wd_pack_spinor(&sl, x, norms + 2 * sl.volume_cb, h->psi, h->dims, 0);
+        wd_dslash_args a;
+        memset(&a, 0, sizeof a);
+        wd_dslash_args_set(&a, &sl, &gl, h->dims, 0, -1);
+        a.out = o, a.out_norm = norms + sl.volume_cb;
+        a.in = i, a.in_norm = norms;
+        a.x = x, a.x_norm = norms + 2 * sl.volume_cb;
+        a.gauge = g, a.a = -0.0157;
+        for (int w = 0; w < 2; ++w)
+            v->cpu(&a);
+        for (int r = 0; r < reps; ++r) {
+            const double t0 = wd_bench_now();
+            v->cpu(&a);
+            t[r] = wd_bench_now() - t0;
+        }
+        row->us = wd_bench_median(t, reps) * 1e6;
+        row->block = 0;
+    }
+    free(g), free(i), free(o), free(x), free(norms), free(t);
+    return ok;
+}
+
+/* ---- GPU backend ------------------------------------------------------- */
+
+/* Device fields, re-uploaded only when the precision / recon / gf changes. */
+typedef struct gpu_cache {
+    const host_fields *h;
+    int pad, precision, recon, gauge_fix;
+    wd_gpu_gauge g;
+    wd_gpu_spinor in, out, x;
+} gpu_cache;
+
+static void gpu_cache_free(gpu_cache *c)
+{
+    wd_gpu_gauge_free(&c->g);
+    wd_gpu_spinor_free(&c->in);
+    wd_gpu_spinor_free(&c->out);
+    wd_gpu_spinor_free(&c->x);
+    memset(c, 0, sizeof *c);
+}
+
+static wd_status gpu_cache_get(gpu_cache *c, const host_fields *h, const wd_variant *v, int pad)
+{
+    const int same_spinor = c->h == h && c->pad == pad && c->precision == v->precision;
+    const int same_gauge = same_spinor && c->recon == v->recon && c->gauge_fix == v->gauge_fix;
+    if (same_gauge)
+        return WD_OK;
+    wd_gpu_gauge_free(&c->g);
+    wd_status st = WD_OK;
+    if (!same_spinor) {
+        gpu_cache_free(c);
+        st = wd_gpu_spinor_alloc(&c->in, h->dims, v->precision, pad);
+        if (st == WD_OK)
+            st = wd_gpu_spinor_alloc(&c->out, h->dims, v->precision, pad);
+        if (st == WD_OK)
+            st = wd_gpu_spinor_alloc(&c->x, h->dims, v->precision, pad);
+        if (st == WD_OK)
+            st = wd_gpu_spinor_upload(&c->in, h->psi, h->dims, 1);
+        if (st == WD_OK)
+            st = wd_gpu_spinor_upload(&c->x, h->psi, h->dims, 0);
+        if (st == WD_OK)
+            st = wd_gpu_spinor_upload(&c->out, h->psi, h->dims, 0);
+    }
+    if (st == WD_OK)
+        st = wd_gpu_gauge_upload(&c->g, v->gauge_fix ? h->uf : h->u, h->dims, v->precision,
+                                 v->recon, v->gauge_fix, pad);
+    if (st != WD_OK) {
+        gpu_cache_free(c);
+        return st;
+    }
+    c->h = h, c->pad = pad, c->precision = v->precision, c->recon = v->recon;
+    c->gauge_fix = v->gauge_fix;
+    return WD_OK;
+}
+
+static int tune_only;
+
+static int bench_gpu(int k, const host_fields *h, int pad, int reps, gpu_cache *c, bench_row *row)
+{
+    const wd_variant *v = &wd_variants[k];
+    wd_status st = gpu_cache_get(c, h, v, pad);
+    wd_dslash_args a;
+    if (st == WD_OK) {
+        wd_gpu_dslash_args(&a, &c->out, &c->in, &c->x, -0.0157, &c->g, h->dims, 0, -1);
+        st = wd_tune_dslash(k, &a, pad, &row->block);
+    }
+    if (st == WD_OK && !tune_only)
+        st = wd_cuda_time_dslash(k, &a, row->block, reps, &row->us);
+    if (st != WD_OK) {
+        fprintf(stderr, "wdirac bench dslash: %s on %dx%dx%dx%d: %s\n", v->name, h->dims[0],
+                h->dims[1], h->dims[2], h->dims[3], wd_last_error());
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- driver ------------------------------------------------------------ */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: wdirac bench dslash [options]\n"
+            "  --backend cpu|cuda|auto  backend to time (default auto: cuda when a GPU is usable)\n"
+            "  --dims X Y Z T        a lattice (repeatable; default 16^4 on the CPU, 24^3x64 and\n"
+            "                        32^3x64 on the GPU)\n"
+            "  --paper-sweep         24^3 x T for T = 8..128 step 8 (the paper's Figures 2-5)\n"
+            "  --kernels GLOB        variants to time (default: every built variant)\n"
+            "  --reps N              timed calls per variant, median reported (default 10 cpu, 100 gpu)\n"
+            "  --pad N               padding between field sub-arrays, in elements (repeatable;\n"
+            "                        default 0)\n"
+            "  --seed N              random field seed (default 1)\n"
+            "  --tune-cache FILE     GPU tune cache (default $WDIRAC_TUNE_CACHE or ~/.cache/wdirac/)\n"
+            "  --json FILE           also write the results as JSON\n");
+}
+
+static void print_row(const bench_row *r, double copy, double base_us)
+{
+    printf("%-28s %4dx%dx%dx%-3d %4d %5d %10.2f %9.5f %8.1f %8.1f %5.0f%% %6.2f\n",
+           wd_variants[r->variant].name, r->dims[0], r->dims[1], r->dims[2], r->dims[3], r->pad,
+           r->block, r->us, r->us_site, r->gflops, r->gbps, 100 * r->gbps / copy, base_us / r->us);
+    fflush(stdout);
+}
+
+static int write_json(const char *path, const char *backend, const char *device, double copy,
+                      uint64_t seed, int reps, const bench_row *rows, int n)
+{
+    json_t *root = wd_bench_json_run("dslash", backend, device, seed), *res = json_array();
+    json_object_set_new(root, "build_id", json_string(wd_tune_build_id()));
+    json_object_set_new(root, "reps", json_integer(reps));
+    json_object_set_new(root, "copy_GBps", json_real(copy));
+    json_object_set_new(root, "flops_per_site", json_real(FLOPS_PER_SITE));
+    for (int k = 0; k < n; ++k) {
+        const bench_row *r = &rows[k];
+        const wd_variant *v = &wd_variants[r->variant];
+        json_array_append_new(
+            res, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:[iiii], s:i, s:i, s:f, s:f, s:f, s:f, s:f}",
+                           "variant", v->name, "precision", v->precision, "recon", v->recon,
+                           "gauge_fix", v->gauge_fix, "dagger", v->dagger, "xpay", v->xpay, "dims",
+                           r->dims[0], r->dims[1], r->dims[2], r->dims[3], "pad", r->pad, "block",
+                           r->block, "us_per_call", r->us, "us_per_site", r->us_site, "gflops",
+                           r->gflops, "GBps", r->gbps, "fraction_of_copy", r->gbps / copy));
+    }
+    json_object_set_new(root, "results", res);
+    const int rc = json_dump_file(root, path, JSON_INDENT(1));
+    json_decref(root);
+    if (rc != 0)
+        fprintf(stderr, "wdirac bench dslash: cannot write %s\n", path);
+    return rc == 0;
+}
+
+int wd_bench_dslash_main(int argc, char **argv)
+{
+    int lat[MAX_LATTICES][4], nlat = 0, pads[MAX_PADS], npads = 0, reps = 0, sweep = 0;
+    uint64_t seed = 1;
+    const char *glob = "*", *json_path = NULL, *backend = "auto", *tune_cache = NULL;
+    for (int k = 0; k < argc; ++k) {
+        if (!strcmp(argv[k], "--dims") && k + 4 < argc && nlat < MAX_LATTICES) {
+            for (int mu = 0; mu < 4; ++mu)
+                lat[nlat][mu] = atoi(argv[++k]);
+            nlat++;
+        } else if (!strcmp(argv[k], "--paper-sweep")) {
+            sweep = 1;
+        } else if (!strcmp(argv[k], "--kernels") && k + 1 < argc) {
+            glob = argv[++k];
+        } else if (!strcmp(argv[k], "--reps") && k + 1 < argc) {
+            reps = atoi(argv[++k]);
+        } else if (!strcmp(argv[k], "--pad") && k + 1 < argc && npads < MAX_PADS) {
+            pads[npads++] = atoi(argv[++k]);
+        } else if (!strcmp(argv[k], "--seed") && k + 1 < argc) {
+            seed = strtoull(argv[++k], NULL, 0);
+        } else if (!strcmp(argv[k], "--json") && k + 1 < argc) {
+            json_path = argv[++k];
+        } else if (!strcmp(argv[k], "--tune-cache") && k + 1 < argc) {
+            tune_cache = argv[++k];
+        } else if (!strcmp(argv[k], "--backend") && k + 1 < argc) {
+            backend = argv[++k];
+        } else if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "wdirac bench dslash: unknown or incomplete option '%s'\n", argv[k]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    int gpu;
+    if (!strcmp(backend, "auto"))
+        gpu = wd_cuda_available();
+    else if (!strcmp(backend, "cuda") || !strcmp(backend, "gpu"))
+        gpu = 1;
+    else if (!strcmp(backend, "cpu"))
+        gpu = 0;
+    else {
+        fprintf(stderr, "wdirac bench dslash: --backend must be cpu, cuda or auto\n");
+        return 2;
+    }
+    char device[256];
+    double copy;
+    if (gpu) {
+        wd_cuda_info info;
+        if (!wd_cuda_available() || wd_cuda_device_info(&info) != WD_OK) {
+            fprintf(stderr, "wdirac bench dslash: no usable GPU: %s\n",
+                    wd_cuda_available() ? wd_last_error() : "none found, or no CUDA in this build");
+            return 2;
+        }
+        wd_bench_device(device, sizeof device, 1);
+        wd_tune_set_cache(tune_cache);
+        if (wd_cuda_copy_gbps((size_t)1 << 30, 20, &copy) != WD_OK) {
+            fprintf(stderr, "wdirac bench dslash: %s\n", wd_last_error());
+            return 1;
+        }
+    } else {
+        wd_bench_device(device, sizeof device, 0);
+        copy = host_copy_gbps();
+    }
+    if (!reps)
+        reps = gpu ? 100 : 10;
+    if (!npads)
+        pads[npads++] = 0;
+    if (!nlat && !sweep) {
+        const int d16[4] = {16, 16, 16, 16}, d24[4] = {24, 24, 24, 64}, d32[4] = {32, 32, 32, 64};
+        memcpy(lat[nlat++], gpu ? d24 : d16, sizeof lat[0]);
+        if (gpu)
+            memcpy(lat[nlat++], d32, sizeof lat[0]);
+    }
+    for (int l = 0; l < nlat; ++l)
+        if (wd_check_dims(lat[l]) != WD_OK) {
+            fprintf(stderr, "wdirac bench dslash: %s\n", wd_last_error());
+            return 2;
+        }
+    if (reps < 1) {
+        fprintf(stderr, "wdirac bench dslash: --reps must be >= 1\n");
+        return 2;
+    }
+    const int sweep_t0 = 8, sweep_dt = 8, sweep_t1 = 128;
+    const int nsweep = sweep ? (sweep_t1 - sweep_t0) / sweep_dt + 1 : 0;
+    const int nconf = (nlat + nsweep) * npads;
+    bench_row *rows = calloc((size_t)wd_variant_count * nconf, sizeof *rows);
+    if (!rows) {
+        fprintf(stderr, "wdirac bench dslash: out of memory\n");
+        return 3;
+    }
+
+    printf("wdirac bench dslash  backend %s  device \"%s\"  threads %d\n", gpu ? "cuda" : "cpu",
+           device, omp_get_max_threads());
+    printf("seed %llu  reps %d  commit %s  build %s\n", (unsigned long long)seed, reps,
+           WD_GIT_COMMIT, wd_tune_build_id());
+    if (gpu && wd_tune_cache_note()[0])
+        printf("%s\n", wd_tune_cache_note());
+    printf("copy bandwidth %.1f GB/s (read + write, same run)\n\n", copy);
+    if (tune_only)
+        printf("tune cache %s\n%-28s %-14s %4s %5s\n", getenv("WDIRAC_TUNE_CACHE") ? getenv("WDIRAC_TUNE_CACHE") : "(default)",
+               "variant", "lattice", "pad", "block");
+    else
+        printf("%-28s %-14s %4s %5s %10s %9s %8s %8s %6s %6s\n", "variant", "lattice", "pad",
+               "block", "us/call", "us/site", "Gflops", "GB/s", "copy", "ratio");
+
+    int n = 0, failed = 0;
+    gpu_cache cache;
+    memset(&cache, 0, sizeof cache);
+    for (int l = 0; l < nlat + (sweep ? 1 : 0); ++l) {
+        host_fields big;
+        const int sweep_dims[4] = {24, 24, 24, sweep_t1};
+        const int *dims = l < nlat ? lat[l] : sweep_dims;
+        if (!host_make(&big, dims, seed)) {
+            fprintf(stderr, "wdirac bench dslash: out of host memory for %dx%dx%dx%d\n", dims[0],
+                    dims[1], dims[2], dims[3]);
+            failed++;
+            continue;
+        }
+        const int nt = l < nlat ? 1 : nsweep;
+        for (int s = 0; s < nt; ++s) {
+            host_fields sub;
+            const host_fields *h = &big;
+            if (l >= nlat) {
+                if (!host_prefix(&sub, &big, sweep_t0 + s * sweep_dt)) {
+                    failed++;
+                    continue;
+                }
+                h = &sub;
+            }
+            for (int p = 0; p < npads; ++p) {
+                double base_us = 0;
+                for (int k = 0; k < wd_variant_count; ++k) {
+                    const wd_variant *v = &wd_variants[k];
+                    if (fnmatch(glob, v->name, 0) != 0 || (l >= nlat && (v->dagger || v->xpay)))
+                        continue;
+                    bench_row *r = &rows[n];
+                    r->variant = k;
+                    memcpy(r->dims, h->dims, sizeof r->dims);
+                    r->pad = pads[p];
+                    const int ok = gpu ? bench_gpu(k, h, pads[p], reps, &cache, r)
+                                       : bench_cpu(k, h, pads[p], reps, r);
+                    if (!ok) {
+                        failed++;
+                        continue;
+                    }
+                    if (tune_only) {
+                        printf("%-28s %4dx%dx%dx%-3d %4d %5d\n", v->name, r->dims[0], r->dims[1],
+                               r->dims[2], r->dims[3], r->pad, r->block);
+                        n++;
+                        continue;
+                    }
+                    const double sites = h->volume / 2.0;
+                    r->us_site = r->us / sites;
+                    r->gflops = wd_dslash_flops_per_site(v->xpay) * sites / r->us / 1e3;
+                    r->gbps = wd_dslash_bytes_per_site(v->precision, v->recon, v->gauge_fix,
+                                                       v->xpay) * sites / r->us / 1e3;
+                    if (!base_us)
+                        base_us = r->us;
+                    print_row(r, copy, base_us);
+                    n++;
+                }
+            }
+            gpu_cache_free(&cache);
+            if (h == &sub)
+                free(sub.uf);
+        }
+        host_free(&big);
+    }
+    if (n && !tune_only)
+        printf("\nratio: speed relative to the first row of the same lattice and padding; "
+               "copy: fraction of the copy bandwidth\n");
+    else
+        fprintf(stderr, "wdirac bench dslash: no built variant matches '%s'\n", glob);
+    int rc = failed || !n ? 1 : 0;
+    if (json_path && n && !tune_only && !write_json(json_path, gpu ? "cuda" : "cpu", device, copy, seed, reps,
+                                      rows, n))
+        rc = 1;
+    free(rows);
+    return rc;
+}
+
+int wd_tune_main(int argc, char **argv)
+{
+    for (int k = 0; k < argc; ++k)
+        if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
+            printf("usage: wdirac tune [--dims X Y Z T]... [--pad N]... [--kernels GLOB] "
+                   "[--tune-cache FILE]\n"
+                   "  tunes every selected variant on the GPU for each lattice and padding\n"
+                   "  (default 24^3x64 and 32^3x64, pad 0) and stores the best launch\n"
+                   "  configurations in the tune cache, so later runs start tuned\n");
+            return 0;
+        }
+    char **args = malloc((size_t)(argc + 3) * sizeof *args);
+    if (!args)
+        return 3;
+    args[0] = "--backend";
+    args[1] = "cuda";
+    for (int k = 0; k < argc; ++k)
+        args[k + 2] = argv[k];
+    tune_only = 1;
+    const int rc = wd_bench_dslash_main(argc + 2, args);
+    tune_only = 0;
+    free(args);
+    return rc;
+}

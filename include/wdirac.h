@@ -1,0 +1,236 @@
+/*
+ * wdirac.h: public interface of the wdirac library (C11, usable from C++).
+ *
+ * Conventions (DESIGN.md): lattice extents X, Y, Z, T, each even and >= 4;
+ * host fields are complex double, interleaved (re, im), in the order
+ *   gauge  [t][z][y][x][mu][row][col]   spinor [t][z][y][x][spin][colour]
+ * with spinors in the DeGrand-Rossi basis.
+ *
+ * Every function returns a wd_status; on failure wd_last_error() gives a
+ * message naming the cause.  No function exits or aborts.
+ *
+ * The externally accessible functions are
+ *   wd_status_string     short text of a status code
+ *   wd_last_error        the message of the last failure on this thread
+ *   wd_check_dims        validate lattice extents
+ *   wd_volume            X*Y*Z*T
+ *   wd_spinor_fill_random  a random host spinor from a seed (test sources)
+ *   wd_variant_count_built / wd_variant_name  the Dslash variants this build has
+ *   wd_dslash_cpu        apply a named variant on the CPU backend to host fields
+ *   wd_backend_probe     can this process use a backend (a GPU for CUDA)
+ *   wd_solver_default_settings  the default settings of wd_solve
+ *   wd_solve             solve M x = b (even-odd preconditioned CG or BiCGstab,
+ *                        pure or mixed precision) in one call
+ *   wd_solver_create / wd_solver_solve / wd_solver_destroy
+ *                        the same with the gauge field uploaded once and kept
+ *                        on the backend for any number of solves
+ */
+#ifndef WDIRAC_H
+#define WDIRAC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum wd_status {
+    WD_OK = 0,
+    WD_ERR_INVALID = 1,     /* bad argument: extents, names, parameters */
+    WD_ERR_NOMEM = 2,       /* host or device allocation failed */
+    WD_ERR_NOT_BUILT = 3,   /* the variant exists but this build left it out */
+    WD_ERR_IO = 4,          /* file could not be read or written */
+    WD_ERR_CORRUPT = 5,     /* data failed a checksum or consistency check */
+    WD_ERR_CUDA = 6,        /* a CUDA call failed */
+    WD_ERR_NO_DEVICE = 7,   /* no usable GPU */
+    WD_ERR_INTERNAL = 8,
+    WD_ERR_DIVERGED = 9,    /* a solver's residual grew without bound or it broke down */
+    WD_ERR_STAGNATED = 10,  /* a solver's true residual stopped decreasing */
+    WD_ERR_NAN = 11,        /* a solver met NaN or Inf */
+    WD_ERR_MAX_ITER = 12    /* a solver reached its iteration limit */
+} wd_status;
+
+/* Precision: bytes per stored real. */
+typedef enum wd_precision {
+    WD_PREC_DOUBLE = 8,
+    WD_PREC_SINGLE = 4,
+    WD_PREC_HALF = 2
+} wd_precision;
+
+/* Gauge reconstruction: reals stored per link. */
+typedef enum wd_recon {
+    WD_RECON_18 = 18,
+    WD_RECON_12 = 12,
+    WD_RECON_8 = 8
+} wd_recon;
+
+/* Time boundary condition of the fermion field: the sign of a hop across it. */
+typedef enum wd_time_bc {
+    WD_TIME_PERIODIC = 1,
+    WD_TIME_ANTIPERIODIC = -1
+} wd_time_bc;
+
+const char *wd_status_string(wd_status s);
+const char *wd_last_error(void);
+
+/* WD_OK when every extent is even and >= 4 and V/2 fits an int. */
+wd_status wd_check_dims(const int dims[4]);
+size_t wd_volume(const int dims[4]);
+
+/* Fill the host spinor psi (24 V doubles) with complex normal components
+ * (E|z|^2 = 1) drawn site by site in host order from `seed`: the same field
+ * for the same seed on any machine and thread count (up to libm's last bits). */
+wd_status wd_spinor_fill_random(double *psi, const int dims[4], uint64_t seed);
+
+int wd_variant_count_built(void);
+/* name of built variant i (0 <= i < count), NULL otherwise */
+const char *wd_variant_name(int i);
+
+/*
+ * Apply Dslash variant `name` on the CPU backend to host fields:
+ *   out(n) = (D in)(n)  (or D^dagger, or x(n) + a (D in)(n) for xpay variants)
+ * for every site n of parity `parity`; out is left untouched on the other
+ * parity, in is read only on the other parity, x only on `parity`.
+ * The gauge field is packed into the variant's precision and reconstruction
+ * (and, for gauge-fixed variants, must already be in the temporal gauge of
+ * DESIGN.md: every U_t with t < T-1 the unit matrix, checked to 1e-10).
+ * Spinors are converted to the internal basis and back.  `pad` is the
+ * padding (in elements) between field sub-arrays.
+ */
+wd_status wd_dslash_cpu(const char *name, double *out, const double *gauge,
+                        const double *in, const double *x, double a,
+                        const int dims[4], int parity, wd_time_bc tbc, int pad);
+
+/* ---------------------------------------------------------------------- */
+/* Solvers (runtime/numerics/solver.c)                                              */
+
+typedef enum wd_backend_kind {
+    WD_BACKEND_CPU = 0,
+    WD_BACKEND_CUDA = 1     /* WD_ERR_NO_DEVICE without a GPU or in a build without CUDA */
+} wd_backend_kind;
+
+/* WD_OK when this process can open a backend of this kind (CPU: always;
+ * CUDA: a usable GPU in a build with CUDA), else the reason
+ * (WD_ERR_NO_DEVICE, WD_ERR_CUDA) with its message. */
+wd_status wd_backend_probe(wd_backend_kind kind);
+
+typedef enum wd_solver_type {
+    WD_SOLVER_CG = 1,       /* CG on the normal equations Mhat^dag Mhat x = Mhat^dag b */
+    WD_SOLVER_BICGSTAB = 2  /* BiCGstab on Mhat x = b */
+} wd_solver_type;
+
+/* How the sloppy (inner) iteration is kept on track by the outer precision
+ * (Clark et al. section 5).  With sloppy == outer precision this still
+ * applies: reliable updates then are Sleijpen and van der Vorst's original
+ * cure for residual drift. */
+typedef enum wd_mixed_method {
+    WD_MIXED_NONE = 0,      /* true residual only when the iterated one reaches the target */
+    WD_MIXED_RELIABLE = 1,  /* reliable updates with parameter delta (Algorithm 2) */
+    WD_MIXED_DEFECT = 2     /* defect correction with inner tolerance tol_inner (Algorithm 1) */
+} wd_mixed_method;
+
+/* Precision of the partial solution accumulator, the correction x_s that
+ * the sloppy iteration sums between two true-residual updates.  In the
+ * sloppy precision every step rounds x_s again (half: 2^-15 of each site's
+ * largest component), an error the next update turns into residual; in the
+ * outer precision that error is gone at the cost of one wider field. */
+typedef enum wd_accumulator {
+    WD_ACCUM_AUTO = 0,      /* outer for CG (whose long recurrences suffer most), sloppy for BiCGstab */
+    WD_ACCUM_SLOPPY = 1,
+    WD_ACCUM_OUTER = 2
+} wd_accumulator;
+
+/* Called by the solver as it goes: `iterations` = k + l so far, `residual`
+ * the relative residual it iterates on (CG: of the normal equations), or
+ * after a true-residual check the true one of the even-odd system. */
+typedef void (*wd_progress_fn)(void *arg, int iterations, double residual);
+
+typedef struct wd_solver_settings {
+    wd_solver_type solver;          ///< WD_SOLVER_BICGSTAB
+    wd_backend_kind backend;        ///< WD_BACKEND_CPU
+    double mass;                    ///< 0.1: the bare mass m of M = (4+m) - D/2
+    wd_time_bc tbc;                 ///< WD_TIME_ANTIPERIODIC
+    double tol;                     ///< 1e-10: stop when ||b - M x|| <= tol ||b|| on the full lattice
+    int max_iter;                   ///< 10000: limit on iterations k + l (reliable updates and restarts count)
+    wd_precision precision;         ///< WD_PREC_DOUBLE: outer precision (source, residual, solution)
+    wd_recon recon;                 ///< WD_RECON_12: outer gauge reconstruction
+    int gauge_fix;                  ///< 0: outer operator on the temporal-gauge field (1) or not (0)
+    wd_precision sloppy_precision;  ///< WD_PREC_SINGLE: Krylov iteration precision; == precision for a pure solve
+    wd_recon sloppy_recon;          ///< WD_RECON_12
+    int sloppy_gauge_fix;           ///< 0
+    wd_mixed_method mixed;          ///< WD_MIXED_RELIABLE
+    double delta;                   ///< 0.1: reliable update when ||r|| < delta * max ||r|| since the last one (and below ||r|| then)
+    double tol_inner;               ///< 0.1: defect correction: each inner solve reduces ||r|| by this
+    int max_stall;                  ///< 4: stop (WD_ERR_STAGNATED) after this many true-residual checks in a row that gain less than 10% on the best
+    double divergence;              ///< 1e8: stop (WD_ERR_DIVERGED) when the iterated residual exceeds this times its value at the last update
+    wd_accumulator accumulator;     ///< WD_ACCUM_AUTO: precision of the partial solution accumulator
+    int pad;                        ///< 0: elements of padding after each field sub-array
+    int verbosity;                  ///< 0: 1 prints a summary, 2 every true-residual check, 3 every iteration (stderr)
+    wd_progress_fn progress;        ///< NULL: called after every iteration and true-residual check
+    void *progress_arg;             ///< NULL: passed to progress
+} wd_solver_settings;
+
+typedef struct wd_solver_stats {
+    int iterations;                 ///< k + l: Krylov iterations plus reliable updates / restarts
+    int sloppy_iterations;          ///< k
+    int updates;                    ///< l: true-residual updates (reliable updates, restarts, final checks)
+    double true_residual;           ///< ||b - M x|| / ||b|| of the returned x, full lattice, double (host reference operator); 0 for b = 0
+    double solver_residual;         ///< the same as the solver's last outer-precision check estimated it
+    double seconds;                 ///< host b to host x: source gauge fixing and transfer, preparation, solve, reconstruction, transfer back (the gauge field already on the backend)
+    double setup_seconds;           ///< wd_solve only: wd_solver_create's share (gauge fixing, packing and uploading the gauge field)
+    double solve_seconds;           ///< the Krylov iteration alone
+    double flops;                   ///< operator and BLAS flops of the Krylov iteration
+    double gflops;                  ///< flops / solve_seconds / 1e9
+    size_t bytes_allocated;         ///< peak backend memory: fields and gauge fields of every precision
+    size_t bytes_gauge;             ///< the gauge fields' share of it
+} wd_solver_stats;
+
+void wd_solver_default_settings(wd_solver_settings *s);
+
+/*
+ * Solve M x = b for the Wilson-Dirac operator of DESIGN.md on gauge field
+ * `gauge` (host order, complex double), b and x full-lattice host spinors
+ * (DeGrand-Rossi basis); x may not alias b.  Even-odd preconditioned: the
+ * solver works on Mhat_ee = 1 - kappa^2 D_eo D_oe and reconstructs the odd
+ * sites.  With gauge fixing on either level the whole solve runs in the
+ * temporal gauge (b transformed by g, x back by g^dagger); x is the same.
+ * Returns WD_OK on convergence.  WD_ERR_DIVERGED, WD_ERR_STAGNATED,
+ * WD_ERR_NAN and WD_ERR_MAX_ITER still return the best iterate found in x
+ * with its true residual in stats; invalid input (WD_ERR_INVALID, NaN in b
+ * or the gauge field included) leaves x zero.  stats may be NULL.
+ */
+wd_status wd_solve(double *x, const double *gauge, const double *b, const int dims[4],
+                   const wd_solver_settings *s, wd_solver_stats *stats);
+
+/*
+ * A solver for one gauge field, for many solves: wd_solver_create checks
+ * the gauge field, fixes it to temporal gauge if either level asks for it,
+ * and packs and uploads it in the outer and (if different) the sloppy
+ * precision and reconstruction; wd_solver_solve then behaves as wd_solve
+ * (same contract for x, b, the status and the stats, stats->setup_seconds
+ * 0) without touching the gauge field again.  The settings given to create
+ * fix what the uploaded fields depend on: backend, precision, recon,
+ * gauge_fix, sloppy_precision, sloppy_recon, sloppy_gauge_fix, tbc and
+ * pad; each solve may change every other setting (solver, mass, tol, the
+ * mixed-precision method and its parameters, progress...) and gets
+ * WD_ERR_INVALID naming the setting if it changes one of those.  Work
+ * fields are allocated at the first solve that needs them and kept.
+ * `gauge` is borrowed, not copied: it must stay valid and unchanged until
+ * wd_solver_destroy (the float64 true-residual check reads it).  One
+ * solver is used by one thread at a time.
+ */
+typedef struct wd_solver wd_solver;
+
+wd_status wd_solver_create(wd_solver **solver, const double *gauge, const int dims[4],
+                           const wd_solver_settings *s);
+wd_status wd_solver_solve(wd_solver *solver, double *x, const double *b,
+                          const wd_solver_settings *s, wd_solver_stats *stats);
+/* Free everything the solver holds; NULL is a no-op. */
+void wd_solver_destroy(wd_solver *solver);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

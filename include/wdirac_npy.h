@@ -1,0 +1,67 @@
+/*
+ * wdirac_npy.h: spinor fields in NumPy .npy files (spinor_npy.c).
+ *
+ * A spinor file holds one host spinor field of DESIGN.md: dtype complex128,
+ * C order, shape (T, Z, Y, X, 4, 3), so that element [t, z, y, x, spin,
+ * colour] is the host field's [t][z][y][x][spin][colour] in the
+ * DeGrand-Rossi basis, and any Python user reads it with numpy.load.
+ *
+ * The externally accessible functions are
+ *   wd_npy_read_spinor     read a spinor file into a newly allocated field,
+ *                          checking the header (magic, version 1.0, 2.0 or
+ *                          3.0, descr '<c16' or '>c16', fortran_order
+ *                          False, shape), the data size and that every
+ *                          value is finite
+ *   wd_npy_write_spinor    write a field as a version 1.0 file ('<c16' on
+ *                          a little-endian host), safely: a temporary file
+ *                          beside the target, fsync, then link (no
+ *                          overwrite) or rename into place
+ *   wd_npy_check_writable  would a write to this path succeed: refuses an
+ *                          existing file without overwrite, and creates
+ *                          and removes a temporary file beside it
+ *
+ * Status codes: a missing or unreadable file, or one that cannot be
+ * written, is WD_ERR_IO; a file that is not a well-formed .npy (magic,
+ * version, header syntax, size, NaN or Inf) is WD_ERR_CORRUPT; a
+ * well-formed .npy that is not a spinor of the lattice asked for (dtype,
+ * order, shape, extents) is WD_ERR_INVALID.  Every message names the file
+ * and the field.  No function exits or aborts, and a failed write leaves
+ * any existing file as it was and no temporary file behind.
+ */
+#ifndef WDIRAC_NPY_H
+#define WDIRAC_NPY_H
+
+#include "wdirac.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Read the spinor file at path into *psi, newly allocated (24 V doubles;
+ * release it with free()).  With expect_dims (X, Y, Z, T) non-NULL a file
+ * of another shape is refused, naming the expected and the found shape;
+ * dims (may be NULL) receives the X, Y, Z, T found.  On failure *psi is
+ * left as it was and nothing stays allocated.
+ */
+wd_status wd_npy_read_spinor(const char *path, const int expect_dims[4], double **psi,
+                             int dims[4]);
+
+/*
+ * Write the host spinor psi (24 V doubles, V = X Y Z T) to path.  A field
+ * holding NaN or Inf is refused (WD_ERR_INVALID: its reader would refuse
+ * the file).  Without overwrite an existing path is refused (WD_ERR_IO)
+ * and never replaced, even when it appears while the file is written.
+ */
+wd_status wd_npy_write_spinor(const char *path, const double *psi, const int dims[4],
+                              int overwrite);
+
+/* WD_OK when wd_npy_write_spinor(path, ..., overwrite) could create path:
+ * for a command to check before a long computation, not after it. */
+wd_status wd_npy_check_writable(const char *path, int overwrite);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

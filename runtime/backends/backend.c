@@ -1,0 +1,171 @@
+/*
+ * backend.c: the backend-independent half of wd_backend.h: choosing a
+ * backend, the geometry of fields and gauge fields, and the memory account.
+ *
+ * The externally accessible functions are
+ *   wd_backend_open, wd_backend_close    start / stop a backend for a lattice
+ *   wd_backend_probe                     (wdirac.h) open and close one on 4^4
+ *   wd_field_create, wd_field_destroy    geometry from wd_spinor_layout_make,
+ *                                        memory from the backend
+ *   wd_gauge_create, wd_gauge_destroy    geometry from wd_gauge_layout_make,
+ *                                        packing and memory from the backend
+ *   wd_backend_dslash_args               check a Dslash call against its variant
+ *                                        and fill the kernel arguments (both
+ *                                        backends' dslash entries use it)
+ * bytes_allocated / bytes_peak count every field and gauge field the
+ * backend holds (data, half-precision norms, padding).
+ */
+#include <string.h>
+
+#include "wd_backend.h"
+#include "wd_core.h"
+#include "wd_layout.h"
+#include "wd_operator.h"
+
+wd_status wd_backend_open(wd_backend *be, wd_backend_kind kind, const int dims[4], int pad)
+{
+    memset(be, 0, sizeof *be);
+    wd_spinor_layout l;
+    wd_status st = wd_spinor_layout_make(&l, dims, 8, pad);
+    if (st != WD_OK)
+        return st;
+    memcpy(be->dims, dims, sizeof be->dims);
+    be->volume_cb = l.volume_cb;
+    be->pad = pad;
+    switch (kind) {
+    case WD_BACKEND_CPU:
+        return wd_backend_cpu_init(be);
+    case WD_BACKEND_CUDA:
+        return wd_backend_cuda_init(be);
+    }
+    return wd_fail(WD_ERR_INVALID, "backend %d: must be WD_BACKEND_CPU (0) or WD_BACKEND_CUDA (1)",
+                   (int)kind);
+}
+
+wd_status wd_backend_probe(wd_backend_kind kind)
+{
+    wd_backend be;
+    const wd_status st = wd_backend_open(&be, kind, (const int[4]){4, 4, 4, 4}, 0);
+    if (st == WD_OK)
+        wd_backend_close(&be);
+    return st;
+}
+
+void wd_backend_close(wd_backend *be)
+{
+    if (be->ops && be->ops->close)
+        be->ops->close(be);
+    be->ops = NULL;
+    be->ctx = NULL;
+}
+
+static void account(wd_backend *be, size_t bytes)
+{
+    be->bytes_allocated += bytes;
+    if (be->bytes_allocated > be->bytes_peak)
+        be->bytes_peak = be->bytes_allocated;
+}
+
+wd_status wd_field_create(wd_backend *be, wd_field *f, int precision)
+{
+    memset(f, 0, sizeof *f);
+    wd_spinor_layout l;
+    wd_status st = wd_spinor_layout_make(&l, be->dims, precision, be->pad);
+    if (st != WD_OK)
+        return st;
+    f->precision = l.precision;
+    f->width = l.width;
+    f->elements = l.elements;
+    f->volume_cb = l.volume_cb;
+    f->stride = l.stride;
+    f->bytes = l.bytes;
+    f->norm_bytes = l.norm_bytes;
+    st = be->ops->field_alloc(be, f);
+    if (st != WD_OK) {
+        memset(f, 0, sizeof *f);
+        return st;
+    }
+    account(be, f->bytes + f->norm_bytes);
+    return WD_OK;
+}
+
+void wd_field_destroy(wd_backend *be, wd_field *f)
+{
+    if (!f->data)
+        return;
+    be->bytes_allocated -= f->bytes + f->norm_bytes;
+    be->ops->field_free(be, f);
+    memset(f, 0, sizeof *f);
+}
+
+wd_status wd_gauge_create(wd_backend *be, wd_gauge *g, const double *host, int precision,
+                          int recon, int gauge_fix, int tbc)
+{
+    memset(g, 0, sizeof *g);
+    if (tbc != WD_TIME_PERIODIC && tbc != WD_TIME_ANTIPERIODIC)
+        return wd_fail(WD_ERR_INVALID, "time boundary %d: must be +1 or -1", tbc);
+    wd_gauge_layout l;
+    wd_status st = wd_gauge_layout_make(&l, be->dims, precision, recon, gauge_fix, be->pad);
+    if (st != WD_OK)
+        return st;
+    g->precision = l.precision;
+    g->recon = l.recon;
+    g->gauge_fix = l.gauge_fix;
+    g->tbc = tbc;
+    memcpy(g->goff, l.goff, sizeof g->goff);
+    memcpy(g->gstride, l.gstride, sizeof g->gstride);
+    g->tslice_cb0 = l.tslice_cb0;
+    g->bytes = l.bytes;
+    st = be->ops->gauge_upload(be, g, host);
+    if (st != WD_OK) {
+        memset(g, 0, sizeof *g);
+        return st;
+    }
+    account(be, g->bytes);
+    return WD_OK;
+}
+
+void wd_gauge_destroy(wd_backend *be, wd_gauge *g)
+{
+    if (!g->data)
+        return;
+    be->bytes_allocated -= g->bytes;
+    be->ops->gauge_free(be, g);
+    memset(g, 0, sizeof *g);
+}
+
+wd_status wd_backend_dslash_args(const wd_backend *be, int variant, wd_field *out,
+                                 const wd_gauge *g, const wd_field *in, const wd_field *x,
+                                 double a, int parity, wd_dslash_args *args)
+{
+    if (variant < 0 || variant >= wd_variant_count)
+        return wd_fail(WD_ERR_NOT_BUILT, "Dslash variant index %d is not in this build", variant);
+    const wd_variant *v = &wd_variants[variant];
+    if (v->precision != g->precision || v->recon != g->recon || v->gauge_fix != g->gauge_fix ||
+        out->precision != v->precision || in->precision != v->precision ||
+        (v->xpay && (!x || x->precision != v->precision || x == out)) || in == out ||
+        (parity & ~1))
+        return wd_fail(WD_ERR_INTERNAL, "%s: fields or gauge field do not match the variant "
+                       "(or out aliases an input, or parity %d)", v->name, parity);
+    memset(args, 0, sizeof *args);
+    for (int mu = 0; mu < 4; ++mu) {
+        args->dims[mu] = be->dims[mu];
+        args->gstride[mu] = g->gstride[mu];
+        args->goff[mu][0] = g->goff[mu][0];
+        args->goff[mu][1] = g->goff[mu][1];
+    }
+    args->volume_cb = be->volume_cb;
+    args->stride = out->stride;
+    args->parity = parity;
+    args->tslice_cb0 = g->tslice_cb0;
+    args->tbc = g->tbc;
+    args->out = out->data;
+    args->out_norm = out->norm;
+    args->in = in->data;
+    args->in_norm = in->norm;
+    args->x = x ? x->data : NULL;
+    args->x_norm = x ? x->norm : NULL;
+    args->gauge = g->data;
+    args->a = a;
+    return WD_OK;
+}

@@ -1,0 +1,356 @@
+/*
+ * backend_cpu.c: the CPU backend of wd_backend.h.  Fields live in host
+ * memory (64-byte aligned) in the very layout the GPU uses; the Dslash is
+ * the generated variant's OpenMP loop; the BLAS are blas_cpu_tmpl.c's loops for
+ * the operands' precision.
+ *
+ * The externally accessible function is
+ *   wd_backend_cpu_init   fill in the ops table and the reduction scratch
+ * Notes: an operation on operands of mixed precision (copy and accumulate
+ * excepted), or a Dslash variant whose axes disagree with its fields, is a
+ * bug in the caller: it does nothing and records WD_ERR_INTERNAL in
+ * be->error.
+ */
+#include <complex.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_cpu.h"
+#include "wd_core.h"
+#include "wd_layout.h"
+#include "wd_operator.h"
+
+#define ALIGN 64
+
+static void *aligned(size_t bytes)
+{
+    return aligned_alloc(ALIGN, (bytes + ALIGN - 1) / ALIGN * ALIGN);
+}
+
+static void record(wd_backend *be, wd_status st)
+{
+    if (be->error == WD_OK)
+        be->error = st;
+}
+
+static void cpu_close(wd_backend *be)
+{
+    wd_cpu_ctx *c = be->ctx;
+    if (c)
+        free(c->scratch);
+    free(c);
+}
+
+static wd_status cpu_field_alloc(wd_backend *be, wd_field *f)
+{
+    (void)be;
+    f->data = aligned(f->bytes);
+    f->norm = f->norm_bytes ? aligned(f->norm_bytes) : NULL;
+    if (!f->data || (f->norm_bytes && !f->norm)) {
+        free(f->data);
+        free(f->norm);
+        f->data = NULL;
+        f->norm = NULL;
+        return wd_fail(WD_ERR_NOMEM, "CPU backend: cannot allocate a %d-byte-precision spinor "
+                       "field of %zu bytes", f->precision, f->bytes + f->norm_bytes);
+    }
+    /* padding is never read by the loops; zero it so the field is defined */
+    memset(f->data, 0, f->bytes);
+    if (f->norm)
+        memset(f->norm, 0, f->norm_bytes);
+    return WD_OK;
+}
+
+static void cpu_field_free(wd_backend *be, wd_field *f)
+{
+    (void)be;
+    free(f->data);
+    free(f->norm);
+}
+
+static void layout_of(const wd_backend *be, const wd_field *f, wd_spinor_layout *l)
+{
+    wd_spinor_layout_make(l, be->dims, f->precision, be->pad);
+}
+
+static wd_status cpu_upload(wd_backend *be, wd_field *f, const double *host, int parity)
+{
+    wd_spinor_layout l;
+    layout_of(be, f, &l);
+    wd_pack_spinor(&l, f->data, f->norm, (const double complex *)host, be->dims, parity);
+    return WD_OK;
+}
+
+static wd_status cpu_download(wd_backend *be, double *host, const wd_field *f, int parity)
+{
+    wd_spinor_layout l;
+    layout_of(be, f, &l);
+    wd_unpack_spinor(&l, (double complex *)host, f->data, f->norm, be->dims, parity);
+    return WD_OK;
+}
+
+static wd_status cpu_gauge_upload(wd_backend *be, wd_gauge *g, const double *host)
+{
+    wd_gauge_layout l;
+    wd_status st = wd_gauge_layout_make(&l, be->dims, g->precision, g->recon, g->gauge_fix,
+                                        be->pad);
+    if (st != WD_OK)
+        return st;
+    g->data = aligned(l.bytes);
+    if (!g->data)
+        return wd_fail(WD_ERR_NOMEM, "CPU backend: cannot allocate a gauge field of %zu bytes",
+                       l.bytes);
+    memset(g->data, 0, l.bytes);
+    st = wd_pack_gauge(&l, g->data, (const double complex *)host, be->dims);
+    if (st != WD_OK) {
+        free(g->data);
+        g->data = NULL;
+    }
+    return st;
+}
+
+static void cpu_gauge_free(wd_backend *be, wd_gauge *g)
+{
+    (void)be;
+    free(g->data);
+}
+
+static wd_status cpu_dslash(wd_backend *be, int variant, wd_field *out, const wd_gauge *g,
+                            const wd_field *in, const wd_field *x, double a, int parity)
+{
+    wd_dslash_args args;
+    const wd_status st = wd_backend_dslash_args(be, variant, out, g, in, x, a, parity, &args);
+    if (st != WD_OK)
+        return st;
+    wd_variants[variant].cpu(&args);
+    return WD_OK;
+}
+
+static const wd_backend_ops *blas_for(int precision)
+{
+    return precision == 8 ? &wd_blas_ops_d : precision == 4 ? &wd_blas_ops_s : &wd_blas_ops_h;
+}
+
+/* The table of the shared precision of up to three operands; NULL (and
+ * be->error set) when they differ. */
+static const wd_backend_ops *blas3(wd_backend *be, const char *op, const wd_field *a,
+                                   const wd_field *b, const wd_field *c)
+{
+    if ((b && b->precision != a->precision) || (c && c->precision != a->precision)) {
+        record(be, wd_fail(WD_ERR_INTERNAL, "CPU backend: %s on fields of different precisions "
+                           "(%d, %d, %d bytes)", op, a->precision, b ? b->precision : 0,
+                           c ? c->precision : 0));
+        return NULL;
+    }
+    return blas_for(a->precision);
+}
+
+typedef void (*site_load)(const wd_field *, int, double *);
+typedef void (*site_store)(wd_field *, int, const double *);
+
+static site_load loader(int precision)
+{
+    return precision == 8 ? wd_blas_load_d : precision == 4 ? wd_blas_load_s : wd_blas_load_h;
+}
+
+static site_store storer(int precision)
+{
+    return precision == 8 ? wd_blas_store_d : precision == 4 ? wd_blas_store_s : wd_blas_store_h;
+}
+
+static void cpu_copy(wd_backend *be, wd_field *y, const wd_field *x)
+{
+    (void)be;
+    if (y == x)
+        return;
+    if (y->precision == x->precision && y->stride == x->stride) {
+        memcpy(y->data, x->data, x->bytes);
+        if (x->norm)
+            memcpy(y->norm, x->norm, x->norm_bytes);
+        return;
+    }
+    const site_load ld = loader(x->precision);
+    const site_store st = storer(y->precision);
+    const int n = y->volume_cb;
+#pragma omp parallel for schedule(static) if (n >= 2048)
+    for (int cb = 0; cb < n; ++cb) {
+        double v[24];
+        ld(x, cb, v);
+        st(y, cb, v);
+    }
+}
+
+static void cpu_accumulate(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
+                           const wd_field *y, wd_field *z)
+{
+    if (y && y->precision != x->precision) {
+        record(be, wd_fail(WD_ERR_INTERNAL, "CPU backend: accumulate with x and y of different "
+                           "precisions (%d, %d bytes)", x->precision, y->precision));
+        return;
+    }
+    const site_load ldx = loader(x->precision), ldz = loader(z->precision);
+    const site_store stz = storer(z->precision);
+    const int n = z->volume_cb;
+#pragma omp parallel for schedule(static) if (n >= 2048)
+    for (int cb = 0; cb < n; ++cb) {
+        double vx[24], vy[24] = {0}, vz[24];
+        ldx(x, cb, vx);
+        if (y)
+            ldx(y, cb, vy);
+        ldz(z, cb, vz);
+        for (int i = 0; i < 24; i += 2) {
+            vz[i] += a.re * vx[i] - a.im * vx[i + 1] + b.re * vy[i] - b.im * vy[i + 1];
+            vz[i + 1] += a.re * vx[i + 1] + a.im * vx[i] + b.re * vy[i + 1] + b.im * vy[i];
+        }
+        stz(z, cb, vz);
+    }
+}
+
+static void cpu_zero(wd_backend *be, wd_field *y)
+{
+    blas_for(y->precision)->zero(be, y);
+}
+
+static void cpu_ax(wd_backend *be, double a, wd_field *x)
+{
+    blas_for(x->precision)->ax(be, a, x);
+}
+
+static void cpu_axpy(wd_backend *be, double a, const wd_field *x, wd_field *y)
+{
+    const wd_backend_ops *k = blas3(be, "axpy", y, x, NULL);
+    if (k)
+        k->axpy(be, a, x, y);
+}
+
+static void cpu_xpay(wd_backend *be, const wd_field *x, double a, wd_field *y)
+{
+    const wd_backend_ops *k = blas3(be, "xpay", y, x, NULL);
+    if (k)
+        k->xpay(be, x, a, y);
+}
+
+static void cpu_axpy_zpbx(wd_backend *be, double a, wd_field *x, wd_field *y, const wd_field *z,
+                          double b)
+{
+    const wd_backend_ops *k = blas3(be, "axpy_zpbx", y, x, z);
+    if (k)
+        k->axpy_zpbx(be, a, x, y, z, b);
+}
+
+static void cpu_caxpy(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y)
+{
+    const wd_backend_ops *k = blas3(be, "caxpy", y, x, NULL);
+    if (k)
+        k->caxpy(be, a, x, y);
+}
+
+static void cpu_caxpbypz(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
+                         const wd_field *y, wd_field *z)
+{
+    const wd_backend_ops *k = blas3(be, "caxpbypz", z, x, y);
+    if (k)
+        k->caxpbypz(be, a, x, b, y, z);
+}
+
+static void cpu_cxpaypbz(wd_backend *be, const wd_field *x, wd_complex a, const wd_field *y,
+                         wd_complex b, wd_field *z)
+{
+    const wd_backend_ops *k = blas3(be, "cxpaypbz", z, x, y);
+    if (k)
+        k->cxpaypbz(be, x, a, y, b, z);
+}
+
+static double cpu_norm2(wd_backend *be, const wd_field *x)
+{
+    return blas_for(x->precision)->norm2(be, x);
+}
+
+static wd_complex cpu_cdot(wd_backend *be, const wd_field *x, const wd_field *y)
+{
+    const wd_backend_ops *k = blas3(be, "cdot", x, y, NULL);
+    return k ? k->cdot(be, x, y) : (wd_complex){NAN, NAN};
+}
+
+static double cpu_axpy_norm2(wd_backend *be, double a, const wd_field *x, wd_field *y)
+{
+    const wd_backend_ops *k = blas3(be, "axpy_norm2", y, x, NULL);
+    return k ? k->axpy_norm2(be, a, x, y) : NAN;
+}
+
+static double cpu_xpay_norm2(wd_backend *be, const wd_field *x, double a, wd_field *y)
+{
+    const wd_backend_ops *k = blas3(be, "xpay_norm2", y, x, NULL);
+    return k ? k->xpay_norm2(be, x, a, y) : NAN;
+}
+
+static double cpu_caxpy_norm2(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y)
+{
+    const wd_backend_ops *k = blas3(be, "caxpy_norm2", y, x, NULL);
+    return k ? k->caxpy_norm2(be, a, x, y) : NAN;
+}
+
+static void cpu_cdot_norm2(wd_backend *be, const wd_field *x, const wd_field *y, double res[3])
+{
+    const wd_backend_ops *k = blas3(be, "cdot_norm2", x, y, NULL);
+    if (k)
+        k->cdot_norm2(be, x, y, res);
+    else
+        res[0] = res[1] = res[2] = NAN;
+}
+
+static void cpu_caxpy_norm2_cdot(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y,
+                                 const wd_field *z, double res[3])
+{
+    const wd_backend_ops *k = blas3(be, "caxpy_norm2_cdot", y, x, z);
+    if (k)
+        k->caxpy_norm2_cdot(be, a, x, y, z, res);
+    else
+        res[0] = res[1] = res[2] = NAN;
+}
+
+static const wd_backend_ops cpu_ops = {
+    .name = "cpu",
+    .close = cpu_close,
+    .field_alloc = cpu_field_alloc,
+    .field_free = cpu_field_free,
+    .upload = cpu_upload,
+    .download = cpu_download,
+    .gauge_upload = cpu_gauge_upload,
+    .gauge_free = cpu_gauge_free,
+    .dslash = cpu_dslash,
+    .zero = cpu_zero,
+    .copy = cpu_copy,
+    .ax = cpu_ax,
+    .axpy = cpu_axpy,
+    .xpay = cpu_xpay,
+    .axpy_zpbx = cpu_axpy_zpbx,
+    .caxpy = cpu_caxpy,
+    .caxpbypz = cpu_caxpbypz,
+    .cxpaypbz = cpu_cxpaypbz,
+    .accumulate = cpu_accumulate,
+    .norm2 = cpu_norm2,
+    .cdot = cpu_cdot,
+    .axpy_norm2 = cpu_axpy_norm2,
+    .xpay_norm2 = cpu_xpay_norm2,
+    .caxpy_norm2 = cpu_caxpy_norm2,
+    .cdot_norm2 = cpu_cdot_norm2,
+    .caxpy_norm2_cdot = cpu_caxpy_norm2_cdot,
+};
+
+wd_status wd_backend_cpu_init(wd_backend *be)
+{
+    const size_t blocks = ((size_t)be->volume_cb + WD_REDUCE_BLOCK - 1) / WD_REDUCE_BLOCK;
+    wd_cpu_ctx *c = calloc(1, sizeof *c);
+    if (c)
+        c->scratch = malloc(3 * blocks * sizeof(double));
+    if (!c || !c->scratch) {
+        free(c);
+        return wd_fail(WD_ERR_NOMEM, "CPU backend: cannot allocate %zu bytes of reduction scratch",
+                       3 * blocks * sizeof(double));
+    }
+    be->ctx = c;
+    be->ops = &cpu_ops;
+    return WD_OK;
+}

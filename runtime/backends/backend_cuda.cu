@@ -1,0 +1,636 @@
+/*
+ * backend_cuda.cu: the device half of the CUDA solver backend: field
+ * memory, the Dslash through the tuned generated kernels, and the BLAS of
+ * wd_backend.h as CUDA kernels for every precision.
+ *
+ * The externally accessible functions are the wd_cuda_be_* entries that
+ * backend_cuda_host.c puts into the wd_backend_ops table (one per table
+ * entry, same meaning; wd_backend.h documents each operation).
+ *
+ * BLAS kernels: one thread per site over a grid of fixed size (a function of
+ * the volume alone), each thread loading its operands' 24 reals into
+ * registers (double for double fields, float for single and half; half
+ * loads short * norm / 32767 and stores with a fresh per-site norm, as the
+ * Dslash kernels do), operating, storing.  Reductions accumulate products in
+ * double per thread, then a fixed shared-memory tree per block, then one
+ * block sums the block results in block order: the same bits on every run on
+ * the same device.  Fused reductions reduce the values before they are
+ * stored, as the CPU backend does.  Every launch is checked; the first
+ * failure is recorded in be->error and later operations become no-ops.
+ */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_rt.h"
+#include "wd_backend.h"
+#include "wd_core.h"
+#include "wd_kernel.h"
+#include "wd_physics.h"
+
+#define NR 24
+#define BLAS_BLOCK 256
+#define BLAS_MAX_GRID 1056
+
+template <int P> struct Prec;
+template <> struct Prec<8> {
+    typedef double real;
+    typedef double2 vec;
+    enum { W = 2, HALF = 0 };
+};
+template <> struct Prec<4> {
+    typedef float real;
+    typedef float4 vec;
+    enum { W = 4, HALF = 0 };
+};
+template <> struct Prec<2> {
+    typedef float real;
+    typedef short4 vec;
+    enum { W = 4, HALF = 1 };
+};
+
+__device__ __forceinline__ void unpack(const double2 &v, double *r) { r[0] = v.x, r[1] = v.y; }
+__device__ __forceinline__ void unpack(const float4 &v, float *r)
+{
+    r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
+}
+__device__ __forceinline__ void unpack(const short4 &v, float *r)
+{
+    r[0] = wd_s2f(v.x), r[1] = wd_s2f(v.y), r[2] = wd_s2f(v.z), r[3] = wd_s2f(v.w);
+}
+__device__ __forceinline__ double2 pack2(const double *r) { return make_double2(r[0], r[1]); }
+__device__ __forceinline__ float4 pack4(const float *r) { return make_float4(r[0], r[1], r[2], r[3]); }
+
+template <int P>
+__device__ __forceinline__ void load(const wd_field &f, int cb, typename Prec<P>::real *v)
+{
+    typedef typename Prec<P>::vec V;
+    const V *p = (const V *)f.data;
+#pragma unroll
+    for (int e = 0; e < NR / Prec<P>::W; ++e)
+        unpack(p[(size_t)e * f.stride + cb], v + e * Prec<P>::W);
+    if (Prec<P>::HALF) {
+        const float sc = f.norm[cb] * WD_HALF_INV_SCALE;
+#pragma unroll
+        for (int r = 0; r < NR; ++r)
+            v[r] *= sc;
+    }
+}
+
+template <int P>
+__device__ __forceinline__ void store(const wd_field &f, int cb, const typename Prec<P>::real *v);
+
+template <> __device__ __forceinline__ void store<8>(const wd_field &f, int cb, const double *v)
+{
+    double2 *p = (double2 *)f.data;
+#pragma unroll
+    for (int e = 0; e < NR / 2; ++e)
+        p[(size_t)e * f.stride + cb] = pack2(v + 2 * e);
+}
+
+template <> __device__ __forceinline__ void store<4>(const wd_field &f, int cb, const float *v)
+{
+    float4 *p = (float4 *)f.data;
+#pragma unroll
+    for (int e = 0; e < NR / 4; ++e)
+        p[(size_t)e * f.stride + cb] = pack4(v + 4 * e);
+}
+
+template <> __device__ __forceinline__ void store<2>(const wd_field &f, int cb, const float *v)
+{
+    short4 *p = (short4 *)f.data;
+    float nrm = 0;
+    bool nan = false;
+#pragma unroll
+    for (int r = 0; r < NR; ++r) {
+        nrm = fmaxf(nrm, fabsf(v[r]));
+        nan |= isnan(v[r]);
+    }
+    if (nan || isinf(nrm)) {
+        /* the NaN survives the 16-bit format in the norm */
+#pragma unroll
+        for (int e = 0; e < NR / 4; ++e)
+            p[(size_t)e * f.stride + cb] = make_short4(0, 0, 0, 0);
+        f.norm[cb] = nanf("");
+        return;
+    }
+    const float sc = nrm > 0 ? (float)WD_HALF_SCALE / nrm : 0.0f;
+#pragma unroll
+    for (int e = 0; e < NR / 4; ++e)
+        p[(size_t)e * f.stride + cb] =
+            make_short4(wd_round_short(v[4 * e] * sc), wd_round_short(v[4 * e + 1] * sc),
+                        wd_round_short(v[4 * e + 2] * sc), wd_round_short(v[4 * e + 3] * sc));
+    f.norm[cb] = nrm;
+}
+
+/* ---- the operations, as functors over one site's reals ---------------- */
+/* Flags: which operands are loaded (L*) and stored (S*), and how many
+ * doubles the operation reduces (NRES). */
+
+struct OpZero {
+    enum { LX = 0, LY = 0, LZ = 0, SX = 0, SY = 1, SZ = 0, NRES = 0 };
+    template <class R> __device__ void operator()(R *, R *y, R *, double *) const
+    {
+        for (int i = 0; i < NR; ++i) y[i] = 0;
+    }
+};
+struct OpAx {
+    double a;
+    enum { LX = 1, LY = 0, LZ = 0, SX = 1, SY = 0, SZ = 0, NRES = 0 };
+    template <class R> __device__ void operator()(R *x, R *, R *, double *) const
+    {
+        for (int i = 0; i < NR; ++i) x[i] = (R)a * x[i];
+    }
+};
+struct OpAxpy {
+    double a;
+    int norm;  /* 1: also |y|^2 */
+    enum { LX = 1, LY = 1, LZ = 0, SX = 0, SY = 1, SZ = 0, NRES = 1 };
+    template <class R> __device__ void operator()(R *x, R *y, R *, double *acc) const
+    {
+        for (int i = 0; i < NR; ++i) {
+            y[i] = (R)a * x[i] + y[i];
+            acc[0] += (double)y[i] * (double)y[i];
+        }
+    }
+};
+struct OpXpay {
+    double a;
+    enum { LX = 1, LY = 1, LZ = 0, SX = 0, SY = 1, SZ = 0, NRES = 1 };
+    template <class R> __device__ void operator()(R *x, R *y, R *, double *acc) const
+    {
+        for (int i = 0; i < NR; ++i) {
+            y[i] = x[i] + (R)a * y[i];
+            acc[0] += (double)y[i] * (double)y[i];
+        }
+    }
+};
+struct OpAxpyZpbx {
+    double a, b;
+    enum { LX = 1, LY = 1, LZ = 1, SX = 1, SY = 1, SZ = 0, NRES = 0 };
+    template <class R> __device__ void operator()(R *x, R *y, R *z, double *) const
+    {
+        for (int i = 0; i < NR; ++i) {
+            y[i] = y[i] + (R)a * x[i];
+            x[i] = z[i] + (R)b * x[i];
+        }
+    }
+};
+/* y = y + a x, complex a; reduces |y|^2 and <z, y> (z may be unused) */
+struct OpCaxpy {
+    double ar, ai;
+    enum { LX = 1, LY = 1, LZ = 1, SX = 0, SY = 1, SZ = 0, NRES = 3 };
+    template <class R> __device__ void operator()(R *x, R *y, R *z, double *acc) const
+    {
+        for (int i = 0; i < NR; i += 2) {
+            const R yr = y[i] + (R)ar * x[i] - (R)ai * x[i + 1];
+            const R yi = y[i + 1] + (R)ar * x[i + 1] + (R)ai * x[i];
+            y[i] = yr, y[i + 1] = yi;
+            acc[0] += (double)yr * yr + (double)yi * yi;
+            acc[1] += (double)z[i] * yr + (double)z[i + 1] * yi;
+            acc[2] += (double)z[i] * yi - (double)z[i + 1] * yr;
+        }
+    }
+};
+/* z = z + a x + b y */
+struct OpCaxpbypz {
+    double ar, ai, br, bi;
+    enum { LX = 1, LY = 1, LZ = 1, SX = 0, SY = 0, SZ = 1, NRES = 0 };
+    template <class R> __device__ void operator()(R *x, R *y, R *z, double *) const
+    {
+        for (int i = 0; i < NR; i += 2) {
+            const R zr = z[i] + (R)ar * x[i] - (R)ai * x[i + 1] + (R)br * y[i] - (R)bi * y[i + 1];
+            const R zi = z[i + 1] + (R)ar * x[i + 1] + (R)ai * x[i] + (R)br * y[i + 1] + (R)bi * y[i];
+            z[i] = zr, z[i + 1] = zi;
+        }
+    }
+};
+/* z = x + a y + b z */
+struct OpCxpaypbz {
+    double ar, ai, br, bi;
+    enum { LX = 1, LY = 1, LZ = 1, SX = 0, SY = 0, SZ = 1, NRES = 0 };
+    template <class R> __device__ void operator()(R *x, R *y, R *z, double *) const
+    {
+        for (int i = 0; i < NR; i += 2) {
+            const R zr = x[i] + (R)ar * y[i] - (R)ai * y[i + 1] + (R)br * z[i] - (R)bi * z[i + 1];
+            const R zi = x[i + 1] + (R)ar * y[i + 1] + (R)ai * y[i] + (R)br * z[i + 1] + (R)bi * z[i];
+            z[i] = zr, z[i + 1] = zi;
+        }
+    }
+};
+/* {Re <x,y>, Im <x,y>, |x|^2} */
+struct OpCdotNorm {
+    enum { LX = 1, LY = 1, LZ = 0, SX = 0, SY = 0, SZ = 0, NRES = 3 };
+    template <class R> __device__ void operator()(R *x, R *y, R *, double *acc) const
+    {
+        for (int i = 0; i < NR; i += 2) {
+            acc[0] += (double)x[i] * y[i] + (double)x[i + 1] * y[i + 1];
+            acc[1] += (double)x[i] * y[i + 1] - (double)x[i + 1] * y[i];
+            acc[2] += (double)x[i] * x[i] + (double)x[i + 1] * x[i + 1];
+        }
+    }
+};
+
+/* ---- kernels ----------------------------------------------------------- */
+
+template <int NRES> __device__ void block_reduce(double *acc, double *partial)
+{
+    __shared__ double sh[NRES > 0 ? NRES : 1][BLAS_BLOCK];
+    for (int k = 0; k < NRES; ++k)
+        sh[k][threadIdx.x] = acc[k];
+    __syncthreads();
+    for (int s = BLAS_BLOCK / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s)
+            for (int k = 0; k < NRES; ++k)
+                sh[k][threadIdx.x] += sh[k][threadIdx.x + s];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        for (int k = 0; k < NRES; ++k)
+            partial[blockIdx.x * 3 + k] = sh[k][0];
+}
+
+template <int P, class Op>
+__global__ void __launch_bounds__(BLAS_BLOCK) blas_kernel(Op op, wd_field x, wd_field y, wd_field z,
+                                                          double *partial, int n)
+{
+    typedef typename Prec<P>::real R;
+    double acc[3] = {0, 0, 0};
+    for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
+        R vx[NR], vy[NR], vz[NR];
+        if (Op::LX) load<P>(x, cb, vx);
+        if (Op::LY) load<P>(y, cb, vy);
+        if (Op::LZ) load<P>(z, cb, vz);
+        op(vx, vy, vz, acc);
+        if (Op::SX) store<P>(x, cb, vx);
+        if (Op::SY) store<P>(y, cb, vy);
+        if (Op::SZ) store<P>(z, cb, vz);
+    }
+    if (Op::NRES)
+        block_reduce<Op::NRES>(acc, partial);
+}
+
+/* the block results, summed in block order by one block */
+__global__ void __launch_bounds__(BLAS_BLOCK) final_reduce(const double *partial, int nblocks,
+                                                           double *out)
+{
+    double acc[3] = {0, 0, 0};
+    for (int b = threadIdx.x; b < nblocks; b += BLAS_BLOCK)
+        for (int k = 0; k < 3; ++k)
+            acc[k] += partial[b * 3 + k];
+    __shared__ double sh[3][BLAS_BLOCK];
+    for (int k = 0; k < 3; ++k)
+        sh[k][threadIdx.x] = acc[k];
+    __syncthreads();
+    for (int s = BLAS_BLOCK / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s)
+            for (int k = 0; k < 3; ++k)
+                sh[k][threadIdx.x] += sh[k][threadIdx.x + s];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        for (int k = 0; k < 3; ++k)
+            out[k] = sh[k][0];
+}
+
+/* half into double exactly: the scale taken in double, as the CPU backend's
+ * wd_blas_load and wd_unpack_spinor do */
+__device__ __forceinline__ void load_exact(const wd_field &f, int cb, double *v)
+{
+    const short4 *p = (const short4 *)f.data;
+    const double sc = f.norm[cb] / (double)WD_HALF_SCALE;
+#pragma unroll
+    for (int e = 0; e < NR / 4; ++e) {
+        const short4 s = p[(size_t)e * f.stride + cb];
+        v[4 * e] = sc * s.x, v[4 * e + 1] = sc * s.y, v[4 * e + 2] = sc * s.z, v[4 * e + 3] = sc * s.w;
+    }
+}
+
+/* between precisions; a copy within one precision is a plain memory copy */
+template <int PY, int PX> __global__ void copy_kernel(wd_field y, wd_field x, int n)
+{
+    for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
+        typename Prec<PY>::real vy[NR];
+        if (PX == 2 && PY == 8) {
+            double vx[NR];
+            load_exact(x, cb, vx);
+            for (int i = 0; i < NR; ++i)
+                vy[i] = (typename Prec<PY>::real)vx[i];
+        } else {
+            typename Prec<PX>::real vx[NR];
+            load<PX>(x, cb, vx);
+            for (int i = 0; i < NR; ++i)
+                vy[i] = (typename Prec<PY>::real)vx[i];
+        }
+        store<PY>(y, cb, vy);
+    }
+}
+
+/* one site as doubles, exactly, from any precision */
+template <int P> __device__ __forceinline__ void load_double(const wd_field &f, int cb, double *v)
+{
+    if (P == 2) {
+        load_exact(f, cb, v);
+    } else {
+        typename Prec<P>::real t[NR];
+        load<P>(f, cb, t);
+#pragma unroll
+        for (int i = 0; i < NR; ++i)
+            v[i] = t[i];
+    }
+}
+
+/* the partial solution accumulator: z = z + a x + b y in double, x and y of
+ * precision PX, z of PZ */
+template <int PZ, int PX>
+__global__ void __launch_bounds__(BLAS_BLOCK) accumulate_kernel(double ar, double ai, double br,
+                                                                double bi, wd_field x, wd_field y,
+                                                                int has_y, wd_field z, int n)
+{
+    for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
+        double vx[NR], vy[NR], vz[NR];
+        load_double<PX>(x, cb, vx);
+        if (has_y)
+            load_double<PX>(y, cb, vy);
+        else
+            for (int i = 0; i < NR; ++i)
+                vy[i] = 0;
+        load_double<PZ>(z, cb, vz);
+        typename Prec<PZ>::real out[NR];
+#pragma unroll
+        for (int i = 0; i < NR; i += 2) {
+            out[i] = vz[i] + ar * vx[i] - ai * vx[i + 1] + br * vy[i] - bi * vy[i + 1];
+            out[i + 1] = vz[i + 1] + ar * vx[i + 1] + ai * vx[i] + br * vy[i + 1] + bi * vy[i];
+        }
+        store<PZ>(z, cb, out);
+    }
+}
+
+/* ---- host side --------------------------------------------------------- */
+
+typedef struct cuda_ctx {
+    double *partial;   /* BLAS_MAX_GRID * 3 */
+    double *result;    /* 3 */
+    void *staging;     /* pinned host memory for transfers, grown on demand */
+    size_t staging_bytes;
+} cuda_ctx;
+
+static int grid_for(int n)
+{
+    const int g = (n + BLAS_BLOCK - 1) / BLAS_BLOCK;
+    return g < BLAS_MAX_GRID ? g : BLAS_MAX_GRID;
+}
+
+static int failed(wd_backend *be, cudaError_t err, const char *what)
+{
+    if (err == cudaSuccess)
+        return 0;
+    if (be->error == WD_OK)
+        be->error = wd_fail(WD_ERR_CUDA, "CUDA backend, %s: %s", what, cudaGetErrorString(err));
+    return 1;
+}
+
+template <class Op>
+static void run(wd_backend *be, Op op, const wd_field *x, const wd_field *y, const wd_field *z,
+                double *res, const char *what)
+{
+    if (be->error != WD_OK)
+        return;
+    const wd_field *any = x ? x : y ? y : z;
+    const wd_field zero = {};
+    const wd_field fx = x ? *x : zero, fy = y ? *y : zero, fz = z ? *z : zero;
+    const int n = any->volume_cb, grid = grid_for(n);
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    cudaStream_t st = (cudaStream_t)wd_cuda_stream();
+    switch (any->precision) {
+    case 8: blas_kernel<8><<<grid, BLAS_BLOCK, 0, st>>>(op, fx, fy, fz, c->partial, n); break;
+    case 4: blas_kernel<4><<<grid, BLAS_BLOCK, 0, st>>>(op, fx, fy, fz, c->partial, n); break;
+    default: blas_kernel<2><<<grid, BLAS_BLOCK, 0, st>>>(op, fx, fy, fz, c->partial, n); break;
+    }
+    if (failed(be, cudaGetLastError(), what))
+        return;
+    if (Op::NRES > 0 && res) {
+        final_reduce<<<1, BLAS_BLOCK, 0, st>>>(c->partial, grid, c->result);
+        if (failed(be, cudaGetLastError(), what))
+            return;
+        if (!failed(be, cudaMemcpyAsync(res, c->result, 3 * sizeof(double), cudaMemcpyDeviceToHost, st),
+                    what))
+            failed(be, cudaStreamSynchronize(st), what);
+    }
+}
+
+extern "C" {
+
+wd_status wd_cuda_be_open(wd_backend *be)
+{
+    cuda_ctx *c = (cuda_ctx *)calloc(1, sizeof *c);
+    if (!c)
+        return wd_fail(WD_ERR_NOMEM, "CUDA backend context");
+    wd_status st = wd_cuda_malloc((void **)&c->partial, BLAS_MAX_GRID * 3 * sizeof(double),
+                                  "reduction partials");
+    if (st == WD_OK)
+        st = wd_cuda_malloc((void **)&c->result, 3 * sizeof(double), "reduction result");
+    if (st != WD_OK) {
+        wd_cuda_free(c->partial);
+        free(c);
+        return st;
+    }
+    be->ctx = c;
+    return WD_OK;
+}
+
+void wd_cuda_be_close(wd_backend *be)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    if (c) {
+        wd_cuda_free(c->partial);
+        wd_cuda_free(c->result);
+        if (c->staging)
+            cudaFreeHost(c->staging);
+        free(c);
+    }
+    be->ctx = NULL;
+}
+
+/* Pinned host memory of at least `bytes` for packing a transfer: a
+ * pageable buffer would be staged by the driver through its own small
+ * pinned one, at a fraction of the bus bandwidth, and a fresh malloc per
+ * transfer would fault in every page again. */
+wd_status wd_cuda_be_staging(wd_backend *be, size_t bytes, void **buf)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    if (c->staging_bytes < bytes) {
+        if (c->staging)
+            cudaFreeHost(c->staging);
+        c->staging = NULL;
+        c->staging_bytes = 0;
+        const cudaError_t err = cudaHostAlloc(&c->staging, bytes, cudaHostAllocDefault);
+        if (err != cudaSuccess) {
+            c->staging = NULL;
+            return wd_fail(WD_ERR_NOMEM, "CUDA backend: cudaHostAlloc of %zu bytes of pinned "
+                           "staging memory failed: %s", bytes, cudaGetErrorString(err));
+        }
+        memset(c->staging, 0, bytes);
+        c->staging_bytes = bytes;
+    }
+    *buf = c->staging;
+    return WD_OK;
+}
+
+void wd_cuda_be_accumulate(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
+                           const wd_field *y, wd_field *z)
+{
+    if (be->error != WD_OK)
+        return;
+    if (y && y->precision != x->precision) {
+        be->error = wd_fail(WD_ERR_INTERNAL, "CUDA backend: accumulate with x and y of different "
+                            "precisions (%d, %d bytes)", x->precision, y->precision);
+        return;
+    }
+    const int n = z->volume_cb, grid = grid_for(n);
+    cudaStream_t st = (cudaStream_t)wd_cuda_stream();
+    const wd_field fy = y ? *y : *x;
+#define ACC(PZ, PX) \
+    accumulate_kernel<PZ, PX><<<grid, BLAS_BLOCK, 0, st>>>(a.re, a.im, b.re, b.im, *x, fy, y != NULL, *z, n)
+    switch (z->precision * 10 + x->precision) {
+    case 88: ACC(8, 8); break;
+    case 84: ACC(8, 4); break;
+    case 82: ACC(8, 2); break;
+    case 44: ACC(4, 4); break;
+    case 42: ACC(4, 2); break;
+    case 48: ACC(4, 8); break;
+    case 28: ACC(2, 8); break;
+    case 24: ACC(2, 4); break;
+    default: ACC(2, 2); break;
+    }
+#undef ACC
+    failed(be, cudaGetLastError(), "accumulate");
+}
+
+void wd_cuda_be_zero(wd_backend *be, wd_field *y) { run(be, OpZero(), NULL, y, NULL, NULL, "zero"); }
+
+void wd_cuda_be_copy(wd_backend *be, wd_field *y, const wd_field *x)
+{
+    if (be->error != WD_OK || y == x || y->data == x->data)
+        return;
+    const int n = x->volume_cb, grid = grid_for(n);
+    cudaStream_t st = (cudaStream_t)wd_cuda_stream();
+    if (y->precision == x->precision) {
+        if (!failed(be, cudaMemcpyAsync(y->data, x->data, x->bytes, cudaMemcpyDeviceToDevice, st),
+                    "copy") &&
+            x->norm_bytes)
+            failed(be, cudaMemcpyAsync(y->norm, x->norm, x->norm_bytes, cudaMemcpyDeviceToDevice, st),
+                   "copy");
+        return;
+    }
+#define COPY(PY, PX) copy_kernel<PY, PX><<<grid, BLAS_BLOCK, 0, st>>>(*y, *x, n)
+    const int key = y->precision * 10 + x->precision;
+    switch (key) {
+    case 84: COPY(8, 4); break;
+    case 82: COPY(8, 2); break;
+    case 48: COPY(4, 8); break;
+    case 42: COPY(4, 2); break;
+    case 28: COPY(2, 8); break;
+    default: COPY(2, 4); break;
+    }
+#undef COPY
+    failed(be, cudaGetLastError(), "copy");
+}
+
+void wd_cuda_be_ax(wd_backend *be, double a, wd_field *x)
+{
+    OpAx op = {a};
+    run(be, op, x, NULL, NULL, NULL, "ax");
+}
+
+double wd_cuda_be_axpy_norm2(wd_backend *be, double a, const wd_field *x, wd_field *y)
+{
+    OpAxpy op = {a, 1};
+    double r[3] = {0, 0, 0};
+    run(be, op, x, y, NULL, r, "axpy_norm2");
+    return r[0];
+}
+
+void wd_cuda_be_axpy(wd_backend *be, double a, const wd_field *x, wd_field *y)
+{
+    OpAxpy op = {a, 0};
+    run(be, op, x, y, NULL, NULL, "axpy");
+}
+
+double wd_cuda_be_xpay_norm2(wd_backend *be, const wd_field *x, double a, wd_field *y)
+{
+    OpXpay op = {a};
+    double r[3] = {0, 0, 0};
+    run(be, op, x, y, NULL, r, "xpay_norm2");
+    return r[0];
+}
+
+void wd_cuda_be_xpay(wd_backend *be, const wd_field *x, double a, wd_field *y)
+{
+    OpXpay op = {a};
+    run(be, op, x, y, NULL, NULL, "xpay");
+}
+
+void wd_cuda_be_axpy_zpbx(wd_backend *be, double a, wd_field *x, wd_field *y, const wd_field *z,
+                          double b)
+{
+    OpAxpyZpbx op = {a, b};
+    run(be, op, x, y, z, NULL, "axpy_zpbx");
+}
+
+void wd_cuda_be_caxpy_norm2_cdot(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y,
+                                 const wd_field *z, double res[3])
+{
+    OpCaxpy op = {a.re, a.im};
+    run(be, op, x, y, z ? z : x, res, "caxpy_norm2_cdot");
+}
+
+double wd_cuda_be_caxpy_norm2(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y)
+{
+    double r[3] = {0, 0, 0};
+    wd_cuda_be_caxpy_norm2_cdot(be, a, x, y, x, r);
+    return r[0];
+}
+
+void wd_cuda_be_caxpy(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y)
+{
+    OpCaxpy op = {a.re, a.im};
+    run(be, op, x, y, x, NULL, "caxpy");
+}
+
+void wd_cuda_be_caxpbypz(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
+                         const wd_field *y, wd_field *z)
+{
+    OpCaxpbypz op = {a.re, a.im, b.re, b.im};
+    run(be, op, x, y, z, NULL, "caxpbypz");
+}
+
+void wd_cuda_be_cxpaypbz(wd_backend *be, const wd_field *x, wd_complex a, const wd_field *y,
+                         wd_complex b, wd_field *z)
+{
+    OpCxpaypbz op = {a.re, a.im, b.re, b.im};
+    run(be, op, x, y, z, NULL, "cxpaypbz");
+}
+
+void wd_cuda_be_cdot_norm2(wd_backend *be, const wd_field *x, const wd_field *y, double res[3])
+{
+    run(be, OpCdotNorm(), x, y, NULL, res, "cdot_norm2");
+}
+
+wd_complex wd_cuda_be_cdot(wd_backend *be, const wd_field *x, const wd_field *y)
+{
+    double r[3] = {0, 0, 0};
+    wd_cuda_be_cdot_norm2(be, x, y, r);
+    wd_complex c = {r[0], r[1]};
+    return c;
+}
+
+double wd_cuda_be_norm2(wd_backend *be, const wd_field *x)
+{
+    double r[3] = {0, 0, 0};
+    wd_cuda_be_cdot_norm2(be, x, x, r);
+    return r[2];
+}
+
+}

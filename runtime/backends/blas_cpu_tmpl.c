@@ -1,0 +1,366 @@
+/*
+ * blas_cpu_tmpl.c: the CPU backend's BLAS for fields of one precision, compiled
+ * once per precision with -DWD_PREC=d|s|h (as layout_tmpl.c).
+ *
+ * The externally accessible definitions are (P = d, s, h)
+ *   wd_blas_ops_P     the BLAS entries of a wd_backend_ops (wd_backend.h
+ *                     documents each operation); every operand precision P
+ *   wd_blas_load_P    one site as 24 doubles (internal basis), exactly
+ *   wd_blas_store_P   24 doubles into one site
+ *
+ * Arithmetic in real_t: double for d, float for s and h.  Half precision
+ * loads short * (norm * WD_HALF_INV_SCALE) and stores round(v * 32767 / m)
+ * with m = max |v| of the site, as the generated Dslash kernels do; a site
+ * holding NaN stores norm NaN, so the NaN survives the 16-bit format.
+ * Reductions: each block of WD_REDUCE_BLOCK sites sums its sites in order
+ * into doubles (products of the real_t values taken in double), the blocks
+ * are summed in order afterwards: the same bits for any thread count.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "backend_cpu.h"
+#include "wd_kernel.h"
+#include "wd_physics.h"
+
+#define WD_CAT_(a, b) a##_##b
+#define WD_CAT(a, b) WD_CAT_(a, b)
+#define PFN(f) WD_CAT(f, WD_PREC)
+
+#define PREC_d 8
+#define PREC_s 4
+#define PREC_h 2
+#define WD_PREC_BYTES WD_CAT(PREC, WD_PREC)
+
+#if WD_PREC_BYTES == 8
+typedef double store_t;
+typedef double real_t;
+#define W 2
+#define HALF 0
+#elif WD_PREC_BYTES == 4
+typedef float store_t;
+typedef float real_t;
+#define W 4
+#define HALF 0
+#else
+typedef short store_t;
+typedef float real_t;
+#define W 4
+#define HALF 1
+#endif
+
+#define NR 24
+/* below this many sites a parallel region costs more than the loop */
+#define PARALLEL_MIN 2048
+
+static inline void load(const wd_field *f, int cb, real_t v[NR])
+{
+    const store_t *p = (const store_t *)f->data;
+    const size_t st = (size_t)f->stride;
+#if HALF
+    const float sc = f->norm[cb] * WD_HALF_INV_SCALE;
+#endif
+    for (int e = 0; e < NR / W; ++e)
+        for (int w = 0; w < W; ++w) {
+#if HALF
+            v[e * W + w] = (float)p[(e * st + cb) * W + w] * sc;
+#else
+            v[e * W + w] = p[(e * st + cb) * W + w];
+#endif
+        }
+}
+
+static inline void store(wd_field *f, int cb, const real_t v[NR])
+{
+    store_t *p = (store_t *)f->data;
+    const size_t st = (size_t)f->stride;
+#if HALF
+    float nrm = 0;
+    int nan = 0;
+    for (int r = 0; r < NR; ++r) {
+        nrm = fmaxf(nrm, fabsf(v[r]));
+        nan |= isnan(v[r]);
+    }
+    if (nan || isinf(nrm)) {
+        for (int e = 0; e < NR / W; ++e)
+            for (int w = 0; w < W; ++w)
+                p[(e * st + cb) * W + w] = 0;
+        f->norm[cb] = NAN;
+        return;
+    }
+    const float sc = nrm > 0 ? (float)WD_HALF_SCALE / nrm : 0.0f;
+    for (int e = 0; e < NR / W; ++e)
+        for (int w = 0; w < W; ++w)
+            p[(e * st + cb) * W + w] = wd_round_short(v[e * W + w] * sc);
+    f->norm[cb] = nrm;
+#else
+    for (int e = 0; e < NR / W; ++e)
+        for (int w = 0; w < W; ++w)
+            p[(e * st + cb) * W + w] = (store_t)v[e * W + w];
+#endif
+}
+
+/* exact: half's scale taken in double, as wd_unpack_spinor does */
+void PFN(wd_blas_load)(const wd_field *f, int cb, double v[24])
+{
+#if HALF
+    const store_t *p = (const store_t *)f->data;
+    const size_t st = (size_t)f->stride;
+    const double sc = f->norm[cb] / (double)WD_HALF_SCALE;
+    for (int e = 0; e < NR / W; ++e)
+        for (int w = 0; w < W; ++w)
+            v[e * W + w] = sc * p[(e * st + cb) * W + w];
+#else
+    real_t t[NR];
+    load(f, cb, t);
+    for (int r = 0; r < NR; ++r)
+        v[r] = t[r];
+#endif
+}
+
+void PFN(wd_blas_store)(wd_field *f, int cb, const double v[24])
+{
+    real_t t[NR];
+    for (int r = 0; r < NR; ++r)
+        t[r] = (real_t)v[r];
+    store(f, cb, t);
+}
+
+/* Every site, OpenMP over sites; the body sees `cb`. */
+#define MAP(V, ...)                                                           \
+    do {                                                                      \
+        const int n_ = (V);                                                   \
+        _Pragma("omp parallel for schedule(static) if (n_ >= PARALLEL_MIN)")  \
+        for (int cb = 0; cb < n_; ++cb) {                                     \
+            __VA_ARGS__                                                       \
+        }                                                                     \
+    } while (0)
+
+/* Reduction of NRES doubles into out[]: the body adds site cb's share to
+ * acc[]; blocks in parallel, then the block sums in block order. */
+#define REDUCE(be, V, NRES, out, ...)                                         \
+    do {                                                                      \
+        double *part_ = ((wd_cpu_ctx *)(be)->ctx)->scratch;                   \
+        const int n_ = (V);                                                   \
+        const int nblk_ = (n_ + WD_REDUCE_BLOCK - 1) / WD_REDUCE_BLOCK;       \
+        _Pragma("omp parallel for schedule(static) if (n_ >= PARALLEL_MIN)")  \
+        for (int b_ = 0; b_ < nblk_; ++b_) {                                  \
+            double acc[NRES] = {0};                                           \
+            const int end_ = b_ * WD_REDUCE_BLOCK + WD_REDUCE_BLOCK < n_      \
+                                 ? b_ * WD_REDUCE_BLOCK + WD_REDUCE_BLOCK     \
+                                 : n_;                                        \
+            for (int cb = b_ * WD_REDUCE_BLOCK; cb < end_; ++cb) {            \
+                __VA_ARGS__                                                   \
+            }                                                                 \
+            for (int i_ = 0; i_ < (NRES); ++i_)                               \
+                part_[(NRES) * b_ + i_] = acc[i_];                            \
+        }                                                                     \
+        for (int i_ = 0; i_ < (NRES); ++i_) {                                 \
+            out[i_] = 0;                                                      \
+            for (int b_ = 0; b_ < nblk_; ++b_)                                \
+                out[i_] += part_[(NRES) * b_ + i_];                           \
+        }                                                                     \
+    } while (0)
+
+static void op_zero(wd_backend *be, wd_field *y)
+{
+    (void)be;
+    const real_t z[NR] = {0};
+    MAP(y->volume_cb, store(y, cb, z););
+}
+
+static void op_ax(wd_backend *be, double a, wd_field *x)
+{
+    (void)be;
+    const real_t ar = (real_t)a;
+    MAP(x->volume_cb, real_t v[NR]; load(x, cb, v);
+        for (int r = 0; r < NR; ++r) v[r] *= ar;
+        store(x, cb, v););
+}
+
+static void op_axpy(wd_backend *be, double a, const wd_field *x, wd_field *y)
+{
+    (void)be;
+    const real_t ar = (real_t)a;
+    MAP(y->volume_cb, real_t u[NR]; real_t v[NR]; load(x, cb, u); load(y, cb, v);
+        for (int r = 0; r < NR; ++r) v[r] += ar * u[r];
+        store(y, cb, v););
+}
+
+static void op_xpay(wd_backend *be, const wd_field *x, double a, wd_field *y)
+{
+    (void)be;
+    const real_t ar = (real_t)a;
+    MAP(y->volume_cb, real_t u[NR]; real_t v[NR]; load(x, cb, u); load(y, cb, v);
+        for (int r = 0; r < NR; ++r) v[r] = u[r] + ar * v[r];
+        store(y, cb, v););
+}
+
+static void op_axpy_zpbx(wd_backend *be, double a, wd_field *x, wd_field *y,
+                         const wd_field *z, double b)
+{
+    (void)be;
+    const real_t ar = (real_t)a, br = (real_t)b;
+    MAP(y->volume_cb, real_t u[NR]; real_t v[NR]; real_t w[NR];
+        load(x, cb, u); load(y, cb, v); load(z, cb, w);
+        for (int r = 0; r < NR; ++r) {
+            v[r] += ar * u[r];
+            u[r] = w[r] + br * u[r];
+        }
+        store(y, cb, v); store(x, cb, u););
+}
+
+/* v += (ar + i ai) u, complex pairs (re, im) */
+static inline void cmadd(real_t v[NR], real_t ar, real_t ai, const real_t u[NR])
+{
+    for (int j = 0; j < NR; j += 2) {
+        const real_t ur = u[j], ui = u[j + 1];
+        v[j] += ar * ur - ai * ui;
+        v[j + 1] += ar * ui + ai * ur;
+    }
+}
+
+static void op_caxpy(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y)
+{
+    (void)be;
+    const real_t ar = (real_t)a.re, ai = (real_t)a.im;
+    MAP(y->volume_cb, real_t u[NR]; real_t v[NR]; load(x, cb, u); load(y, cb, v);
+        cmadd(v, ar, ai, u);
+        store(y, cb, v););
+}
+
+static void op_caxpbypz(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
+                        const wd_field *y, wd_field *z)
+{
+    (void)be;
+    const real_t ar = (real_t)a.re, ai = (real_t)a.im;
+    const real_t br = (real_t)b.re, bi = (real_t)b.im;
+    MAP(z->volume_cb, real_t u[NR]; real_t v[NR]; real_t w[NR];
+        load(x, cb, u); load(y, cb, v); load(z, cb, w);
+        cmadd(w, ar, ai, u);
+        cmadd(w, br, bi, v);
+        store(z, cb, w););
+}
+
+static void op_cxpaypbz(wd_backend *be, const wd_field *x, wd_complex a, const wd_field *y,
+                        wd_complex b, wd_field *z)
+{
+    (void)be;
+    const real_t ar = (real_t)a.re, ai = (real_t)a.im;
+    const real_t br = (real_t)b.re, bi = (real_t)b.im;
+    MAP(z->volume_cb, real_t u[NR]; real_t v[NR]; real_t w[NR]; real_t o[NR];
+        load(x, cb, u); load(y, cb, v); load(z, cb, w);
+        for (int r = 0; r < NR; ++r) o[r] = u[r];
+        cmadd(o, ar, ai, v);
+        cmadd(o, br, bi, w);
+        store(z, cb, o););
+}
+
+static inline double site_norm2(const real_t v[NR])
+{
+    double s = 0;
+    for (int r = 0; r < NR; ++r)
+        s += (double)v[r] * (double)v[r];
+    return s;
+}
+
+/* acc[0] += Re <u, v>, acc[1] += Im <u, v> */
+static inline void site_cdot(double acc[2], const real_t u[NR], const real_t v[NR])
+{
+    for (int j = 0; j < NR; j += 2) {
+        const double ur = u[j], ui = u[j + 1], vr = v[j], vi = v[j + 1];
+        acc[0] += ur * vr + ui * vi;
+        acc[1] += ur * vi - ui * vr;
+    }
+}
+
+static double op_norm2(wd_backend *be, const wd_field *x)
+{
+    double res[1];
+    REDUCE(be, x->volume_cb, 1, res, real_t v[NR]; load(x, cb, v);
+           acc[0] += site_norm2(v););
+    return res[0];
+}
+
+static wd_complex op_cdot(wd_backend *be, const wd_field *x, const wd_field *y)
+{
+    double res[2];
+    REDUCE(be, x->volume_cb, 2, res, real_t u[NR]; real_t v[NR];
+           load(x, cb, u); load(y, cb, v);
+           site_cdot(acc, u, v););
+    return (wd_complex){res[0], res[1]};
+}
+
+static double op_axpy_norm2(wd_backend *be, double a, const wd_field *x, wd_field *y)
+{
+    const real_t ar = (real_t)a;
+    double res[1];
+    REDUCE(be, y->volume_cb, 1, res, real_t u[NR]; real_t v[NR];
+           load(x, cb, u); load(y, cb, v);
+           for (int r = 0; r < NR; ++r) v[r] += ar * u[r];
+           acc[0] += site_norm2(v);
+           store(y, cb, v););
+    return res[0];
+}
+
+static double op_xpay_norm2(wd_backend *be, const wd_field *x, double a, wd_field *y)
+{
+    const real_t ar = (real_t)a;
+    double res[1];
+    REDUCE(be, y->volume_cb, 1, res, real_t u[NR]; real_t v[NR];
+           load(x, cb, u); load(y, cb, v);
+           for (int r = 0; r < NR; ++r) v[r] = u[r] + ar * v[r];
+           acc[0] += site_norm2(v);
+           store(y, cb, v););
+    return res[0];
+}
+
+static double op_caxpy_norm2(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y)
+{
+    const real_t ar = (real_t)a.re, ai = (real_t)a.im;
+    double res[1];
+    REDUCE(be, y->volume_cb, 1, res, real_t u[NR]; real_t v[NR];
+           load(x, cb, u); load(y, cb, v);
+           cmadd(v, ar, ai, u);
+           acc[0] += site_norm2(v);
+           store(y, cb, v););
+    return res[0];
+}
+
+static void op_cdot_norm2(wd_backend *be, const wd_field *x, const wd_field *y, double out[3])
+{
+    REDUCE(be, x->volume_cb, 3, out, real_t u[NR]; real_t v[NR];
+           load(x, cb, u); load(y, cb, v);
+           site_cdot(acc, u, v);
+           acc[2] += site_norm2(u););
+}
+
+static void op_caxpy_norm2_cdot(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y,
+                                const wd_field *z, double out[3])
+{
+    const real_t ar = (real_t)a.re, ai = (real_t)a.im;
+    REDUCE(be, y->volume_cb, 3, out, real_t u[NR]; real_t v[NR]; real_t w[NR];
+           load(x, cb, u); load(y, cb, v); load(z, cb, w);
+           cmadd(v, ar, ai, u);
+           acc[0] += site_norm2(v);
+           site_cdot(acc + 1, w, v);
+           store(y, cb, v););
+}
+
+const wd_backend_ops PFN(wd_blas_ops) = {
+    .zero = op_zero,
+    .ax = op_ax,
+    .axpy = op_axpy,
+    .xpay = op_xpay,
+    .axpy_zpbx = op_axpy_zpbx,
+    .caxpy = op_caxpy,
+    .caxpbypz = op_caxpbypz,
+    .cxpaypbz = op_cxpaypbz,
+    .norm2 = op_norm2,
+    .cdot = op_cdot,
+    .axpy_norm2 = op_axpy_norm2,
+    .xpay_norm2 = op_xpay_norm2,
+    .caxpy_norm2 = op_caxpy_norm2,
+    .cdot_norm2 = op_cdot_norm2,
+    .caxpy_norm2_cdot = op_caxpy_norm2_cdot,
+};

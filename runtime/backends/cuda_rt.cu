@@ -1,0 +1,241 @@
+/*
+ * cuda_rt.cu: the CUDA side of cuda_rt.h (see there for the contract).
+ *
+ * One stream per process (created on first use) carries every launch and
+ * copy; timings use CUDA events on it.  Launches are checked twice: the
+ * launch status (cudaGetLastError) at once, and the kernel's own errors at
+ * the next synchronising call.
+ */
+#include <algorithm>
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <string.h>
+#include <vector>
+
+#include "cuda_rt.h"
+#include "wd_core.h"
+#include "wd_operator.h"
+#include "wd_operator_cuda.h"
+
+#define CHECK(call)                                                                    \
+    do {                                                                               \
+        cudaError_t err_ = (call);                                                     \
+        if (err_ != cudaSuccess)                                                       \
+            return wd_fail(WD_ERR_CUDA, "%s failed: %s (%s:%d)", #call,                \
+                           cudaGetErrorString(err_), __FILE__, __LINE__);              \
+    } while (0)
+
+static cudaStream_t stream_;
+static int stream_ready_;
+
+static wd_status stream(cudaStream_t *s)
+{
+    if (!stream_ready_) {
+        CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+        stream_ready_ = 1;
+    }
+    *s = stream_;
+    return WD_OK;
+}
+
+extern "C" int wd_cuda_available(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n > 0;
+}
+
+extern "C" wd_status wd_cuda_device_info(wd_cuda_info *info)
+{
+    int dev = 0;
+    cudaDeviceProp p;
+    CHECK(cudaGetDevice(&dev));
+    CHECK(cudaGetDeviceProperties(&p, dev));
+    snprintf(info->name, sizeof info->name, "%s", p.name);
+    CHECK(cudaMemGetInfo(&info->free_bytes, &info->total_bytes));
+    info->sm_count = p.multiProcessorCount;
+    info->l2_bytes = p.l2CacheSize;
+    info->cc_major = p.major;
+    info->cc_minor = p.minor;
+    info->max_threads_per_block = p.maxThreadsPerBlock;
+    return WD_OK;
+}
+
+extern "C" wd_status wd_cuda_malloc(void **p, size_t bytes, const char *what)
+{
+    size_t free_b = 0, total_b = 0;
+    *p = NULL;
+    CHECK(cudaMemGetInfo(&free_b, &total_b));
+    if (bytes > free_b)
+        return wd_fail(WD_ERR_NOMEM, "%s needs %.3f GiB of GPU memory; %.3f GiB of %.3f GiB are free",
+                       what, bytes / 1073741824.0, free_b / 1073741824.0, total_b / 1073741824.0);
+    cudaError_t err = cudaMalloc(p, bytes ? bytes : 1);
+    if (err != cudaSuccess) {
+        *p = NULL;
+        cudaGetLastError();
+        return wd_fail(err == cudaErrorMemoryAllocation ? WD_ERR_NOMEM : WD_ERR_CUDA,
+                       "cudaMalloc of %zu bytes for %s failed: %s", bytes, what,
+                       cudaGetErrorString(err));
+    }
+    return WD_OK;
+}
+
+extern "C" void wd_cuda_free(void *p)
+{
+    if (p)
+        cudaFree(p);
+}
+
+extern "C" wd_status wd_cuda_h2d(void *dst, const void *src, size_t bytes)
+{
+    cudaStream_t s = 0;
+    wd_status st = stream(&s);
+    if (st != WD_OK)
+        return st;
+    CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
+    CHECK(cudaStreamSynchronize(s));
+    return WD_OK;
+}
+
+extern "C" wd_status wd_cuda_d2h(void *dst, const void *src, size_t bytes)
+{
+    cudaStream_t s = 0;
+    wd_status st = stream(&s);
+    if (st != WD_OK)
+        return st;
+    CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
+    CHECK(cudaStreamSynchronize(s));
+    return WD_OK;
+}
+
+extern "C" wd_status wd_cuda_memset(void *dst, int value, size_t bytes)
+{
+    cudaStream_t s = 0;
+    wd_status st = stream(&s);
+    if (st != WD_OK)
+        return st;
+    CHECK(cudaMemsetAsync(dst, value, bytes, s));
+    CHECK(cudaStreamSynchronize(s));
+    return WD_OK;
+}
+
+static wd_status launch(int index, const wd_dslash_args *a, int block, cudaStream_t s)
+{
+    if (index < 0 || index >= wd_cuda_launcher_count)
+        return wd_fail(WD_ERR_INVALID, "variant index %d: this build has %d CUDA variants", index,
+                       wd_cuda_launcher_count);
+    cudaError_t err = wd_cuda_launchers[index](a, block, s);
+    if (err != cudaSuccess)
+        return wd_fail(WD_ERR_CUDA, "launch of %s (block %d, %d sites) failed: %s",
+                       wd_variants[index].name, block, a->volume_cb, cudaGetErrorString(err));
+    return WD_OK;
+}
+
+extern "C" wd_status wd_cuda_dslash(int index, const wd_dslash_args *a, int block)
+{
+    cudaStream_t s = 0;
+    wd_status st = stream(&s);
+    if (st == WD_OK)
+        st = launch(index, a, block, s);
+    if (st != WD_OK)
+        return st;
+    cudaError_t err = cudaStreamSynchronize(s);
+    if (err != cudaSuccess)
+        return wd_fail(WD_ERR_CUDA, "%s failed while running: %s", wd_variants[index].name,
+                       cudaGetErrorString(err));
+    return WD_OK;
+}
+
+extern "C" wd_status wd_cuda_time_dslash(int index, const wd_dslash_args *a, int block, int reps,
+                                         double *median_us)
+{
+    cudaStream_t s = 0;
+    wd_status st = stream(&s);
+    if (st != WD_OK)
+        return st;
+    cudaEvent_t e0, e1;
+    CHECK(cudaEventCreate(&e0));
+    CHECK(cudaEventCreate(&e1));
+    std::vector<double> t;
+    for (int w = 0; w < 2 && st == WD_OK; ++w)
+        st = launch(index, a, block, s);
+    for (int r = 0; r < reps && st == WD_OK; ++r) {
+        float ms = 0;
+        cudaEventRecord(e0, s);
+        st = launch(index, a, block, s);
+        cudaEventRecord(e1, s);
+        if (st == WD_OK) {
+            cudaError_t err = cudaEventSynchronize(e1);
+            if (err == cudaSuccess)
+                err = cudaEventElapsedTime(&ms, e0, e1);
+            if (err != cudaSuccess)
+                st = wd_fail(WD_ERR_CUDA, "timing %s: %s", wd_variants[index].name,
+                             cudaGetErrorString(err));
+        }
+        t.push_back(1e3 * ms);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    if (st != WD_OK)
+        return st;
+    std::sort(t.begin(), t.end());
+    *median_us = t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
+    return WD_OK;
+}
+
+extern "C" wd_status wd_cuda_copy_gbps(size_t bytes, int reps, double *gbps)
+{
+    void *a = NULL, *b = NULL;
+    wd_status st = wd_cuda_malloc(&a, bytes, "the copy-bandwidth buffer");
+    if (st == WD_OK)
+        st = wd_cuda_malloc(&b, bytes, "the copy-bandwidth buffer");
+    if (st == WD_OK)
+        st = wd_cuda_memset(a, 0x5a, bytes);
+    cudaStream_t s = 0;
+    if (st == WD_OK)
+        st = stream(&s);
+    std::vector<double> t;
+    cudaEvent_t e0, e1;
+    if (st == WD_OK && (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess))
+        st = wd_fail(WD_ERR_CUDA, "cudaEventCreate failed");
+    for (int r = -2; r < reps && st == WD_OK; ++r) {
+        float ms = 0;
+        cudaEventRecord(e0, s);
+        cudaError_t err = cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s);
+        cudaEventRecord(e1, s);
+        if (err == cudaSuccess)
+            err = cudaEventSynchronize(e1);
+        if (err == cudaSuccess)
+            err = cudaEventElapsedTime(&ms, e0, e1);
+        if (err != cudaSuccess)
+            st = wd_fail(WD_ERR_CUDA, "device copy: %s", cudaGetErrorString(err));
+        if (r >= 0)
+            t.push_back(ms);
+    }
+    if (st == WD_OK) {
+        std::sort(t.begin(), t.end());
+        *gbps = 2.0 * bytes / (t[t.size() / 2] * 1e-3) / 1e9;
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+    }
+    wd_cuda_free(a);
+    wd_cuda_free(b);
+    return st;
+}
+
+extern "C" wd_status wd_cuda_sync(void)
+{
+    CHECK(cudaDeviceSynchronize());
+    return WD_OK;
+}
+
+extern "C" void *wd_cuda_stream(void)
+{
+    cudaStream_t s = 0;
+    if (stream(&s) != WD_OK)
+        return NULL;
+    return (void *)s;
+}

@@ -1,0 +1,36 @@
+/*
+ * cuda_rt_none.c: cuda_rt.h for a build without CUDA.  Every call reports
+ * that this build has no GPU backend, so callers need no #ifdefs.
+ */
+#include "cuda_rt.h"
+#include "wd_backend.h"
+#include "wd_core.h"
+
+static wd_status none(void)
+{
+    return wd_fail(WD_ERR_NO_DEVICE, "this build of wdirac has no CUDA backend "
+                   "(nvcc was not found at configure time, or -Dcuda=disabled)");
+}
+
+int wd_cuda_available(void) { return 0; }
+wd_status wd_cuda_device_info(wd_cuda_info *info) { (void)info; return none(); }
+wd_status wd_cuda_malloc(void **p, size_t bytes, const char *what)
+{
+    (void)bytes, (void)what;
+    *p = NULL;
+    return none();
+}
+void wd_cuda_free(void *p) { (void)p; }
+wd_status wd_cuda_h2d(void *d, const void *s, size_t n) { (void)d, (void)s, (void)n; return none(); }
+wd_status wd_cuda_d2h(void *d, const void *s, size_t n) { (void)d, (void)s, (void)n; return none(); }
+wd_status wd_cuda_memset(void *d, int v, size_t n) { (void)d, (void)v, (void)n; return none(); }
+wd_status wd_cuda_dslash(int i, const wd_dslash_args *a, int b) { (void)i, (void)a, (void)b; return none(); }
+wd_status wd_cuda_time_dslash(int i, const wd_dslash_args *a, int b, int r, double *t)
+{
+    (void)i, (void)a, (void)b, (void)r, (void)t;
+    return none();
+}
+wd_status wd_cuda_copy_gbps(size_t n, int r, double *g) { (void)n, (void)r, (void)g; return none(); }
+wd_status wd_cuda_sync(void) { return none(); }
+void *wd_cuda_stream(void) { return NULL; }
+wd_status wd_backend_cuda_init(wd_backend *be) { (void)be; return none(); }

@@ -1,0 +1,307 @@
+/*
+ * wd_backend.h: the backends module (runtime/backends/) and the one
+ * interface through which the solvers touch field data.  The module holds
+ * this interface (backend.c), the CPU backend (backend_cpu.c with its BLAS,
+ * blas_cpu_tmpl.c per precision), the thin CUDA layer (cuda_rt.h: the only
+ * part that includes CUDA headers besides the kernels; cuda_rt_none.c in a
+ * build without CUDA), the CUDA backend (backend_cuda_host.c,
+ * backend_cuda.cu), device fields for the Dslash benchmarks and tests
+ * (wd_gpu.h) and the autotuner (wd_tune.h).  It may call core and operator;
+ * gauge (the GPU heatbath) and numerics call it.
+ *  A backend owns the memory of spinor and gauge fields and runs every
+ * operation on them: transfers to and from host fields, the Dslash variants
+ * and the BLAS.  The solvers never dereference field data, so a CUDA backend
+ * slots in behind the same table (this header is plain C, includable from
+ * C++ and nvcc: no C99 complex types).
+ *
+ * The externally accessible functions are
+ *   wd_backend_open / wd_backend_close   start a backend for one lattice
+ *   wd_field_create / wd_field_destroy   a one-parity spinor field of a precision
+ *   wd_gauge_create / wd_gauge_destroy   a gauge field in a precision,
+ *                                        reconstruction and gauge fixing
+ *   wd_dslash / wd_blas_*                inline wrappers that dispatch to the
+ *                                        table and count flops (so no backend
+ *                                        has to)
+ *
+ * Fields.  A wd_field is one parity of a spinor in the layout of wd_kernel.h
+ * (element k of site cb at k * stride + cb, internal UKQCD basis); the
+ * parity is not part of the field: the caller says which host sites an
+ * upload reads.  Half precision stores 16-bit fixed point and one float per
+ * site, the site's max |component| (layout_tmpl.c's convention), in norm.
+ *
+ * BLAS.  Every operand of one operation has the same precision (only copy
+ * and accumulate convert).  Arithmetic is done in double for double fields and in float
+ * for single and half fields (half: load short * norm / 32767, store with a
+ * fresh per-site norm).  Reductions accumulate in double in an order the
+ * backend fixes, never one that depends on scheduling, so a result is
+ * bitwise reproducible from run to run (CPU: sites in order within blocks
+ * of WD_REDUCE_BLOCK sites, then the block sums in block order: the same
+ * bits for any number of threads; a GPU: a fixed block/tree shape and no
+ * floating-point atomics).  Fused reductions reduce the values computed
+ * before they are stored (as a GPU kernel holding them in registers would).
+ * Complex dot products are <x, y> = sum conj(x) y.  BLAS operands may
+ * alias one another (every operation reads a site's operands before it
+ * writes that site); a Dslash output may not (it reads neighbours).
+ *
+ * Errors.  Operations returning wd_status report failures directly; BLAS
+ * operations return void or their reductions, and a backend records its
+ * first failure in be->error (with wd_fail's message); the solvers poll it
+ * once per iteration.
+ */
+#ifndef WDIRAC_BACKEND_H
+#define WDIRAC_BACKEND_H
+
+#include <stddef.h>
+
+#include "wdirac.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* sites per reduction block of the CPU backend */
+#define WD_REDUCE_BLOCK 512
+
+typedef struct wd_complex {
+    double re, im;
+} wd_complex;
+
+typedef struct wd_field {
+    int precision;      /* bytes per stored real: 8, 4, 2 */
+    int width;          /* reals per vector element: 2 (double2) or 4 */
+    int elements;       /* vector elements per site: 24 / width */
+    int volume_cb;      /* sites of one parity */
+    int stride;         /* elements between sub-arrays: volume_cb + pad */
+    size_t bytes;       /* data, padding included */
+    size_t norm_bytes;  /* half: one float per site; else 0 */
+    void *data;         /* backend memory */
+    float *norm;        /* backend memory, half precision only */
+} wd_field;
+
+typedef struct wd_gauge {
+    int precision, recon, gauge_fix;
+    int tbc;            /* time boundary: +1 periodic, -1 antiperiodic */
+    long goff[4][2];    /* wd_gauge_layout's block offsets and strides */
+    int gstride[4];
+    int tslice_cb0;
+    size_t bytes;
+    void *data;         /* backend memory */
+} wd_gauge;
+
+typedef struct wd_backend wd_backend;
+
+/*
+ * The table a backend implements.  `f`, `g` arrive with their geometry
+ * filled in (wd_field_create / wd_gauge_create); alloc sets data (and norm).
+ * Host spinors are full-lattice complex double in DESIGN.md's order and
+ * DeGrand-Rossi basis; upload reads, download writes, only the sites of
+ * `parity`.  gauge_upload packs a full-lattice host gauge field (already in
+ * temporal gauge when g->gauge_fix) and allocates.  dslash runs variant
+ * `variant` (an index into wd_variants[], the same index for every backend)
+ * onto the sites of `parity`: out = D in, or out = x + a D in for xpay
+ * variants; out may alias neither in nor x.
+ */
+typedef struct wd_backend_ops {
+    const char *name;
+    void (*close)(wd_backend *be);
+    wd_status (*field_alloc)(wd_backend *be, wd_field *f);
+    void (*field_free)(wd_backend *be, wd_field *f);
+    wd_status (*upload)(wd_backend *be, wd_field *f, const double *host, int parity);
+    wd_status (*download)(wd_backend *be, double *host, const wd_field *f, int parity);
+    wd_status (*gauge_upload)(wd_backend *be, wd_gauge *g, const double *host);
+    void (*gauge_free)(wd_backend *be, wd_gauge *g);
+    wd_status (*dslash)(wd_backend *be, int variant, wd_field *out, const wd_gauge *g,
+                        const wd_field *in, const wd_field *x, double a, int parity);
+
+    /* y = 0;  y = x (any precisions; a no-op when y == x);  x = a x */
+    void (*zero)(wd_backend *be, wd_field *y);
+    void (*copy)(wd_backend *be, wd_field *y, const wd_field *x);
+    void (*ax)(wd_backend *be, double a, wd_field *x);
+    /* y = a x + y;  y = x + a y */
+    void (*axpy)(wd_backend *be, double a, const wd_field *x, wd_field *y);
+    void (*xpay)(wd_backend *be, const wd_field *x, double a, wd_field *y);
+    /* CG step: y = y + a x, then x = z + b x */
+    void (*axpy_zpbx)(wd_backend *be, double a, wd_field *x, wd_field *y,
+                      const wd_field *z, double b);
+    /* y = a x + y, complex a */
+    void (*caxpy)(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y);
+    /* BiCGstab solution update: z = z + a x + b y */
+    void (*caxpbypz)(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
+                     const wd_field *y, wd_field *z);
+    /* BiCGstab direction update: z = x + a y + b z */
+    void (*cxpaypbz)(wd_backend *be, const wd_field *x, wd_complex a, const wd_field *y,
+                     wd_complex b, wd_field *z);
+    /* partial solution accumulation: z = z + a x + b y (y may be NULL), the
+     * one operation whose z may have another precision than x and y (which
+     * share one): arithmetic in double, x and y read exactly */
+    void (*accumulate)(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
+                       const wd_field *y, wd_field *z);
+
+    /* reductions */
+    double (*norm2)(wd_backend *be, const wd_field *x);
+    wd_complex (*cdot)(wd_backend *be, const wd_field *x, const wd_field *y);
+    /* CG residual update: y = y + a x; returns |y|^2 */
+    double (*axpy_norm2)(wd_backend *be, double a, const wd_field *x, wd_field *y);
+    /* true residual: y = x + a y; returns |y|^2 */
+    double (*xpay_norm2)(wd_backend *be, const wd_field *x, double a, wd_field *y);
+    /* BiCGstab s = r - alpha v: y = y + a x; returns |y|^2 */
+    double (*caxpy_norm2)(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y);
+    /* BiCGstab omega: res = {Re <x,y>, Im <x,y>, |x|^2} */
+    void (*cdot_norm2)(wd_backend *be, const wd_field *x, const wd_field *y, double res[3]);
+    /* BiCGstab r = s - omega t: y = y + a x; res = {|y|^2, Re <z,y>, Im <z,y>} */
+    void (*caxpy_norm2_cdot)(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y,
+                             const wd_field *z, double res[3]);
+} wd_backend_ops;
+
+struct wd_backend {
+    const wd_backend_ops *ops;
+    void *ctx;               /* backend private state */
+    int dims[4];
+    int volume_cb;
+    int pad;                 /* elements of padding after each sub-array */
+    wd_status error;         /* first failure of a void operation, sticky */
+    size_t bytes_allocated;  /* fields + gauge now held */
+    size_t bytes_peak;
+    double flops;            /* counted by the wrappers below */
+};
+
+/* Start a backend (WD_BACKEND_CUDA: WD_ERR_NOT_BUILT until the CUDA backend
+ * exists) for lattice dims with `pad` elements of padding per sub-array. */
+wd_status wd_backend_open(wd_backend *be, wd_backend_kind kind, const int dims[4], int pad);
+void wd_backend_close(wd_backend *be);
+
+/* For backends: check that the fields, gauge field and parity match Dslash
+ * variant `variant` (WD_ERR_NOT_BUILT / WD_ERR_INTERNAL otherwise) and fill
+ * the kernel arguments of wd_kernel.h. */
+struct wd_dslash_args;
+wd_status wd_backend_dslash_args(const wd_backend *be, int variant, wd_field *out,
+                                 const wd_gauge *g, const wd_field *in, const wd_field *x,
+                                 double a, int parity, struct wd_dslash_args *args);
+
+/* CPU backend entry (backend_cpu.c); wd_backend_open calls it. */
+wd_status wd_backend_cpu_init(wd_backend *be);
+/* CUDA backend entry (backend_cuda_host.c; in builds without CUDA,
+ * cuda_rt_none.c's answers WD_ERR_NO_DEVICE). */
+wd_status wd_backend_cuda_init(wd_backend *be);
+
+/* Allocate a field of `precision` (8, 4, 2); destroy frees it and is a no-op
+ * on a field never created (zero-initialised) or already destroyed. */
+wd_status wd_field_create(wd_backend *be, wd_field *f, int precision);
+void wd_field_destroy(wd_backend *be, wd_field *f);
+
+/* Pack and upload host links (complex double, [site][mu][3][3]). */
+wd_status wd_gauge_create(wd_backend *be, wd_gauge *g, const double *host, int precision,
+                          int recon, int gauge_fix, int tbc);
+void wd_gauge_destroy(wd_backend *be, wd_gauge *g);
+
+/* Flops of one Dslash application per output site (DESIGN.md) */
+#define WD_DSLASH_FLOPS 1320.0
+#define WD_XPAY_FLOPS 48.0
+
+static inline double wd_site_reals_(const wd_backend *be)
+{
+    return 24.0 * be->volume_cb;
+}
+
+static inline wd_status wd_dslash(wd_backend *be, int variant, wd_field *out, const wd_gauge *g,
+                                  const wd_field *in, const wd_field *x, double a, int parity)
+{
+    be->flops += (WD_DSLASH_FLOPS + (x ? WD_XPAY_FLOPS : 0.0)) * be->volume_cb;
+    return be->ops->dslash(be, variant, out, g, in, x, a, parity);
+}
+
+/* Wrappers: flops per real of each operation (QUDA's counting: a real
+ * multiply-add is 2, a complex one 8 per complex = 4 per real). */
+static inline void wd_blas_zero(wd_backend *be, wd_field *y) { be->ops->zero(be, y); }
+static inline void wd_blas_copy(wd_backend *be, wd_field *y, const wd_field *x)
+{
+    be->ops->copy(be, y, x);
+}
+static inline void wd_blas_ax(wd_backend *be, double a, wd_field *x)
+{
+    be->flops += wd_site_reals_(be);
+    be->ops->ax(be, a, x);
+}
+static inline void wd_blas_axpy(wd_backend *be, double a, const wd_field *x, wd_field *y)
+{
+    be->flops += 2 * wd_site_reals_(be);
+    be->ops->axpy(be, a, x, y);
+}
+static inline void wd_blas_xpay(wd_backend *be, const wd_field *x, double a, wd_field *y)
+{
+    be->flops += 2 * wd_site_reals_(be);
+    be->ops->xpay(be, x, a, y);
+}
+static inline void wd_blas_axpy_zpbx(wd_backend *be, double a, wd_field *x, wd_field *y,
+                                     const wd_field *z, double b)
+{
+    be->flops += 4 * wd_site_reals_(be);
+    be->ops->axpy_zpbx(be, a, x, y, z, b);
+}
+static inline void wd_blas_caxpy(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y)
+{
+    be->flops += 4 * wd_site_reals_(be);
+    be->ops->caxpy(be, a, x, y);
+}
+static inline void wd_blas_caxpbypz(wd_backend *be, wd_complex a, const wd_field *x,
+                                    wd_complex b, const wd_field *y, wd_field *z)
+{
+    be->flops += 8 * wd_site_reals_(be);
+    be->ops->caxpbypz(be, a, x, b, y, z);
+}
+static inline void wd_blas_cxpaypbz(wd_backend *be, const wd_field *x, wd_complex a,
+                                    const wd_field *y, wd_complex b, wd_field *z)
+{
+    be->flops += 8 * wd_site_reals_(be);
+    be->ops->cxpaypbz(be, x, a, y, b, z);
+}
+static inline void wd_blas_accumulate(wd_backend *be, wd_complex a, const wd_field *x,
+                                      wd_complex b, const wd_field *y, wd_field *z)
+{
+    be->flops += (y ? 8 : 4) * wd_site_reals_(be);
+    be->ops->accumulate(be, a, x, b, y, z);
+}
+static inline double wd_blas_norm2(wd_backend *be, const wd_field *x)
+{
+    be->flops += 2 * wd_site_reals_(be);
+    return be->ops->norm2(be, x);
+}
+static inline wd_complex wd_blas_cdot(wd_backend *be, const wd_field *x, const wd_field *y)
+{
+    be->flops += 4 * wd_site_reals_(be);
+    return be->ops->cdot(be, x, y);
+}
+static inline double wd_blas_axpy_norm2(wd_backend *be, double a, const wd_field *x, wd_field *y)
+{
+    be->flops += 4 * wd_site_reals_(be);
+    return be->ops->axpy_norm2(be, a, x, y);
+}
+static inline double wd_blas_xpay_norm2(wd_backend *be, const wd_field *x, double a, wd_field *y)
+{
+    be->flops += 4 * wd_site_reals_(be);
+    return be->ops->xpay_norm2(be, x, a, y);
+}
+static inline double wd_blas_caxpy_norm2(wd_backend *be, wd_complex a, const wd_field *x,
+                                         wd_field *y)
+{
+    be->flops += 6 * wd_site_reals_(be);
+    return be->ops->caxpy_norm2(be, a, x, y);
+}
+static inline void wd_blas_cdot_norm2(wd_backend *be, const wd_field *x, const wd_field *y,
+                                      double res[3])
+{
+    be->flops += 6 * wd_site_reals_(be);
+    be->ops->cdot_norm2(be, x, y, res);
+}
+static inline void wd_blas_caxpy_norm2_cdot(wd_backend *be, wd_complex a, const wd_field *x,
+                                            wd_field *y, const wd_field *z, double res[3])
+{
+    be->flops += 10 * wd_site_reals_(be);
+    be->ops->caxpy_norm2_cdot(be, a, x, y, z, res);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,330 @@
+/*
+ * gauge_tools.c: host-side gauge and spinor field tools (host order of
+ * DESIGN.md: gauge [site][mu][3][3], spinor [site][4][3], complex double).
+ *
+ * The externally accessible functions are
+ *   wd_volume               X*Y*Z*T as a size_t
+ *   wd_su3_random           Haar-random SU(3): Gram-Schmidt of a complex
+ *                           Gaussian matrix, divided by a cube root of its det
+ *   wd_gauge_random         wd_su3_random on every link, sites in host order
+ *   wd_gauge_smooth         exp(i eps H) on every link, H traceless hermitian
+ *                           (off-diagonal entries complex normal with
+ *                           E|H_ij|^2 = 1, diagonal real normals minus their
+ *                           mean); SU(3) to rounding for any |eps| < 1e150
+ *   wd_gauge_unit           every link the unit matrix
+ *   wd_spinor_random        every component complex normal, E|z|^2 = 1
+ *   wd_gauge_transform_random  wd_su3_random at every site
+ *   wd_gauge_transform      U_mu(n) <- g(n) U_mu(n) g(n+mu)^dag, in place
+ *   wd_spinor_transform     psi(n) <- g(n) psi(n) (dagger: g(n)^dag psi(n))
+ *   wd_temporal_gauge       g(x,y,z,0) = 1, g(t+1) = g(t) U_t(t)
+ *   wd_temporal_gauge_field the transformed field, cleaned (gauge_tools.h)
+ *   wd_su3_unitarity_error  max over links of max_ij |(U U^dag - 1)_ij| and
+ *                           |det U - 1|
+ * Notes: every boundary is periodic here; the fermion time boundary sign is
+ * a property of the Dirac operator, not of the gauge field.  The random
+ * fields are drawn site by site in host order (so a seed fixes the field
+ * whatever the thread count); the deterministic loops run under OpenMP.
+ */
+#include "gauge_tools.h"
+#include "heatbath_link.h"
+
+#include <math.h>
+#include <string.h>
+
+/* 3x3 complex matrices as 9 contiguous row-major entries, the layout of one
+ * link in the gauge field. */
+
+static void mat_mul(double complex *out, const double complex *a,
+                    const double complex *b)
+{
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            double complex s = 0;
+            for (int k = 0; k < 3; k++)
+                s += a[3 * i + k] * b[3 * k + j];
+            out[3 * i + j] = s;
+        }
+}
+
+/* out = a b^dagger */
+static void mat_mul_dag(double complex *out, const double complex *a,
+                        const double complex *b)
+{
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            double complex s = 0;
+            for (int k = 0; k < 3; k++)
+                s += a[3 * i + k] * conj(b[3 * j + k]);
+            out[3 * i + j] = s;
+        }
+}
+
+static void mat_unit(double complex *m)
+{
+    for (int k = 0; k < 9; k++)
+        m[k] = (k % 4 == 0) ? 1.0 : 0.0;
+}
+
+static double complex mat_det(const double complex *m)
+{
+    return m[0] * (m[4] * m[8] - m[5] * m[7])
+         - m[1] * (m[3] * m[8] - m[5] * m[6])
+         + m[2] * (m[3] * m[7] - m[4] * m[6]);
+}
+
+static double complex complex_normal(wd_rng *r)
+{
+    const double re = wd_rng_normal(r);
+    const double im = wd_rng_normal(r);
+    return (re + I * im) * sqrt(0.5);
+}
+
+/* Orthonormalise the rows of m (Gram-Schmidt, each projection done twice so
+ * that orthogonality holds to rounding even for an ill-conditioned start),
+ * then divide by the principal cube root of the determinant, which has
+ * modulus 1 by then.  Haar: Gram-Schmidt's triangular factor has a positive
+ * real diagonal (the phase fix a library QR would need), so
+ * project(m W) = project(m) W for every W in SU(3); a complex Gaussian m is
+ * distributed as m W, hence so is the result as result W, and the only such
+ * measure on SU(3) is Haar's.  Near a unitary matrix the change is of the
+ * order of the defect, so this also serves to reunitarise. */
+static void project_su3(double complex *m)
+{
+    for (int i = 0; i < 3; i++) {
+        double complex *row = m + 3 * i;
+        for (int pass = 0; pass < 2; pass++)
+            for (int j = 0; j < i; j++) {
+                const double complex *prev = m + 3 * j;
+                double complex overlap = 0;
+                for (int k = 0; k < 3; k++)
+                    overlap += conj(prev[k]) * row[k];
+                for (int k = 0; k < 3; k++)
+                    row[k] -= overlap * prev[k];
+            }
+        double norm2 = 0;
+        for (int k = 0; k < 3; k++)
+            norm2 += creal(row[k] * conj(row[k]));
+        const double scale = 1.0 / sqrt(norm2);
+        for (int k = 0; k < 3; k++)
+            row[k] *= scale;
+    }
+    const double complex phase = cexp(-I * carg(mat_det(m)) / 3.0);
+    for (int k = 0; k < 9; k++)
+        m[k] *= phase;
+}
+
+/* exp(a) for a = i eps H: scale a by 2^-s until its Frobenius norm is at
+ * most 1/2, sum the Taylor series until a term drops below 1e-20 of the
+ * unit matrix (at most ~20 terms), then square s times.  Reunitarising
+ * after every squaring keeps the rounding from doubling at each one, so the
+ * result is SU(3) to rounding even for a huge eps (where it is no longer an
+ * accurate exponential, and need not be). */
+static void su3_exp(double complex *out, const double complex *a)
+{
+    double norm2 = 0;
+    for (int k = 0; k < 9; k++)
+        norm2 += creal(a[k] * conj(a[k]));
+    int squarings = 0;
+    double scale = 1.0;
+    while (sqrt(norm2) * scale > 0.5) {
+        scale *= 0.5;
+        squarings++;
+    }
+
+    double complex x[9], term[9], next[9];
+    for (int k = 0; k < 9; k++)
+        x[k] = a[k] * scale;
+    mat_unit(out);
+    mat_unit(term);
+    for (int n = 1; n <= 40; n++) {
+        mat_mul(next, term, x);
+        double tnorm2 = 0;
+        for (int k = 0; k < 9; k++) {
+            term[k] = next[k] / n;
+            out[k] += term[k];
+            tnorm2 += creal(term[k] * conj(term[k]));
+        }
+        if (tnorm2 < 1e-40)
+            break;
+    }
+    project_su3(out);
+    for (int s = 0; s < squarings; s++) {
+        mat_mul(next, out, out);
+        for (int k = 0; k < 9; k++)
+            out[k] = next[k];
+        project_su3(out);
+    }
+}
+
+void wd_su3_random(double complex m[3][3], wd_rng *r)
+{
+    double complex *flat = &m[0][0];
+    for (int k = 0; k < 9; k++)
+        flat[k] = complex_normal(r);
+    project_su3(flat);
+}
+
+void wd_gauge_random(double complex *u, const int dims[4], wd_rng *r)
+{
+    const size_t nlinks = 4 * wd_volume(dims);
+    for (size_t l = 0; l < nlinks; l++)
+        wd_su3_random((double complex (*)[3])(u + 9 * l), r);
+}
+
+void wd_gauge_smooth(double complex *u, const int dims[4], double eps, wd_rng *r)
+{
+    const size_t nlinks = 4 * wd_volume(dims);
+    for (size_t l = 0; l < nlinks; l++) {
+        double complex h[9];
+        for (int i = 0; i < 3; i++)
+            for (int j = i + 1; j < 3; j++) {
+                h[3 * i + j] = complex_normal(r);
+                h[3 * j + i] = conj(h[3 * i + j]);
+            }
+        double d[3];
+        for (int i = 0; i < 3; i++)
+            d[i] = wd_rng_normal(r);
+        const double mean = (d[0] + d[1] + d[2]) / 3.0;
+        for (int i = 0; i < 3; i++)
+            h[4 * i] = d[i] - mean;
+
+        double complex a[9];
+        for (int k = 0; k < 9; k++)
+            a[k] = I * eps * h[k];
+        su3_exp(u + 9 * l, a);
+    }
+}
+
+void wd_gauge_unit(double complex *u, const int dims[4])
+{
+    const size_t nlinks = 4 * wd_volume(dims);
+    for (size_t l = 0; l < nlinks; l++)
+        mat_unit(u + 9 * l);
+}
+
+void wd_spinor_random(double complex *psi, const int dims[4], wd_rng *r)
+{
+    const size_t n = 12 * wd_volume(dims);
+    for (size_t k = 0; k < n; k++)
+        psi[k] = complex_normal(r);
+}
+
+wd_status wd_spinor_fill_random(double *psi, const int dims[4], uint64_t seed)
+{
+    const wd_status st = wd_check_dims(dims);
+    if (st != WD_OK)
+        return st;
+    wd_rng r;
+    wd_rng_seed(&r, seed);
+    wd_spinor_random((double complex *)(void *)psi, dims, &r);
+    return WD_OK;
+}
+
+void wd_gauge_transform_random(double complex *g, const int dims[4], wd_rng *r)
+{
+    const size_t volume = wd_volume(dims);
+    for (size_t site = 0; site < volume; site++)
+        wd_su3_random((double complex (*)[3])(g + 9 * site), r);
+}
+
+void wd_gauge_transform(double complex *u, const double complex *g, const int dims[4])
+{
+    const size_t volume = wd_volume(dims);
+#pragma omp parallel for
+    for (size_t site = 0; site < volume; site++) {
+        int x[4];
+        size_t rest = site;
+        for (int mu = 0; mu < 4; mu++) {
+            x[mu] = (int)(rest % (size_t)dims[mu]);
+            rest /= (size_t)dims[mu];
+        }
+        for (int mu = 0; mu < 4; mu++) {
+            int y[4] = {x[0], x[1], x[2], x[3]};
+            y[mu] = (y[mu] + 1) % dims[mu];
+            const size_t fwd = (size_t)y[0] + (size_t)dims[0] *
+                ((size_t)y[1] + (size_t)dims[1] * ((size_t)y[2] + (size_t)dims[2] * (size_t)y[3]));
+            double complex *link = u + 9 * (4 * site + (size_t)mu);
+            double complex tmp[9];
+            mat_mul(tmp, g + 9 * site, link);
+            mat_mul_dag(link, tmp, g + 9 * fwd);
+        }
+    }
+}
+
+void wd_spinor_transform(double complex *psi, const double complex *g,
+                         const int dims[4], int dagger)
+{
+    const size_t volume = wd_volume(dims);
+#pragma omp parallel for
+    for (size_t site = 0; site < volume; site++) {
+        const double complex *m = g + 9 * site;
+        double complex *p = psi + 12 * site;
+        for (int spin = 0; spin < 4; spin++) {
+            double complex v[3];
+            for (int i = 0; i < 3; i++) {
+                v[i] = 0;
+                for (int k = 0; k < 3; k++)
+                    v[i] += (dagger ? conj(m[3 * k + i]) : m[3 * i + k]) * p[3 * spin + k];
+            }
+            for (int i = 0; i < 3; i++)
+                p[3 * spin + i] = v[i];
+        }
+    }
+}
+
+void wd_temporal_gauge(double complex *g, const double complex *u, const int dims[4])
+{
+    /* With g(t+1) = g(t) U_t(t), U'_t(t) = g(t) U_t(t) g(t+1)^dag
+     * = g(t) U_t(t) U_t(t)^dag g(t)^dag = 1 for t < T-1, and at t = T-1
+     * U'_t = g(T-1) U_t(T-1) g(0)^dag = U_t(0) U_t(1) ... U_t(T-1), the
+     * Polyakov line.  Each time line is a sequential product; the lines are
+     * independent. */
+    const size_t slice = (size_t)dims[0] * (size_t)dims[1] * (size_t)dims[2];
+    const int nt = dims[3];
+#pragma omp parallel for
+    for (size_t s = 0; s < slice; s++) {
+        mat_unit(g + 9 * s);
+        for (int t = 0; t + 1 < nt; t++) {
+            const size_t here = s + slice * (size_t)t;
+            mat_mul(g + 9 * (here + slice), g + 9 * here, u + 9 * (4 * here + 3));
+        }
+    }
+}
+
+void wd_temporal_gauge_field(double complex *uf, double complex *g, const double complex *u,
+                             const int dims[4])
+{
+    const size_t vol = (size_t)dims[0] * dims[1] * dims[2] * dims[3];
+    const size_t slice = vol / (size_t)dims[3];
+    memcpy(uf, u, vol * 36 * sizeof *uf);
+    wd_temporal_gauge(g, u, dims);
+    wd_gauge_transform(uf, g, dims);
+#pragma omp parallel for
+    for (size_t l = 0; l < vol * 4; l++)
+        wd_su3_reunitarize((double *)(uf + 9 * l));
+#pragma omp parallel for
+    for (size_t site = 0; site < vol - slice; site++)
+        mat_unit(uf + 9 * (4 * site + 3));
+}
+
+double wd_su3_unitarity_error(const double complex *u, size_t nlinks)
+{
+    double err = 0;
+#pragma omp parallel for reduction(max : err)
+    for (size_t l = 0; l < nlinks; l++) {
+        const double complex *m = u + 9 * l;
+        double complex uud[9];
+        mat_mul_dag(uud, m, m);
+        double e = cabs(mat_det(m) - 1.0);
+        /* Every entry enters the determinant, so a NaN anywhere in the link
+         * shows there; fmax and the max reduction would drop it. */
+        const int broken = isnan(e);
+        for (int k = 0; k < 9; k++)
+            e = fmax(e, cabs(uud[k] - ((k % 4 == 0) ? 1.0 : 0.0)));
+        if (broken)
+            e = INFINITY;
+        if (e > err)
+            err = e;
+    }
+    return err;
+}

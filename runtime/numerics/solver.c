@@ -1,0 +1,541 @@
+/*
+ * solver.c: the public solver entry of wdirac.h.
+ *
+ * The externally accessible functions are
+ *   wd_solver_default_settings   the documented defaults
+ *   wd_solver_create             validate, gauge-fix on the host if either
+ *                                level asks for it, upload the gauge field
+ *                                in the outer and (if different) the sloppy
+ *                                precision, once
+ *   wd_solver_solve              M x = b on full-lattice host fields with
+ *                                that gauge field
+ *   wd_solver_destroy            free it all
+ *   wd_solve                     create, solve, destroy
+ *
+ * A solve: gauge-fix the source if the solver does, upload it, prepare the
+ * even-odd source b'_e = (b_e + kappa D_eo b_o) / (4+m) with the outer
+ * operator, run krylov.c, reconstruct x_o = b_o / (4+m) + kappa D_oe x_e,
+ * download, undo the gauge fixing, and measure the true residual
+ * ||b - M x|| / ||b|| on the host with the float64 reference operator
+ * (ref_wilson) on the caller's own fields: an independent check, not
+ * counted in the solve time.
+ *
+ * The Schur residual relates to the full one exactly: with x_o
+ * reconstructed, (b - M x)_o = 0 and (b - M x)_e = (4+m)(b'_e - Mhat x_e),
+ * so the Krylov solve stops at ||b'_e - Mhat x_e|| <= tol ||b|| / (4+m).
+ *
+ * Memory (the paper's budget, section 5.3): outer b, x, r, odd scratch (and
+ * an even scratch for CG's normal equations); sloppy r, p, v, t, odd
+ * scratch (and r0 for BiCGstab); the partial solution accumulator xs in
+ * the outer or the sloppy precision (wd_accumulator); the gauge field in
+ * each precision.  When both levels share a precision, r and the scratch
+ * fields are shared too.
+ */
+#include <complex.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gauge_tools.h"
+#include "ref_wilson.h"
+#include "wd_core.h"
+#include "wd_solver.h"
+
+void wd_solver_default_settings(wd_solver_settings *s)
+{
+    memset(s, 0, sizeof *s);
+    s->solver = WD_SOLVER_BICGSTAB;
+    s->backend = WD_BACKEND_CPU;
+    s->mass = 0.1;
+    s->tbc = WD_TIME_ANTIPERIODIC;
+    s->tol = 1e-10;
+    s->max_iter = 10000;
+    s->precision = WD_PREC_DOUBLE;
+    s->recon = WD_RECON_12;
+    s->gauge_fix = 0;
+    s->sloppy_precision = WD_PREC_SINGLE;
+    s->sloppy_recon = WD_RECON_12;
+    s->sloppy_gauge_fix = 0;
+    s->mixed = WD_MIXED_RELIABLE;
+    s->delta = 0.1;
+    s->tol_inner = 0.1;
+    s->max_stall = 4;
+    s->divergence = 1e8;
+    s->accumulator = WD_ACCUM_AUTO;
+    s->pad = 0;
+    s->verbosity = 0;
+    s->progress = NULL;
+    s->progress_arg = NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static int valid_precision(int p)
+{
+    return p == 8 || p == 4 || p == 2;
+}
+
+static int valid_recon(int r)
+{
+    return r == 18 || r == 12 || r == 8;
+}
+
+static wd_status check_settings(const wd_solver_settings *s)
+{
+    if (s->solver != WD_SOLVER_CG && s->solver != WD_SOLVER_BICGSTAB)
+        return wd_fail(WD_ERR_INVALID, "solver %d: must be WD_SOLVER_CG (1) or WD_SOLVER_BICGSTAB (2)",
+                       (int)s->solver);
+    if (!valid_precision(s->precision) || !valid_precision(s->sloppy_precision))
+        return wd_fail(WD_ERR_INVALID, "precision %d / sloppy precision %d: each must be 8, 4 or 2",
+                       (int)s->precision, (int)s->sloppy_precision);
+    if (s->sloppy_precision > s->precision)
+        return wd_fail(WD_ERR_INVALID, "sloppy precision %d is higher than the outer precision %d",
+                       (int)s->sloppy_precision, (int)s->precision);
+    if (!valid_recon(s->recon) || !valid_recon(s->sloppy_recon))
+        return wd_fail(WD_ERR_INVALID, "reconstruction %d / sloppy reconstruction %d: each must be "
+                       "18, 12 or 8", (int)s->recon, (int)s->sloppy_recon);
+    if (!(s->mass > -4) || !isfinite(s->mass))
+        return wd_fail(WD_ERR_INVALID, "mass %g: must be finite and > -4 (kappa = 1/(2(4+m)) > 0)",
+                       s->mass);
+    if (s->tbc != WD_TIME_PERIODIC && s->tbc != WD_TIME_ANTIPERIODIC)
+        return wd_fail(WD_ERR_INVALID, "time boundary %d: must be +1 or -1", (int)s->tbc);
+    if (!(s->tol > 0) || !(s->tol < 1))
+        return wd_fail(WD_ERR_INVALID, "tol %g: must be in (0, 1)", s->tol);
+    if (s->max_iter < 1)
+        return wd_fail(WD_ERR_INVALID, "max_iter %d: must be >= 1", s->max_iter);
+    if (s->mixed != WD_MIXED_NONE && s->mixed != WD_MIXED_RELIABLE && s->mixed != WD_MIXED_DEFECT)
+        return wd_fail(WD_ERR_INVALID, "mixed %d: must be WD_MIXED_NONE, _RELIABLE or _DEFECT",
+                       (int)s->mixed);
+    if (s->mixed == WD_MIXED_RELIABLE && !(s->delta > 0 && s->delta < 1))
+        return wd_fail(WD_ERR_INVALID, "delta %g: must be in (0, 1)", s->delta);
+    if (s->mixed == WD_MIXED_DEFECT && !(s->tol_inner > 0 && s->tol_inner < 1))
+        return wd_fail(WD_ERR_INVALID, "tol_inner %g: must be in (0, 1)", s->tol_inner);
+    if (s->max_stall < 1)
+        return wd_fail(WD_ERR_INVALID, "max_stall %d: must be >= 1", s->max_stall);
+    if (!(s->divergence > 1))
+        return wd_fail(WD_ERR_INVALID, "divergence %g: must be > 1", s->divergence);
+    if (s->accumulator != WD_ACCUM_AUTO && s->accumulator != WD_ACCUM_SLOPPY &&
+        s->accumulator != WD_ACCUM_OUTER)
+        return wd_fail(WD_ERR_INVALID, "accumulator %d: must be WD_ACCUM_AUTO, _SLOPPY or _OUTER",
+                       (int)s->accumulator);
+    if (s->pad < 0)
+        return wd_fail(WD_ERR_INVALID, "pad %d: must be >= 0", s->pad);
+    return WD_OK;
+}
+
+/* chunks of the host scans: a fixed number, so the sums below add the same
+ * partial sums in the same order for any thread count */
+#define SCAN_CHUNKS 256
+
+/* first non-finite value among n doubles, -1 if none; with `norm2`, also
+ * the sum of their squares (bitwise reproducible).  One parallel pass: the
+ * fields are hundreds of megabytes on the lattices a GPU solves. */
+static long scan(const double *v, size_t n, double *norm2)
+{
+    long first[SCAN_CHUNKS];
+    double part[SCAN_CHUNKS];
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < SCAN_CHUNKS; ++c) {
+        const size_t lo = n * c / SCAN_CHUNKS, hi = n * (c + 1) / SCAN_CHUNKS;
+        double sum = 0;
+        long bad = -1;
+        for (size_t i = lo; i < hi; ++i) {
+            sum += v[i] * v[i];
+            if (bad < 0 && !isfinite(v[i]))
+                bad = (long)i;
+        }
+        first[c] = bad;
+        part[c] = sum;
+    }
+    double sum = 0;
+    long bad = -1;
+    for (int c = 0; c < SCAN_CHUNKS; ++c) {
+        sum += part[c];
+        if (bad < 0)
+            bad = first[c];
+    }
+    if (norm2)
+        *norm2 = sum;
+    return bad;
+}
+
+/* ||b - M x|| / ||b|| with the float64 reference; b != 0 */
+static wd_status host_true_residual(const double *x, const double *u, const double *b,
+                                    const int dims[4], const wd_solver_settings *s, double *res)
+{
+    const size_t n = wd_volume(dims) * 12;
+    double complex *mx = malloc(n * sizeof *mx);
+    if (!mx)
+        return wd_fail(WD_ERR_NOMEM, "solver: cannot allocate %zu bytes for the residual check",
+                       n * sizeof *mx);
+    ref_wilson(mx, (const double complex *)u, (const double complex *)x, dims, s->mass,
+               (int)s->tbc, 0);
+    const double complex *bc = (const double complex *)b;
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const double complex d = bc[i] - mx[i];
+        num += creal(d) * creal(d) + cimag(d) * cimag(d);
+        den += creal(bc[i]) * creal(bc[i]) + cimag(bc[i]) * cimag(bc[i]);
+    }
+    free(mx);
+    *res = sqrt(num / den);
+    return WD_OK;
+}
+
+/* The work fields, by role (wd_solver.h: wd_krylov documents each). */
+enum {
+    F_B, F_X, F_R, F_ODD, F_TE,             /* outer precision */
+    F_XS,                                   /* the accumulator's precision */
+    F_RS, F_P, F_V, F_T, F_R0, F_ODD_S,     /* sloppy precision */
+    F_COUNT
+};
+
+struct wd_solver {
+    wd_backend be;
+    int be_open;
+    int dims[4];
+    wd_solver_settings fixed;   /* the settings the uploaded fields depend on */
+    const double *gauge;        /* the caller's, for the float64 residual check */
+    wd_gauge g_outer, g_sloppy; /* g_sloppy unused (zero) when both levels agree */
+    double complex *gfix;       /* temporal-gauge transform, when a level gauge-fixes */
+    double complex *bfix;       /* the source in temporal gauge */
+    wd_field f[F_COUNT];
+};
+
+void wd_solver_destroy(wd_solver *sv)
+{
+    if (!sv)
+        return;
+    if (sv->be_open) {
+        for (int i = 0; i < F_COUNT; ++i)
+            wd_field_destroy(&sv->be, &sv->f[i]);
+        wd_gauge_destroy(&sv->be, &sv->g_sloppy);
+        wd_gauge_destroy(&sv->be, &sv->g_outer);
+        wd_backend_close(&sv->be);
+    }
+    free(sv->gfix);
+    free(sv->bfix);
+    free(sv);
+}
+
+/* The settings a solve may not change (see wdirac.h). */
+static wd_status check_fixed(const wd_solver_settings *a, const wd_solver_settings *b)
+{
+#define SAME(field)                                                                          \
+    if (a->field != b->field)                                                                \
+        return wd_fail(WD_ERR_INVALID, "wd_solver_solve: setting '" #field "' is %d here but "  \
+                       "%d when the solver was created; create another solver to change it", \
+                       (int)b->field, (int)a->field)
+    SAME(backend);
+    SAME(precision);
+    SAME(recon);
+    SAME(gauge_fix);
+    SAME(sloppy_precision);
+    SAME(sloppy_recon);
+    SAME(sloppy_gauge_fix);
+    SAME(tbc);
+    SAME(pad);
+#undef SAME
+    return WD_OK;
+}
+
+static wd_status create(wd_solver *sv, const double *gauge)
+{
+    const wd_solver_settings *s = &sv->fixed;
+    const size_t vol = wd_volume(sv->dims);
+    const double *u_run = gauge;
+    double complex *ufix = NULL;
+    if (s->gauge_fix || s->sloppy_gauge_fix) {
+        sv->gfix = malloc(vol * 9 * sizeof *sv->gfix);
+        sv->bfix = malloc(vol * 12 * sizeof *sv->bfix);
+        ufix = malloc(vol * 36 * sizeof *ufix);
+        if (!sv->gfix || !sv->bfix || !ufix) {
+            free(ufix);
+            return wd_fail(WD_ERR_NOMEM, "solver: cannot allocate %zu bytes for the gauge-fixed "
+                           "host fields", vol * 57 * sizeof(double complex));
+        }
+        wd_temporal_gauge_field(ufix, sv->gfix, (const double complex *)gauge, sv->dims);
+        u_run = (const double *)ufix;
+    }
+    wd_status st = wd_backend_open(&sv->be, s->backend, sv->dims, s->pad);
+    if (st == WD_OK) {
+        sv->be_open = 1;
+        st = wd_gauge_create(&sv->be, &sv->g_outer, u_run, s->precision, s->recon, s->gauge_fix,
+                             s->tbc);
+    }
+    const int same_gauge = s->sloppy_precision == s->precision && s->sloppy_recon == s->recon &&
+                           s->sloppy_gauge_fix == s->gauge_fix;
+    if (st == WD_OK && !same_gauge)
+        st = wd_gauge_create(&sv->be, &sv->g_sloppy, u_run, s->sloppy_precision, s->sloppy_recon,
+                             s->sloppy_gauge_fix, s->tbc);
+    free(ufix);
+    return st;
+}
+
+wd_status wd_solver_create(wd_solver **out, const double *gauge, const int dims[4],
+                           const wd_solver_settings *s)
+{
+    if (!out)
+        return wd_fail(WD_ERR_INVALID, "wd_solver_create: the solver pointer must not be NULL");
+    *out = NULL;
+    if (!gauge || !s || !dims)
+        return wd_fail(WD_ERR_INVALID, "wd_solver_create: gauge, dims and settings must not be NULL");
+    wd_status st = wd_check_dims(dims);
+    if (st != WD_OK)
+        return st;
+    if ((st = check_settings(s)) != WD_OK)
+        return st;
+    const size_t vol = wd_volume(dims);
+    const long bad = scan(gauge, vol * 72, NULL);
+    if (bad >= 0)
+        return wd_fail(WD_ERR_INVALID, "wd_solver_create: the gauge field holds NaN or Inf (site "
+                       "%ld, direction %ld)", bad / 72, bad % 72 / 18);
+    wd_solver *sv = calloc(1, sizeof *sv);
+    if (!sv)
+        return wd_fail(WD_ERR_NOMEM, "wd_solver_create: cannot allocate the solver");
+    memcpy(sv->dims, dims, sizeof sv->dims);
+    sv->fixed = *s;
+    sv->gauge = gauge;
+    if ((st = create(sv, gauge)) != WD_OK) {
+        wd_solver_destroy(sv);
+        return st;
+    }
+    *out = sv;
+    return WD_OK;
+}
+
+/* The field of `role`, allocated at first use in `precision`. */
+static wd_field *field(wd_solver *sv, int role, int precision, wd_status *st)
+{
+    wd_field *f = &sv->f[role];
+    if (*st == WD_OK && !f->data)
+        *st = wd_field_create(&sv->be, f, precision);
+    return f;
+}
+
+static int accumulate_outer(const wd_solver_settings *s)
+{
+    return s->accumulator == WD_ACCUM_OUTER ||
+           (s->accumulator == WD_ACCUM_AUTO && s->solver == WD_SOLVER_CG);
+}
+
+/* Fields and operators of one solve into ks; odd is the outer odd scratch. */
+static wd_status setup_krylov(wd_solver *sv, const wd_solver_settings *s, wd_krylov *ks,
+                              wd_field **odd)
+{
+    const int cg = s->solver == WD_SOLVER_CG;
+    const int po = s->precision, ps = s->sloppy_precision;
+    const int shared = ps == po;
+    const double kappa = 1.0 / (2.0 * (4.0 + s->mass));
+    const wd_gauge *g_sloppy = sv->g_sloppy.data ? &sv->g_sloppy : &sv->g_outer;
+    wd_status st = WD_OK;
+    memset(ks, 0, sizeof *ks);
+    ks->b = field(sv, F_B, po, &st);
+    ks->x = field(sv, F_X, po, &st);
+    ks->r = field(sv, F_R, po, &st);
+    *odd = field(sv, F_ODD, po, &st);
+    ks->te = cg ? field(sv, F_TE, po, &st) : NULL;
+    /* the accumulator lives in F_XS, created in the precision of the first
+     * solve; a later solve that wants the other precision recreates it */
+    const int pxs = accumulate_outer(s) ? po : ps;
+    if (sv->f[F_XS].data && sv->f[F_XS].precision != pxs)
+        wd_field_destroy(&sv->be, &sv->f[F_XS]);
+    ks->xs = field(sv, F_XS, pxs, &st);
+    ks->rs = shared ? ks->r : field(sv, F_RS, ps, &st);
+    ks->p = field(sv, F_P, ps, &st);
+    ks->v = field(sv, F_V, ps, &st);
+    ks->t = shared && cg ? ks->te : field(sv, F_T, ps, &st);
+    ks->r0 = cg ? NULL : field(sv, F_R0, ps, &st);
+    wd_field *odd_sloppy = shared ? *odd : field(sv, F_ODD_S, ps, &st);
+    if (st == WD_OK)
+        st = wd_eo_op_init(&ks->outer, &sv->be, &sv->g_outer, kappa, *odd, cg);
+    if (st == WD_OK)
+        st = wd_eo_op_init(&ks->sloppy, &sv->be, g_sloppy, kappa, odd_sloppy, cg);
+    ks->be = &sv->be;
+    ks->solver = s->solver;
+    ks->mixed = s->mixed;
+    ks->delta = s->delta;
+    ks->tol_inner = s->tol_inner;
+    ks->divergence = s->divergence;
+    ks->max_stall = s->max_stall;
+    ks->max_iter = s->max_iter;
+    ks->verbosity = s->verbosity;
+    ks->progress = s->progress;
+    ks->progress_arg = s->progress_arg;
+    return st;
+}
+
+/* One solve on the backend: host b (in the solve's gauge) to host x. */
+static wd_status run(wd_solver *sv, double *x, const double *b_run, const wd_solver_settings *s,
+                     double bnorm, wd_solver_stats *stats)
+{
+    const double t_start = now_s();
+    wd_backend *be = &sv->be;
+    wd_krylov ks;
+    wd_field *odd;
+    wd_status st = setup_krylov(sv, s, &ks, &odd);
+    if (st != WD_OK)
+        return st;
+    const double kappa = ks.outer.kappa;
+
+    /* b'_e = (b_e + kappa D_eo b_o) / (4+m) */
+    const double inv = 1.0 / (4.0 + s->mass);
+    if ((st = be->ops->upload(be, ks.b, b_run, 0)) != WD_OK ||
+        (st = be->ops->upload(be, odd, b_run, 1)) != WD_OK ||
+        (st = wd_dslash(be, ks.outer.xpay[0], ks.r, &sv->g_outer, odd, ks.b, kappa, 0)) != WD_OK)
+        return st;
+    wd_blas_ax(be, inv, ks.r);
+    wd_blas_copy(be, ks.b, ks.r);
+    wd_blas_zero(be, ks.x);
+
+    ks.target = s->tol * bnorm * inv;
+    ks.scale = (4.0 + s->mass) / bnorm;
+    const double flops0 = be->flops, t0 = now_s();
+    const wd_status solve_st = wd_krylov_run(&ks);
+    stats->solve_seconds = now_s() - t0;
+    const double t1 = now_s();
+    stats->flops = be->flops - flops0;
+    stats->sloppy_iterations = ks.k;
+    stats->updates = ks.l;
+    stats->iterations = ks.k + ks.l;
+    stats->solver_residual = ks.residual * ks.scale;
+    stats->bytes_allocated = be->bytes_peak;
+    stats->bytes_gauge = sv->g_outer.bytes + sv->g_sloppy.bytes;
+    if (be->error != WD_OK)
+        return be->error;
+    if (solve_st != WD_OK && solve_st != WD_ERR_DIVERGED && solve_st != WD_ERR_STAGNATED &&
+        solve_st != WD_ERR_NAN && solve_st != WD_ERR_MAX_ITER)
+        return solve_st;
+
+    /* x_o = b_o / (4+m) + kappa D_oe x_e */
+    if ((st = be->ops->upload(be, odd, b_run, 1)) != WD_OK)
+        return st;
+    wd_blas_ax(be, inv, odd);
+    if ((st = wd_dslash(be, ks.outer.xpay[0], ks.r, &sv->g_outer, ks.x, odd, kappa, 1)) != WD_OK ||
+        (st = be->ops->download(be, x, ks.x, 0)) != WD_OK ||
+        (st = be->ops->download(be, x, ks.r, 1)) != WD_OK)
+        return st;
+    if (be->error != WD_OK)
+        return be->error;
+    if (sv->gfix)
+        wd_spinor_transform((double complex *)x, sv->gfix, sv->dims, 1);
+    if (s->verbosity >= 1)
+        fprintf(stderr, "wdirac solver: host b to device and source preparation %.4f s, Krylov "
+                "%.4f s, reconstruction and device to host x %.4f s\n", t0 - t_start,
+                stats->solve_seconds, now_s() - t1);
+    return solve_st;
+}
+
+static int solver_failure(wd_status st)
+{
+    return st == WD_ERR_DIVERGED || st == WD_ERR_STAGNATED || st == WD_ERR_NAN ||
+           st == WD_ERR_MAX_ITER;
+}
+
+wd_status wd_solver_solve(wd_solver *sv, double *x, const double *b, const wd_solver_settings *s,
+                          wd_solver_stats *stats)
+{
+    const double t0 = now_s();
+    wd_solver_stats local;
+    if (!stats)
+        stats = &local;
+    memset(stats, 0, sizeof *stats);
+    if (!sv || !x || !b || !s)
+        return wd_fail(WD_ERR_INVALID, "wd_solver_solve: solver, x, b and settings must not be NULL");
+    if (x == b)
+        return wd_fail(WD_ERR_INVALID, "wd_solver_solve: x must not alias b");
+    const int *dims = sv->dims;
+    const size_t vol = wd_volume(dims);
+    /* x is written whole by a solve (both parities downloaded); zeroed here
+     * only where nothing else writes it */
+    wd_status st = check_settings(s);
+    if (st == WD_OK)
+        st = check_fixed(&sv->fixed, s);
+    if (st != WD_OK) {
+        memset(x, 0, vol * 24 * sizeof *x);
+        return st;
+    }
+    double bnorm2;
+    const long bad = scan(b, vol * 24, &bnorm2);
+    if (bad >= 0 || bnorm2 == 0) {
+        memset(x, 0, vol * 24 * sizeof *x);
+        stats->seconds = now_s() - t0;
+        return bad < 0 ? WD_OK
+                       : wd_fail(WD_ERR_INVALID, "wd_solver_solve: the source b holds NaN or Inf "
+                                 "(site %ld, spin %ld, colour %ld)", bad / 24, bad % 24 / 6,
+                                 bad % 6 / 2);
+    }
+    const double bnorm = sqrt(bnorm2);
+    const double *b_run = b;
+    if (sv->gfix) {
+        memcpy(sv->bfix, b, vol * 12 * sizeof *sv->bfix);
+        wd_spinor_transform(sv->bfix, sv->gfix, dims, 0);
+        b_run = (const double *)sv->bfix;
+    }
+    sv->be.bytes_peak = sv->be.bytes_allocated;
+    sv->be.error = WD_OK;
+    const wd_status solve_st = run(sv, x, b_run, s, bnorm, stats);
+    stats->seconds = now_s() - t0;
+    stats->gflops = stats->solve_seconds > 0 ? stats->flops / stats->solve_seconds * 1e-9 : 0;
+    if (solve_st != WD_OK && !solver_failure(solve_st)) {
+        memset(x, 0, vol * 24 * sizeof *x);
+        return solve_st;
+    }
+    /* keep the solver's message (if any) across the residual check */
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", wd_last_error());
+    if ((st = host_true_residual(x, sv->gauge, b, dims, s, &stats->true_residual)) != WD_OK)
+        return st;
+    if (s->verbosity >= 1)
+        fprintf(stderr, "wdirac solver: %s, %d iterations (%d + %d updates), true residual %.3e, "
+                "%.3f s, %.2f Gflops, %zu bytes\n", wd_status_string(solve_st), stats->iterations,
+                stats->sloppy_iterations, stats->updates, stats->true_residual, stats->seconds,
+                stats->gflops, stats->bytes_allocated);
+    if (solve_st != WD_OK)
+        wd_fail(solve_st, "%s", msg);
+    return solve_st;
+}
+
+wd_status wd_solve(double *x, const double *gauge, const double *b, const int dims[4],
+                   const wd_solver_settings *s, wd_solver_stats *stats)
+{
+    const double t0 = now_s();
+    wd_solver_stats local;
+    if (!stats)
+        stats = &local;
+    memset(stats, 0, sizeof *stats);
+    if (!x || !gauge || !b || !s || !dims)
+        return wd_fail(WD_ERR_INVALID, "wd_solve: x, gauge, b, dims and settings must not be NULL");
+    wd_status st = wd_check_dims(dims);
+    if (st != WD_OK)
+        return st;
+    const size_t vol = wd_volume(dims);
+    if (x == b)
+        return wd_fail(WD_ERR_INVALID, "wd_solve: x must not alias b");
+    /* the source's checks first: a bad b costs no gauge upload */
+    const long bad = scan(b, vol * 24, NULL);
+    if ((st = check_settings(s)) != WD_OK || bad >= 0) {
+        memset(x, 0, vol * 24 * sizeof *x);
+        return st != WD_OK ? st
+                           : wd_fail(WD_ERR_INVALID, "wd_solve: the source b holds NaN or Inf (site "
+                                     "%ld, spin %ld, colour %ld)", bad / 24, bad % 24 / 6, bad % 6 / 2);
+    }
+    wd_solver *sv;
+    if ((st = wd_solver_create(&sv, gauge, dims, s)) != WD_OK) {
+        memset(x, 0, vol * 24 * sizeof *x);
+        return st;
+    }
+    const double setup = now_s() - t0;
+    st = wd_solver_solve(sv, x, b, s, stats);
+    /* the message of a failed solve survives the destroy */
+    wd_solver_destroy(sv);
+    stats->setup_seconds = setup;
+    return st;
+}

@@ -1,0 +1,75 @@
+/*
+ * wd_solver.h: the numerics module (runtime/numerics/): the even-odd Schur
+ * operator over a backend (schur.c), the Krylov methods with their mixed-
+ * precision schemes (krylov.c) and the public solver entry points of
+ * wdirac.h (solver.c: wd_solve, wd_solver_create / _solve / _destroy).  It
+ * may call core, operator (the float64 reference checks the true
+ * residual), backends and gauge (temporal gauge fixing); nothing in the
+ * library calls it.  This header is shared by its three files and visible
+ * to the tests.
+ *
+ * The externally accessible functions are
+ *   wd_eo_op_init   the even-odd operator of one gauge field: variant lookup
+ *   wd_eo_mhat      out_e = Mhat in_e = in_e - kappa^2 D_eo D_oe in_e (or Mhat^dag)
+ *   wd_krylov_run   CG-NE or BiCGstab with reliable updates, defect correction
+ *                   or neither, between an outer and a sloppy operator
+ * Everything goes through wd_backend.h: no field data is touched here.
+ */
+#ifndef WDIRAC_SOLVER_H
+#define WDIRAC_SOLVER_H
+
+#include "wd_backend.h"
+
+/* Mhat on the even sites with one gauge field (and its precision). */
+typedef struct wd_eo_op {
+    wd_backend *be;
+    const wd_gauge *g;
+    int plain[2];       /* variant index of D, D^dag (dagger = index) */
+    int xpay[2];        /* ... of x + a D, x + a D^dag */
+    double kappa;
+    wd_field *tmp;      /* odd-parity scratch, the gauge field's precision */
+} wd_eo_op;
+
+/* Look up the four variants for g (dagger ones only when need_dagger);
+ * WD_ERR_NOT_BUILT naming the axes when one is missing. */
+wd_status wd_eo_op_init(wd_eo_op *op, wd_backend *be, const wd_gauge *g, double kappa,
+                        wd_field *tmp, int need_dagger);
+
+/* out_e = in_e - kappa^2 D_eo D_oe in_e, dagger: with D^dag for D; out and
+ * in are even-parity fields of the operator's precision, out != in. */
+wd_status wd_eo_mhat(const wd_eo_op *op, wd_field *out, const wd_field *in, int dagger);
+
+/*
+ * One Krylov solve of Mhat x = b (BiCGstab) or Mhat^dag Mhat x = Mhat^dag b
+ * (CG), iterating in the sloppy operator's precision and checking the true
+ * residual ||b - Mhat x|| with the outer one (wd_solver_settings documents
+ * delta, tol_inner, max_stall, divergence).  The caller allocates the
+ * fields: outer b, x, r (and te for CG, an even scratch), sloppy r, p, v,
+ * t (and r0 for BiCGstab), and the partial solution accumulator xs in the
+ * sloppy or the outer precision.  Where both precisions agree the caller may
+ * pass the outer r for the sloppy r and the outer te for the sloppy t, and
+ * the operators may share their odd scratch.  x must be zero on entry; on
+ * return it holds the best iterate found (smallest true residual).
+ */
+typedef struct wd_krylov {
+    /* set by the caller */
+    wd_backend *be;
+    int solver;             /* WD_SOLVER_CG or WD_SOLVER_BICGSTAB */
+    int mixed;              /* wd_mixed_method */
+    double delta, tol_inner, divergence;
+    int max_stall, max_iter, verbosity;
+    wd_progress_fn progress;    /* NULL or called after every iteration */
+    void *progress_arg;
+    double target;          /* stop at ||b - Mhat x|| <= target (absolute) */
+    double scale;           /* residual -> what the user's tol measures (messages) */
+    wd_eo_op outer, sloppy;
+    wd_field *b, *x, *r, *te;
+    wd_field *rs, *xs, *p, *v, *t, *r0;
+    /* results */
+    int k, l;               /* sloppy iterations, true-residual updates */
+    double residual;        /* ||b - Mhat x|| of the returned x */
+} wd_krylov;
+
+wd_status wd_krylov_run(wd_krylov *ks);
+
+#endif

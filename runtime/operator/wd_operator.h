@@ -1,0 +1,52 @@
+/*
+ * wd_operator.h: the operator module (runtime/operator/): the Dslash
+ * variants the generator emitted (their registry and their CPU entry
+ * points; the CUDA launchers in wd_operator_cuda.h), the host-field entry
+ * wd_dslash_cpu (wdirac.h) and the float64 reference (ref_wilson.h), which
+ * shares no code with the generated variants.  It depends on core alone;
+ * the backends run its variants, the numerics module builds the even-odd
+ * operator from them through a backend, tests and benchmarks judge them
+ * against the reference.
+ *
+ * The externally accessible definitions are
+ *   wd_variants[], wd_variant_count  generated (wd_registry.c), manifest order
+ *   wd_variant_find                  look a variant up by its name
+ *   wd_variant_find_axes             ... or by its axis values (no names spelled by hand)
+ * A variant's name spells every axis (generator/naming.py); its fields here
+ * repeat them as numbers for the runtime.
+ */
+#ifndef WDIRAC_OPERATOR_H
+#define WDIRAC_OPERATOR_H
+
+#include "wd_kernel.h"
+#include "wdirac.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef void (*wd_cpu_dslash_fn)(const wd_dslash_args *a);
+
+typedef struct wd_variant {
+    const char *name;
+    int precision;      /* bytes per stored real: 8, 4, 2 */
+    int recon;          /* reals stored per link: 18, 12, 8 */
+    int gauge_fix;
+    int dagger;
+    int xpay;
+    wd_cpu_dslash_fn cpu;
+} wd_variant;
+
+extern const wd_variant wd_variants[];
+extern const int wd_variant_count;
+
+/* index into wd_variants of the variant with this name, -1 if not built */
+int wd_variant_find(const char *name);
+/* index of the built variant with these axis values, -1 if not built */
+int wd_variant_find_axes(int precision, int recon, int gauge_fix, int dagger, int xpay);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
