@@ -6,13 +6,13 @@
  *   wdirac bench accuracy ... Delta(eps) of Mhat in every precision (cli/bench_accuracy.c)
  *   wdirac bench paper ...    the paper's results R1-R9 into one report (cli/bench_paper.c)
  *   wdirac tune ...           fill the GPU tune cache ahead of time
- *   wdirac gauge ...          generate or inspect gauge configurations (cli_gauge.c)
+ *   wdirac gauge ...          generate, inspect or convert gauge configurations (cli_gauge.c)
  *   wdirac solve ...          solve M x = b for one source (cli_solve.c)
  *   wdirac version            the commit it was built from
  *
- * Exit codes: 0 success, 1 a run that failed, 2 bad usage or input,
- * 3 internal error (out of memory); `solve` adds 4, no usable GPU for
- * --backend cuda (cli_util.h maps every status).
+ * Exit codes, the same for every command (cli_util.h maps every status):
+ * 0 success, 1 a run that failed, 2 bad usage or input, 3 internal error
+ * (out of memory), 4 no usable GPU for --backend cuda.
  */
 #include <fnmatch.h>
 #include <stdio.h>
@@ -34,7 +34,7 @@ static void usage(FILE *f)
             "  bench accuracy    accuracy of Mhat per precision (wdirac bench accuracy --help)\n"
             "  bench paper       reproduce the paper's tables and figures (wdirac bench paper --help)\n"
             "  tune              tune GPU launch configurations ahead of time (wdirac tune --help)\n"
-            "  gauge generate|info  make or inspect a gauge configuration (wdirac gauge --help)\n"
+            "  gauge             generate, inspect (info) or convert a configuration (wdirac gauge --help)\n"
             "  solve             solve M x = b for a point, random or file source (wdirac solve --help)\n"
             "  version           print the commit this program was built from\n");
 }
