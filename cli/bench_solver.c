@@ -235,7 +235,7 @@ static double *make_gauge(const int dims[4], const char *file, int unit, double 
         } else {
             st = wd_gauge_init(u, dims, WD_START_HOT, seed);
             for (int i = 0; i < sweeps && st == WD_OK; ++i)
-                st = wd_heatbath_sweep(u, dims, beta, seed, (uint64_t)i, 4);
+                st = wd_gauge_heatbath_sweep(u, dims, beta, seed, (uint64_t)i, 4);
             if (st != WD_OK) {
                 fprintf(stderr, "wdirac bench solver: %s\n", wd_last_error());
                 free(u);

@@ -324,7 +324,7 @@ static int cmd_generate(int argc, char **argv)
         /* on the GPU: the sweep's own time from CUDA events, then the field
          * comes back for the observables */
         st = gpu ? wd_gauge_gpu_sweep(beta, seed, (uint64_t)s, (int)n_or, &ms)
-                 : wd_heatbath_sweep(u, dims, beta, seed, (uint64_t)s, (int)n_or);
+                 : wd_gauge_heatbath_sweep(u, dims, beta, seed, (uint64_t)s, (int)n_or);
         const double dt = gpu ? 1e-3 * ms : now_seconds() - ts;
         update_seconds += dt;
         wd_gauge_obs o;

@@ -11,10 +11,10 @@
  * The externally accessible functions are
  *   wd_gauge_init         cold (every link 1) or hot (Haar-random links from
  *                         Philox keyed by the seed) start
- *   wd_heatbath_sweep     one compound sweep: a Cabibbo-Marinari heatbath of
- *                         every link, n_or overrelaxation sweeps, then every
- *                         link reunitarized
- *   wd_overrelax_sweep    overrelaxation sweeps alone (action-preserving)
+ *   wd_gauge_heatbath_sweep   one compound sweep: a Cabibbo-Marinari heatbath
+ *                         of every link, n_or overrelaxation sweeps, then
+ *                         every link reunitarized
+ *   wd_gauge_overrelax_sweep  overrelaxation sweeps alone (action-preserving)
  *   wd_gauge_observables  plaquette, link trace, Polyakov loop
  *   wd_gauge_gpu_*        the compound sweep on the GPU
  *   wd_gauge_write_defaults  the write options below
@@ -58,12 +58,12 @@ wd_status wd_gauge_init(double *u, const int dims[4], wd_gauge_start start, uint
  * its 256 attempts, which skips that subgroup update (never seen: each
  * attempt is accepted with probability >= 0.69).
  */
-wd_status wd_heatbath_sweep(double *u, const int dims[4], double beta, uint64_t seed,
+wd_status wd_gauge_heatbath_sweep(double *u, const int dims[4], double beta, uint64_t seed,
                             uint64_t sweep_index, int n_or);
 
 /* n_or >= 1 overrelaxation sweeps alone (no random numbers, no beta: the
  * Wilson action is unchanged up to rounding), then every link reunitarized. */
-wd_status wd_overrelax_sweep(double *u, const int dims[4], int n_or);
+wd_status wd_gauge_overrelax_sweep(double *u, const int dims[4], int n_or);
 
 typedef struct wd_gauge_obs {
     double plaquette;        /* Re tr P / 3 averaged over the 6 V plaquettes */
@@ -77,7 +77,7 @@ wd_status wd_gauge_observables(const double *u, const int dims[4], wd_gauge_obs 
 
 /*
  * The same Monte Carlo on the GPU (heatbath_gpu.cu): open copies a host
- * field over (one field per process), each sweep is wd_heatbath_sweep's
+ * field over (one field per process), each sweep is wd_gauge_heatbath_sweep's
  * compound sweep with the same random numbers, *ms its time from CUDA
  * events, fetch copies the field back.  WD_ERR_NO_DEVICE in builds
  * without CUDA.

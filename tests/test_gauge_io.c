@@ -833,7 +833,7 @@ int main(int argc, char **argv)
     if (!U || wd_gauge_init(U, DIMS, WD_START_HOT, seed) != WD_OK)
         return 1;
     for (int s = 0; s < 2; s++)
-        if (wd_heatbath_sweep(U, DIMS, 5.8, seed, (uint64_t)s, 1) != WD_OK)
+        if (wd_gauge_heatbath_sweep(U, DIMS, 5.8, seed, (uint64_t)s, 1) != WD_OK)
             return 1;
 
     test_round_trips();

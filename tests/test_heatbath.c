@@ -400,7 +400,7 @@ static void test_fields(wd_rng *r, uint64_t seed)
     check("fields: hot start Haar E |tr U|^2 = 1", fabs(m2 / nlinks - 1), 6 / sqrt((double)nlinks));
 
     for (int s = 0; s < 3; s++)
-        must(wd_heatbath_sweep(u, dims, 5.7, seed, (uint64_t)s, 1), "sweep");
+        must(wd_gauge_heatbath_sweep(u, dims, 5.7, seed, (uint64_t)s, 1), "sweep");
     must(wd_gauge_observables(u, dims, &o), "observables");
     reference_obs(u, dims, &ref);
     check("fields: observables = reference from the definitions", obs_diff(&o, &ref), 1e-12);
@@ -422,7 +422,7 @@ static void test_fields(wd_rng *r, uint64_t seed)
 
     double *before = alloc_gauge(dims);
     memcpy(before, u, 72 * wd_volume(dims) * sizeof *u);
-    must(wd_overrelax_sweep(u, dims, 3), "overrelaxation");
+    must(wd_gauge_overrelax_sweep(u, dims, 3), "overrelaxation");
     must(wd_gauge_observables(u, dims, &ot), "observables");
     check("fields: 3 overrelaxation sweeps keep the plaquette", fabs(ot.plaquette - o.plaquette),
           1e-12);
@@ -445,7 +445,7 @@ static void run(double *u, const int dims[4], uint64_t seed, int threads, int ns
 #endif
     must(wd_gauge_init(u, dims, WD_START_HOT, seed), "hot start");
     for (int s = 0; s < nsweeps; s++)
-        must(wd_heatbath_sweep(u, dims, 6.0, seed, (uint64_t)s, n_or), "sweep");
+        must(wd_gauge_heatbath_sweep(u, dims, 6.0, seed, (uint64_t)s, n_or), "sweep");
 }
 
 static void test_reproducible(uint64_t seed)
@@ -483,7 +483,7 @@ static void test_reproducible(uint64_t seed)
     /* the same start, the sweep indices shifted by one */
     must(wd_gauge_init(b, dims, WD_START_HOT, seed), "hot start");
     for (int s = 1; s <= 3; s++)
-        must(wd_heatbath_sweep(b, dims, 6.0, seed, (uint64_t)s, 2), "sweep");
+        must(wd_gauge_heatbath_sweep(b, dims, 6.0, seed, (uint64_t)s, 2), "sweep");
     same = 0;
     for (size_t k = 0; k < n; k++)
         same += a[k] == b[k];
@@ -533,7 +533,7 @@ static void test_strong_coupling(uint64_t seed)
         must(wd_gauge_init(u, dims, WD_START_HOT, seed + (uint64_t)bi), "hot start");
         double bins[MEAS / BIN] = {0};
         for (int s = 0; s < THERM + MEAS; s++) {
-            must(wd_heatbath_sweep(u, dims, beta, seed + (uint64_t)bi, (uint64_t)s, 0), "sweep");
+            must(wd_gauge_heatbath_sweep(u, dims, beta, seed + (uint64_t)bi, (uint64_t)s, 0), "sweep");
             if (s >= THERM) {
                 wd_gauge_obs o;
                 must(wd_gauge_observables(u, dims, &o), "observables");
@@ -564,15 +564,15 @@ static void test_errors(void)
     const int dims[4] = {4, 4, 4, 4}, odd[4] = {4, 5, 4, 4};
     double *u = alloc_gauge(dims);
     must(wd_gauge_init(u, dims, WD_START_COLD, 1), "cold start");
-    wd_status st = wd_heatbath_sweep(u, dims, -1.0, 1, 0, 0);
+    wd_status st = wd_gauge_heatbath_sweep(u, dims, -1.0, 1, 0, 0);
     check_true("errors: beta = -1 is WD_ERR_INVALID", st == WD_ERR_INVALID && strstr(wd_last_error(), "beta"),
                wd_last_error());
-    st = wd_heatbath_sweep(u, dims, NAN, 1, 0, 0);
+    st = wd_gauge_heatbath_sweep(u, dims, NAN, 1, 0, 0);
     check_true("errors: beta = NaN is WD_ERR_INVALID", st == WD_ERR_INVALID, wd_last_error());
-    st = wd_heatbath_sweep(u, dims, 6.0, 1, 0, -1);
+    st = wd_gauge_heatbath_sweep(u, dims, 6.0, 1, 0, -1);
     check_true("errors: n_or = -1 is WD_ERR_INVALID", st == WD_ERR_INVALID && strstr(wd_last_error(), "n_or"),
                wd_last_error());
-    st = wd_heatbath_sweep(u, odd, 6.0, 1, 0, 0);
+    st = wd_gauge_heatbath_sweep(u, odd, 6.0, 1, 0, 0);
     check_true("errors: odd extent is WD_ERR_INVALID", st == WD_ERR_INVALID, wd_last_error());
     st = wd_gauge_init(u, dims, (wd_gauge_start)7, 1);
     check_true("errors: unknown start is WD_ERR_INVALID", st == WD_ERR_INVALID, wd_last_error());

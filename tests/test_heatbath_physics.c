@@ -96,7 +96,7 @@ int main(int argc, char **argv)
     double seconds = 0;
     for (int s = 0; s < therm + nb * bin; s++) {
         const double t0 = now();
-        wd_status st = wd_heatbath_sweep(u, dims, 6.0, seed, (uint64_t)s, n_or);
+        wd_status st = wd_gauge_heatbath_sweep(u, dims, 6.0, seed, (uint64_t)s, n_or);
         seconds += now() - t0;
         wd_gauge_obs o;
         if (st == WD_OK)

@@ -6,10 +6,10 @@
  *   wd_gauge_init         cold start (unit links) or hot start (Haar links:
  *                         two complex-normal rows from Philox, Gram-Schmidt,
  *                         row 2 their conjugate cross product)
- *   wd_heatbath_sweep     heatbath of every link by (mu, parity)
+ *   wd_gauge_heatbath_sweep     heatbath of every link by (mu, parity)
  *                         checkerboard, n_or overrelaxation sweeps, then
  *                         every link reunitarized
- *   wd_overrelax_sweep    n_or overrelaxation sweeps alone, then every link
+ *   wd_gauge_overrelax_sweep    n_or overrelaxation sweeps alone, then every link
  *                         reunitarized (the action is unchanged)
  *   wd_gauge_observables  plaquette (all, space, time), link trace and
  *                         Polyakov loop, summed in a fixed order
@@ -175,38 +175,38 @@ static long sweeps(double *u, const int dims[4], int heatbath, int n_or, double 
     return failed;
 }
 
-wd_status wd_heatbath_sweep(double *u, const int dims[4], double beta, uint64_t seed,
+wd_status wd_gauge_heatbath_sweep(double *u, const int dims[4], double beta, uint64_t seed,
                             uint64_t sweep_index, int n_or)
 {
-    wd_status st = check_field_args(u, dims, "wd_heatbath_sweep");
+    wd_status st = check_field_args(u, dims, "wd_gauge_heatbath_sweep");
     if (st != WD_OK)
         return st;
     if (!(beta > 0) || !isfinite(beta))
-        return wd_fail(WD_ERR_INVALID, "wd_heatbath_sweep: beta = %g, must be finite and > 0",
+        return wd_fail(WD_ERR_INVALID, "wd_gauge_heatbath_sweep: beta = %g, must be finite and > 0",
                        beta);
     if (n_or < 0)
-        return wd_fail(WD_ERR_INVALID, "wd_heatbath_sweep: n_or = %d overrelaxation sweeps, "
+        return wd_fail(WD_ERR_INVALID, "wd_gauge_heatbath_sweep: n_or = %d overrelaxation sweeps, "
                        "must be >= 0", n_or);
     if (sweep_index >> 63)
-        return wd_fail(WD_ERR_INVALID, "wd_heatbath_sweep: sweep index %llu >= 2^63",
+        return wd_fail(WD_ERR_INVALID, "wd_gauge_heatbath_sweep: sweep index %llu >= 2^63",
                        (unsigned long long)sweep_index);
 
     const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
     const long failed = sweeps(u, dims, 1, n_or, beta, key, sweep_index);
     if (failed)
-        return wd_fail(WD_ERR_INTERNAL, "wd_heatbath_sweep: the SU(2) sampler gave up %ld "
+        return wd_fail(WD_ERR_INTERNAL, "wd_gauge_heatbath_sweep: the SU(2) sampler gave up %ld "
                        "times in sweep %llu (%d attempts each); those subgroup updates were "
                        "skipped", failed, (unsigned long long)sweep_index, WD_HB_MAX_ATTEMPTS);
     return WD_OK;
 }
 
-wd_status wd_overrelax_sweep(double *u, const int dims[4], int n_or)
+wd_status wd_gauge_overrelax_sweep(double *u, const int dims[4], int n_or)
 {
-    wd_status st = check_field_args(u, dims, "wd_overrelax_sweep");
+    wd_status st = check_field_args(u, dims, "wd_gauge_overrelax_sweep");
     if (st != WD_OK)
         return st;
     if (n_or < 1)
-        return wd_fail(WD_ERR_INVALID, "wd_overrelax_sweep: n_or = %d, must be >= 1", n_or);
+        return wd_fail(WD_ERR_INVALID, "wd_gauge_overrelax_sweep: n_or = %d, must be >= 1", n_or);
     const uint32_t key[2] = {0, 0};
     sweeps(u, dims, 0, n_or, 0.0, key, 0);
     return WD_OK;
