@@ -15,6 +15,7 @@
  * bytes_allocated / bytes_peak count every field and gauge field the
  * backend holds (data, half-precision norms, padding).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "wd_backend.h"
@@ -22,24 +23,51 @@
 #include "wd_layout.h"
 #include "wd_operator.h"
 
-wd_status wd_backend_open(wd_backend *be, wd_backend_kind kind, const int dims[4], int pad)
+wd_status wd_backend_open_grid(wd_backend *be, wd_backend_kind kind, const wd_grid *grid,
+                               int pad)
 {
     memset(be, 0, sizeof *be);
+    be->grid = *grid;
+    wd_halo_make(&be->halo, grid->local, grid->partitioned, grid->origin[3], grid->dims[3]);
     wd_spinor_layout l;
-    wd_status st = wd_spinor_layout_make(&l, dims, 8, pad);
+    wd_status st = wd_spinor_layout_make_halo(&l, grid->local, &be->halo, 8, pad);
     if (st != WD_OK)
         return st;
-    memcpy(be->dims, dims, sizeof be->dims);
+    memcpy(be->dims, grid->local, sizeof be->dims);
     be->volume_cb = l.volume_cb;
     be->pad = pad;
     switch (kind) {
     case WD_BACKEND_CPU:
         return wd_backend_cpu_init(be);
     case WD_BACKEND_CUDA:
+        if (grid->size > 1)
+            return wd_fail(WD_ERR_INVALID, "grid %d %d %d %d: the CUDA backend runs on one "
+                           "process for now (the CPU backend runs decomposed)",
+                           grid->procs[0], grid->procs[1], grid->procs[2], grid->procs[3]);
         return wd_backend_cuda_init(be);
     }
     return wd_fail(WD_ERR_INVALID, "backend %d: must be WD_BACKEND_CPU (0) or WD_BACKEND_CUDA (1)",
                    (int)kind);
+}
+
+wd_status wd_backend_open(wd_backend *be, wd_backend_kind kind, const int dims[4], int pad)
+{
+    wd_grid grid;
+    const wd_status st = wd_grid_make(&grid, dims, (const int[4]){1, 1, 1, 1}, 1, 0, 4);
+    if (st != WD_OK) {
+        memset(be, 0, sizeof *be);
+        return st;
+    }
+    return wd_backend_open_grid(be, kind, &grid, pad);
+}
+
+void wd_backend_allsum(wd_backend *be, double *v, int n)
+{
+    if (be->grid.size == 1)
+        return;
+    const wd_status st = wd_comm_sum(v, n);
+    if (st != WD_OK && be->error == WD_OK)
+        be->error = st;
 }
 
 wd_status wd_backend_probe(wd_backend_kind kind)
@@ -70,7 +98,7 @@ wd_status wd_field_create(wd_backend *be, wd_field *f, int precision)
 {
     memset(f, 0, sizeof *f);
     wd_spinor_layout l;
-    wd_status st = wd_spinor_layout_make(&l, be->dims, precision, be->pad);
+    wd_status st = wd_spinor_layout_make_halo(&l, be->dims, &be->halo, precision, be->pad);
     if (st != WD_OK)
         return st;
     f->precision = l.precision;
@@ -98,6 +126,56 @@ void wd_field_destroy(wd_backend *be, wd_field *f)
     memset(f, 0, sizeof *f);
 }
 
+/* The backward ghost links of every partitioned mu: each rank sends the
+ * links U_mu of its last mu-slice forward (face order: the other three
+ * coordinates lexicographic) and receives its backward neighbour's.  The
+ * exchange API sends both faces; the first slice sent backward is unused. */
+static wd_status gauge_ghosts(wd_backend *be, const double *host, double *ghost[4])
+{
+    const int *L = be->dims;
+    wd_status st = WD_OK;
+    for (int mu = 0; mu < 4 && st == WD_OK; ++mu) {
+        if (!be->halo.part[mu])
+            continue;
+        const size_t nface = 2 * (size_t)be->halo.face_cb[mu], bytes = nface * 18 * sizeof(double);
+        double *send = malloc(2 * bytes), *unused = malloc(bytes);
+        ghost[mu] = malloc(bytes);
+        st = send && unused && ghost[mu] ? WD_OK
+             : wd_fail(WD_ERR_NOMEM, "backend: cannot allocate the gauge halo of mu = %d "
+                       "(%zu bytes)", mu, 3 * bytes);
+        /* every rank takes the same branch before the exchange */
+        if ((st = wd_comm_agree(st)) != WD_OK) {
+            free(send);
+            free(unused);
+            return st;
+        }
+        for (size_t f = 0; f < nface; ++f) {
+            int c[4];
+            size_t r = f;
+            for (int nu = 0; nu < 4; ++nu)
+                if (nu != mu) {
+                    c[nu] = (int)(r % (size_t)L[nu]);
+                    r /= (size_t)L[nu];
+                }
+            for (int side = 0; side < 2; ++side) {
+                c[mu] = side == WD_FWD ? L[mu] - 1 : 0;
+                const size_t site = c[0] + (size_t)L[0] * (c[1] + (size_t)L[1] * (c[2] + (size_t)L[2] * c[3]));
+                memcpy(send + side * nface * 18 + 18 * f, host + 18 * (4 * site + mu),
+                       18 * sizeof(double));
+            }
+        }
+        const void *out[2] = {send, send + nface * 18};
+        void *in[2] = {unused, ghost[mu]};
+        wd_comm_halo h;
+        st = wd_comm_halo_start(&h, &be->grid, mu, out, in, bytes);
+        if (st == WD_OK)
+            st = wd_comm_halo_wait(&h);
+        free(send);
+        free(unused);
+    }
+    return st;
+}
+
 wd_status wd_gauge_create(wd_backend *be, wd_gauge *g, const double *host, int precision,
                           int recon, int gauge_fix, int tbc)
 {
@@ -105,7 +183,8 @@ wd_status wd_gauge_create(wd_backend *be, wd_gauge *g, const double *host, int p
     if (tbc != WD_TIME_PERIODIC && tbc != WD_TIME_ANTIPERIODIC)
         return wd_fail(WD_ERR_INVALID, "time boundary %d: must be +1 or -1", tbc);
     wd_gauge_layout l;
-    wd_status st = wd_gauge_layout_make(&l, be->dims, precision, recon, gauge_fix, be->pad);
+    wd_status st = wd_gauge_layout_make_halo(&l, be->dims, &be->halo, precision, recon, gauge_fix,
+                                             be->pad);
     if (st != WD_OK)
         return st;
     g->precision = l.precision;
@@ -115,8 +194,20 @@ wd_status wd_gauge_create(wd_backend *be, wd_gauge *g, const double *host, int p
     memcpy(g->goff, l.goff, sizeof g->goff);
     memcpy(g->gstride, l.gstride, sizeof g->gstride);
     g->tslice_cb0 = l.tslice_cb0;
+    g->tslice_bwd = l.tslice_bwd;
     g->bytes = l.bytes;
-    st = be->ops->gauge_upload(be, g, host);
+    double *ghost[4] = {NULL, NULL, NULL, NULL};
+    st = gauge_ghosts(be, host, ghost);
+    if (st == WD_OK) {
+        st = be->ops->gauge_upload(be, g, host, (const double *const *)ghost);
+        /* a link one rank refuses (recon 8) fails the field on every rank */
+        const wd_status all = wd_comm_agree(st);
+        if (st == WD_OK && all != WD_OK)
+            be->ops->gauge_free(be, g);
+        st = all;
+    }
+    for (int mu = 0; mu < 4; ++mu)
+        free(ghost[mu]);
     if (st != WD_OK) {
         memset(g, 0, sizeof *g);
         return st;
@@ -158,7 +249,15 @@ wd_status wd_backend_dslash_args(const wd_backend *be, int variant, wd_field *ou
     args->stride = out->stride;
     args->parity = parity;
     args->tslice_cb0 = g->tslice_cb0;
+    args->tslice_bwd = g->tslice_bwd;
     args->tbc = g->tbc;
+    for (int mu = 0; mu < 4; ++mu) {
+        args->part |= be->halo.part[mu] << mu;
+        args->ghost[mu][0] = be->halo.ghost[mu][0];
+        args->ghost[mu][1] = be->halo.ghost[mu][1];
+    }
+    args->t_origin = be->halo.t_origin;
+    args->global_T = be->halo.global_T;
     args->out = out->data;
     args->out_norm = out->norm;
     args->in = in->data;

@@ -37,8 +37,10 @@ static void record(wd_backend *be, wd_status st)
 static void cpu_close(wd_backend *be)
 {
     wd_cpu_ctx *c = be->ctx;
-    if (c)
+    if (c) {
         free(c->scratch);
+        free(c->halo);
+    }
     free(c);
 }
 
@@ -71,7 +73,7 @@ static void cpu_field_free(wd_backend *be, wd_field *f)
 
 static void layout_of(const wd_backend *be, const wd_field *f, wd_spinor_layout *l)
 {
-    wd_spinor_layout_make(l, be->dims, f->precision, be->pad);
+    wd_spinor_layout_make_halo(l, be->dims, &be->halo, f->precision, be->pad);
 }
 
 static wd_status cpu_upload(wd_backend *be, wd_field *f, const double *host, int parity)
@@ -90,11 +92,12 @@ static wd_status cpu_download(wd_backend *be, double *host, const wd_field *f, i
     return WD_OK;
 }
 
-static wd_status cpu_gauge_upload(wd_backend *be, wd_gauge *g, const double *host)
+static wd_status cpu_gauge_upload(wd_backend *be, wd_gauge *g, const double *host,
+                                  const double *const ghost[4])
 {
     wd_gauge_layout l;
-    wd_status st = wd_gauge_layout_make(&l, be->dims, g->precision, g->recon, g->gauge_fix,
-                                        be->pad);
+    wd_status st = wd_gauge_layout_make_halo(&l, be->dims, &be->halo, g->precision, g->recon,
+                                             g->gauge_fix, be->pad);
     if (st != WD_OK)
         return st;
     g->data = aligned(l.bytes);
@@ -102,7 +105,8 @@ static wd_status cpu_gauge_upload(wd_backend *be, wd_gauge *g, const double *hos
         return wd_fail(WD_ERR_NOMEM, "CPU backend: cannot allocate a gauge field of %zu bytes",
                        l.bytes);
     memset(g->data, 0, l.bytes);
-    st = wd_pack_gauge(&l, g->data, (const double complex *)host, be->dims);
+    st = wd_pack_gauge_halo(&l, g->data, (const double complex *)host,
+                            (const double complex *const *)ghost, be->dims);
     if (st != WD_OK) {
         free(g->data);
         g->data = NULL;
@@ -116,12 +120,75 @@ static void cpu_gauge_free(wd_backend *be, wd_gauge *g)
     free(g->data);
 }
 
+/* Fill the ghost faces of `in` (parity 1 - out_parity) from the
+ * neighbours: every partitioned dimension's two faces gathered, all
+ * dimensions' messages in flight together, then scattered.  The buffers
+ * are kept in the context and grow to the largest field seen. */
+static wd_status cpu_halo(wd_backend *be, const wd_field *in, int out_parity)
+{
+    wd_cpu_ctx *ctx = be->ctx;
+    wd_spinor_layout l;
+    layout_of(be, in, &l);
+    size_t need = 0, off[4];
+    for (int mu = 0; mu < 4; ++mu) {
+        off[mu] = need;
+        if (be->halo.part[mu])
+            need += 4 * wd_face_bytes(&l, mu);
+    }
+    wd_status st = WD_OK;
+    /* every rank has the same local volume, so all grow here together */
+    if (need > ctx->halo_bytes) {
+        void *p = realloc(ctx->halo, need);
+        if (p) {
+            ctx->halo = p;
+            ctx->halo_bytes = need;
+        } else {
+            st = wd_fail(WD_ERR_NOMEM, "CPU backend: cannot allocate %zu bytes of halo buffers",
+                         need);
+        }
+        if ((st = wd_comm_agree(st)) != WD_OK)
+            return st;
+    }
+    const int in_parity = 1 - out_parity;
+    wd_comm_halo req[4];
+    int started = 0;
+    for (int mu = 0; mu < 4 && st == WD_OK; ++mu) {
+        if (!be->halo.part[mu])
+            continue;
+        const size_t fb = wd_face_bytes(&l, mu);
+        char *b = (char *)ctx->halo + off[mu];
+        /* send[FWD]: my last slice, the forward neighbour's backward ghost */
+        wd_face_gather(&l, in->data, in->norm, be->dims, mu, 1, in_parity, b);
+        wd_face_gather(&l, in->data, in->norm, be->dims, mu, 0, in_parity, b + fb);
+        const void *send[2] = {b, b + fb};
+        void *recv[2] = {b + 2 * fb, b + 3 * fb};
+        st = wd_comm_halo_start(&req[mu], &be->grid, mu, send, recv, fb);
+        started |= (st == WD_OK) << mu;
+    }
+    for (int mu = 0; mu < 4; ++mu) {
+        if (!((started >> mu) & 1))
+            continue;
+        const wd_status w = wd_comm_halo_wait(&req[mu]);
+        if (st == WD_OK)
+            st = w;
+        if (w != WD_OK)
+            continue;
+        const size_t fb = wd_face_bytes(&l, mu);
+        const char *b = (const char *)ctx->halo + off[mu];
+        wd_ghost_scatter(&l, in->data, in->norm, mu, WD_FWD, b + 2 * fb);
+        wd_ghost_scatter(&l, in->data, in->norm, mu, WD_BWD, b + 3 * fb);
+    }
+    return st;
+}
+
 static wd_status cpu_dslash(wd_backend *be, int variant, wd_field *out, const wd_gauge *g,
                             const wd_field *in, const wd_field *x, double a, int parity)
 {
     wd_dslash_args args;
-    const wd_status st = wd_backend_dslash_args(be, variant, out, g, in, x, a, parity, &args);
+    wd_status st = wd_backend_dslash_args(be, variant, out, g, in, x, a, parity, &args);
     if (st != WD_OK)
+        return st;
+    if (be->halo.ghost_sites && (st = cpu_halo(be, in, parity)) != WD_OK)
         return st;
     wd_variants[variant].cpu(&args);
     return WD_OK;

@@ -16,6 +16,8 @@
 
 typedef struct wd_cpu_ctx {
     double *scratch;    /* 3 doubles per reduction block */
+    void *halo;         /* Dslash halo buffers: per partitioned mu two faces out, two in */
+    size_t halo_bytes;
 } wd_cpu_ctx;
 
 #define WD_DECL_BLAS(P)                                                         \

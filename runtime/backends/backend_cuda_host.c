@@ -107,8 +107,11 @@ static wd_status download(wd_backend *be, double *host, const wd_field *f, int p
     return st;
 }
 
-static wd_status gauge_upload(wd_backend *be, wd_gauge *g, const double *host)
+/* ghost: none, the CUDA backend runs on a 1x1x1x1 grid (wd_backend_open_grid) */
+static wd_status gauge_upload(wd_backend *be, wd_gauge *g, const double *host,
+                              const double *const ghost[4])
 {
+    (void)ghost;
     wd_gauge_layout l;
     wd_status st = wd_gauge_layout_make(&l, be->dims, g->precision, g->recon, g->gauge_fix,
                                         be->pad);

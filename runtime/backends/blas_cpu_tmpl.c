@@ -137,7 +137,8 @@ void PFN(wd_blas_store)(wd_field *f, int cb, const double v[24])
     } while (0)
 
 /* Reduction of NRES doubles into out[]: the body adds site cb's share to
- * acc[]; blocks in parallel, then the block sums in block order. */
+ * acc[]; blocks in parallel, then the block sums in block order, then (on
+ * a process grid) the ranks' sums in rank order. */
 #define REDUCE(be, V, NRES, out, ...)                                         \
     do {                                                                      \
         double *part_ = ((wd_cpu_ctx *)(be)->ctx)->scratch;                   \
@@ -160,6 +161,7 @@ void PFN(wd_blas_store)(wd_field *f, int cb, const double v[24])
             for (int b_ = 0; b_ < nblk_; ++b_)                                \
                 out[i_] += part_[(NRES) * b_ + i_];                           \
         }                                                                     \
+        wd_backend_allsum((be), out, (NRES));                                 \
     } while (0)
 
 static void op_zero(wd_backend *be, wd_field *y)

@@ -53,6 +53,8 @@
 
 #include <stddef.h>
 
+#include "wd_comm.h"
+#include "wd_kernel.h"
 #include "wdirac.h"
 
 #ifdef __cplusplus
@@ -83,7 +85,7 @@ typedef struct wd_gauge {
     int tbc;            /* time boundary: +1 periodic, -1 antiperiodic */
     long goff[4][2];    /* wd_gauge_layout's block offsets and strides */
     int gstride[4];
-    int tslice_cb0;
+    int tslice_cb0, tslice_bwd;
     size_t bytes;
     void *data;         /* backend memory */
 } wd_gauge;
@@ -95,8 +97,9 @@ typedef struct wd_backend wd_backend;
  * filled in (wd_field_create / wd_gauge_create); alloc sets data (and norm).
  * Host spinors are full-lattice complex double in DESIGN.md's order and
  * DeGrand-Rossi basis; upload reads, download writes, only the sites of
- * `parity`.  gauge_upload packs a full-lattice host gauge field (already in
- * temporal gauge when g->gauge_fix) and allocates.  dslash runs variant
+ * `parity`.  gauge_upload packs the local block of a host gauge field (already in
+ * temporal gauge when g->gauge_fix) and the backward ghost links of each
+ * partitioned dimension (wd_pack_gauge_halo's ghost), and allocates.  dslash runs variant
  * `variant` (an index into wd_variants[], the same index for every backend)
  * onto the sites of `parity`: out = D in, or out = x + a D in for xpay
  * variants; out may alias neither in nor x.
@@ -108,7 +111,8 @@ typedef struct wd_backend_ops {
     void (*field_free)(wd_backend *be, wd_field *f);
     wd_status (*upload)(wd_backend *be, wd_field *f, const double *host, int parity);
     wd_status (*download)(wd_backend *be, double *host, const wd_field *f, int parity);
-    wd_status (*gauge_upload)(wd_backend *be, wd_gauge *g, const double *host);
+    wd_status (*gauge_upload)(wd_backend *be, wd_gauge *g, const double *host,
+                              const double *const ghost[4]);
     void (*gauge_free)(wd_backend *be, wd_gauge *g);
     wd_status (*dslash)(wd_backend *be, int variant, wd_field *out, const wd_gauge *g,
                         const wd_field *in, const wd_field *x, double a, int parity);
@@ -156,7 +160,9 @@ typedef struct wd_backend_ops {
 struct wd_backend {
     const wd_backend_ops *ops;
     void *ctx;               /* backend private state */
-    int dims[4];
+    wd_grid grid;            /* the process grid; 1x1x1x1 from wd_backend_open */
+    wd_halo halo;            /* the ghost faces of the local block */
+    int dims[4];             /* the local extents */
     int volume_cb;
     int pad;                 /* elements of padding after each sub-array */
     wd_status error;         /* first failure of a void operation, sticky */
@@ -165,9 +171,19 @@ struct wd_backend {
     double flops;            /* counted by the wrappers below */
 };
 
-/* Start a backend (WD_BACKEND_CUDA: WD_ERR_NOT_BUILT until the CUDA backend
- * exists) for lattice dims with `pad` elements of padding per sub-array. */
+/* Start a backend for lattice dims in this process alone, with `pad`
+ * elements of padding per sub-array. */
 wd_status wd_backend_open(wd_backend *be, wd_backend_kind kind, const int dims[4], int pad);
+/* Start a backend for this rank's block of a process grid: fields hold the
+ * local block and ghost faces, host fields passed in and out are local
+ * blocks (local extents, the global order within the block), the Dslash
+ * exchanges halos and reductions are global sums (wd_comm_sum).  The CUDA
+ * backend refuses a partitioned grid for now (WD_ERR_INVALID). */
+wd_status wd_backend_open_grid(wd_backend *be, wd_backend_kind kind, const wd_grid *grid,
+                               int pad);
+/* For backends: the global sum over ranks of a reduction's n local values
+ * (a no-op on one rank); a failure is recorded in be->error. */
+void wd_backend_allsum(wd_backend *be, double *v, int n);
 void wd_backend_close(wd_backend *be);
 
 /* For backends: check that the fields, gauge field and parity match Dslash

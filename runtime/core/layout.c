@@ -7,8 +7,8 @@
  *   wd_pack_spinor, wd_unpack_spinor, wd_pack_gauge  by the layout's precision
  *   wd_dslash_args_set                             kernel arguments
  */
-#include <limits.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "wd_core.h"
 #include "wd_layout.h"
@@ -30,7 +30,27 @@ static int recon_slot(int recon)
     return -1;
 }
 
-wd_status wd_spinor_layout_make(wd_spinor_layout *l, const int dims[4], int precision, int pad)
+void wd_halo_make(wd_halo *h, const int local[4], const int part[4], int t_origin, int global_T)
+{
+    memset(h, 0, sizeof *h);
+    const int volume_cb = local[0] * local[1] * local[2] * local[3] / 2;
+    h->t_origin = part ? t_origin : 0;
+    h->global_T = part ? global_T : local[3];
+    int next = volume_cb;
+    for (int mu = 0; mu < 4; ++mu) {
+        h->part[mu] = part && part[mu];
+        h->face_cb[mu] = volume_cb / local[mu];
+        if (!h->part[mu])
+            continue;
+        h->ghost[mu][0] = next;
+        h->ghost[mu][1] = next + h->face_cb[mu];
+        next += 2 * h->face_cb[mu];
+    }
+    h->ghost_sites = next - volume_cb;
+}
+
+wd_status wd_spinor_layout_make_halo(wd_spinor_layout *l, const int dims[4], const wd_halo *halo,
+                                     int precision, int pad)
 {
     wd_status st = wd_check_dims(dims);
     if (st != WD_OK)
@@ -40,18 +60,28 @@ wd_status wd_spinor_layout_make(wd_spinor_layout *l, const int dims[4], int prec
         return wd_fail(WD_ERR_INVALID, "precision %d: must be 8, 4 or 2 bytes", precision);
     if (pad < 0 || pad > 65536)
         return wd_fail(WD_ERR_INVALID, "padding %d: must be in [0, 65536] elements", pad);
+    if (halo)
+        l->halo = *halo;
+    else
+        wd_halo_make(&l->halo, dims, NULL, 0, 0);
     l->precision = precision;
     l->width = p->spinor_width;
     l->elements = WD_SPINOR_REALS / p->spinor_width;
     l->volume_cb = dims[0] * dims[1] * dims[2] * dims[3] / 2;
-    l->stride = l->volume_cb + pad;
+    const int sites = l->volume_cb + l->halo.ghost_sites;
+    l->stride = sites + pad;
     l->bytes = (size_t)l->elements * l->stride * l->width * precision;
-    l->norm_bytes = p->has_norm ? (size_t)l->volume_cb * sizeof(float) : 0;
+    l->norm_bytes = p->has_norm ? (size_t)sites * sizeof(float) : 0;
     return WD_OK;
 }
 
-wd_status wd_gauge_layout_make(wd_gauge_layout *l, const int dims[4], int precision,
-                               int recon, int gauge_fix, int pad)
+wd_status wd_spinor_layout_make(wd_spinor_layout *l, const int dims[4], int precision, int pad)
+{
+    return wd_spinor_layout_make_halo(l, dims, NULL, precision, pad);
+}
+
+wd_status wd_gauge_layout_make_halo(wd_gauge_layout *l, const int dims[4], const wd_halo *halo,
+                                    int precision, int recon, int gauge_fix, int pad)
 {
     wd_status st = wd_check_dims(dims);
     if (st != WD_OK)
@@ -63,6 +93,11 @@ wd_status wd_gauge_layout_make(wd_gauge_layout *l, const int dims[4], int precis
         return wd_fail(WD_ERR_INVALID, "reconstruction %d: must be 18, 12 or 8", recon);
     if (pad < 0 || pad > 65536)
         return wd_fail(WD_ERR_INVALID, "padding %d: must be in [0, 65536] elements", pad);
+    if (halo)
+        l->halo = *halo;
+    else
+        wd_halo_make(&l->halo, dims, NULL, 0, 0);
+    const wd_halo *h = &l->halo;
     const int volume_cb = dims[0] * dims[1] * dims[2] * dims[3] / 2;
     const int slice_cb = dims[0] * dims[1] * dims[2] / 2;
     l->precision = precision;
@@ -76,11 +111,18 @@ wd_status wd_gauge_layout_make(wd_gauge_layout *l, const int dims[4], int precis
         l->elements = k + 1;
     }
     l->tslice_cb0 = volume_cb - slice_cb;
+    /* a backward hop across a partitioned T reads its last-slice link from
+     * the ghost, stored right after the slice's own links */
+    l->tslice_bwd = h->part[3] ? h->ghost[3][1] - slice_cb : l->tslice_cb0;
     /* blocks start on 64-byte boundaries, so every vector element is aligned */
     const long align = 64 / precision;
     long off = 0;
     for (int mu = 0; mu < 4; ++mu) {
-        const int sites = l->gauge_fix && mu == 3 ? slice_cb : volume_cb;
+        int sites;
+        if (l->gauge_fix && mu == 3)
+            sites = slice_cb + (h->part[3] ? h->face_cb[3] : 0);
+        else
+            sites = h->part[mu] ? h->ghost[mu][1] + h->face_cb[mu] : volume_cb;
         l->gstride[mu] = sites + pad;
         for (int parity = 0; parity < 2; ++parity) {
             l->goff[mu][parity] = off;
@@ -89,6 +131,12 @@ wd_status wd_gauge_layout_make(wd_gauge_layout *l, const int dims[4], int precis
     }
     l->bytes = (size_t)off * precision;
     return WD_OK;
+}
+
+wd_status wd_gauge_layout_make(wd_gauge_layout *l, const int dims[4], int precision,
+                               int recon, int gauge_fix, int pad)
+{
+    return wd_gauge_layout_make_halo(l, dims, NULL, precision, recon, gauge_fix, pad);
 }
 
 void wd_pack_spinor(const wd_spinor_layout *l, void *dst, float *norm,
@@ -116,39 +164,128 @@ void wd_unpack_spinor(const wd_spinor_layout *l, double complex *host, const voi
  * store temporal links only on the last time slice. */
 #define R8_MIN_N2 1e-12
 
-static wd_status check_recon8(const wd_gauge_layout *l, const double complex *u, const int dims[4])
+static wd_status check_link_r8(const double complex *m, int mu, const char *where, size_t site,
+                               int gauge_fix)
 {
+    const double n2 = creal(m[1] * conj(m[1])) + creal(m[2] * conj(m[2]));
+    if (!(n2 >= R8_MIN_N2))
+        return wd_fail(WD_ERR_INVALID,
+                       "reconstruction 8 cannot store the link U_%d at %s %zu: "
+                       "|U_01|^2 + |U_02|^2 = %.3g (it divides by this; a unit or "
+                       "near-diagonal link needs recon 12 or 18%s)", mu, where, site, n2,
+                       gauge_fix ? "" : ", or the gauge-fixed variant for temporal links");
+    return WD_OK;
+}
+
+/* Every link the kernels will reconstruct: gauge-fixed temporal links only
+ * on the global last slice (and its ghost, read from global t = 0). */
+static wd_status check_recon8(const wd_gauge_layout *l, const double complex *u,
+                              const double complex *const ghost[4], const int dims[4])
+{
+    const wd_halo *h = &l->halo;
     const size_t vol = (size_t)dims[0] * dims[1] * dims[2] * dims[3];
     const size_t slice = (size_t)dims[0] * dims[1] * dims[2];
-    for (size_t site = 0; site < vol; ++site)
-        for (int mu = 0; mu < 4; ++mu) {
-            if (l->gauge_fix && mu == 3 && site < vol - slice)
+    const int global_last = h->t_origin + dims[3] == h->global_T;
+    wd_status st = WD_OK;
+    for (size_t site = 0; site < vol && st == WD_OK; ++site)
+        for (int mu = 0; mu < 4 && st == WD_OK; ++mu) {
+            if (l->gauge_fix && mu == 3 && (site < vol - slice || !global_last))
                 continue;
-            const double complex *m = u + 9 * (4 * site + mu);
-            const double n2 = creal(m[1] * conj(m[1])) + creal(m[2] * conj(m[2]));
-            if (!(n2 >= R8_MIN_N2))
-                return wd_fail(WD_ERR_INVALID,
-                               "reconstruction 8 cannot store the link U_%d at site %zu: "
-                               "|U_01|^2 + |U_02|^2 = %.3g (it divides by this; a unit or "
-                               "near-diagonal link needs recon 12 or 18%s)", mu, site, n2,
-                               l->gauge_fix ? "" : ", or the gauge-fixed variant for temporal links");
+            st = check_link_r8(u + 9 * (4 * site + mu), mu, "site", site, l->gauge_fix);
         }
+    for (int mu = 0; mu < 4 && st == WD_OK; ++mu) {
+        if (!h->part[mu] || !ghost || !ghost[mu] || (l->gauge_fix && mu == 3 && h->t_origin))
+            continue;
+        for (size_t f = 0; f < 2 * (size_t)h->face_cb[mu] && st == WD_OK; ++f)
+            st = check_link_r8(ghost[mu] + 9 * f, mu, "backward ghost face site", f, l->gauge_fix);
+    }
+    return st;
+}
+
+wd_status wd_pack_gauge_halo(const wd_gauge_layout *l, void *dst, const double complex *u,
+                             const double complex *const ghost[4], const int dims[4])
+{
+    if (l->recon == 8) {
+        wd_status st = check_recon8(l, u, ghost, dims);
+        if (st != WD_OK)
+            return st;
+    }
+    switch (l->precision) {
+    case 8: wd_pack_gauge_d(l, dst, u, ghost, dims); break;
+    case 4: wd_pack_gauge_s(l, dst, u, ghost, dims); break;
+    default: wd_pack_gauge_h(l, dst, u, ghost, dims); break;
+    }
     return WD_OK;
 }
 
 wd_status wd_pack_gauge(const wd_gauge_layout *l, void *dst, const double complex *u, const int dims[4])
 {
-    if (l->recon == 8) {
-        wd_status st = check_recon8(l, u, dims);
-        if (st != WD_OK)
-            return st;
+    return wd_pack_gauge_halo(l, dst, u, NULL, dims);
+}
+
+int wd_face_site(const int dims[4], int mu, int c, int parity, int f)
+{
+    /* face index 2 f or 2 f + 1: the first face coordinate's lowest bit
+     * picks the parity, since that extent is even */
+    int co[4], sum = c;
+    for (int pass = 0; pass < 2; ++pass) {
+        int r = 2 * f + pass;
+        sum = c;
+        for (int nu = 0; nu < 4; ++nu)
+            if (nu != mu) {
+                co[nu] = r % dims[nu];
+                r /= dims[nu];
+                sum += co[nu];
+            }
+        if ((sum & 1) == parity)
+            break;
     }
-    switch (l->precision) {
-    case 8: wd_pack_gauge_d(l, dst, u, dims); break;
-    case 4: wd_pack_gauge_s(l, dst, u, dims); break;
-    default: wd_pack_gauge_h(l, dst, u, dims); break;
+    co[mu] = c;
+    return (co[0] + dims[0] * (co[1] + dims[1] * (co[2] + dims[2] * co[3]))) >> 1;
+}
+
+static size_t element_bytes(const wd_spinor_layout *l)
+{
+    return (size_t)l->width * l->precision;
+}
+
+size_t wd_face_bytes(const wd_spinor_layout *l, int mu)
+{
+    const size_t n = (size_t)l->halo.face_cb[mu];
+    return n * l->elements * element_bytes(l) + (l->norm_bytes ? n * sizeof(float) : 0);
+}
+
+void wd_face_gather(const wd_spinor_layout *l, const void *field, const float *norm,
+                    const int dims[4], int mu, int last, int parity, void *buf)
+{
+    const int n = l->halo.face_cb[mu];
+    const size_t eb = element_bytes(l);
+    const char *src = field;
+    char *dst = buf;
+    const int c = last ? dims[mu] - 1 : 0;
+#pragma omp parallel for schedule(static)
+    for (int f = 0; f < n; ++f) {
+        const int cb = wd_face_site(dims, mu, c, parity, f);
+        for (int k = 0; k < l->elements; ++k)
+            memcpy(dst + ((size_t)k * n + f) * eb, src + ((size_t)k * l->stride + cb) * eb, eb);
+        if (l->norm_bytes)
+            memcpy(dst + ((size_t)l->elements * n * eb) + (size_t)f * sizeof(float), norm + cb,
+                   sizeof(float));
     }
-    return WD_OK;
+}
+
+void wd_ghost_scatter(const wd_spinor_layout *l, void *field, float *norm, int mu, int dir,
+                      const void *buf)
+{
+    const int n = l->halo.face_cb[mu];
+    const int g = l->halo.ghost[mu][dir];
+    const size_t eb = element_bytes(l);
+    const char *src = buf;
+    char *dst = field;
+    for (int k = 0; k < l->elements; ++k)
+        memcpy(dst + ((size_t)k * l->stride + g) * eb, src + (size_t)k * n * eb, (size_t)n * eb);
+    if (l->norm_bytes)
+        memcpy(norm + g, src + (size_t)l->elements * n * eb, (size_t)n * sizeof(float));
 }
 
 void wd_dslash_args_set(wd_dslash_args *a, const wd_spinor_layout *s, const wd_gauge_layout *g,
@@ -164,5 +301,15 @@ void wd_dslash_args_set(wd_dslash_args *a, const wd_spinor_layout *s, const wd_g
     a->stride = s->stride;
     a->parity = parity;
     a->tslice_cb0 = g->tslice_cb0;
+    a->tslice_bwd = g->tslice_bwd;
     a->tbc = tbc;
+    const wd_halo *h = &s->halo;
+    a->part = 0;
+    for (int mu = 0; mu < 4; ++mu) {
+        a->part |= h->part[mu] << mu;
+        a->ghost[mu][0] = h->ghost[mu][0];
+        a->ghost[mu][1] = h->ghost[mu][1];
+    }
+    a->t_origin = h->t_origin;
+    a->global_T = h->global_T;
 }

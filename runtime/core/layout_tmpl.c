@@ -145,8 +145,21 @@ static void compress_link(const double complex *m, int recon, double *q)
     }
 }
 
-void PFN(wd_pack_gauge)(const wd_gauge_layout *l, void *dst,
-                        const double complex *u, const int dims[4])
+static void store_link(const wd_gauge_layout *l, store_t *out, const int *elem, const int *comp,
+                       int mu, int parity, long site, const double complex *m)
+{
+    double q[18];
+    compress_link(m, l->recon, q);
+    for (int r = 0; r < l->recon; ++r) {
+        const int k = elem[r];
+        const long at = l->goff[mu][parity] + (long)l->roff[k] * l->gstride[mu] +
+                        site * l->width[k] + comp[r];
+        out[at] = to_store(q[r], WD_HALF_SCALE);
+    }
+}
+
+void PFN(wd_pack_gauge)(const wd_gauge_layout *l, void *dst, const double complex *u,
+                        const double complex *const ghost[4], const int dims[4])
 {
     store_t *out = dst;
     int elem[18], comp[18];
@@ -161,18 +174,26 @@ void PFN(wd_pack_gauge)(const wd_gauge_layout *l, void *dst,
         const int first = only_last_slice ? l->tslice_cb0 : 0;
         for (int parity = 0; parity < 2; ++parity) {
 #pragma omp parallel for schedule(static)
-            for (int cb = first; cb < volume_cb; ++cb) {
-                const double complex *m = u + 9 * (4 * full_index(dims, cb, parity, NULL) + mu);
-                double q[18];
-                compress_link(m, l->recon, q);
-                const long site = cb - first;
-                for (int r = 0; r < l->recon; ++r) {
-                    const int k = elem[r];
-                    const long at = l->goff[mu][parity] + (long)l->roff[k] * l->gstride[mu] +
-                                    site * l->width[k] + comp[r];
-                    out[at] = to_store(q[r], WD_HALF_SCALE);
+            for (int cb = first; cb < volume_cb; ++cb)
+                store_link(l, out, elem, comp, mu, parity, cb - first,
+                           u + 9 * (4 * full_index(dims, cb, parity, NULL) + mu));
+        }
+        if (!l->halo.part[mu] || !ghost || !ghost[mu])
+            continue;
+        /* the backward ghost: face site f has parity (its other coordinates
+         * + L_mu - 1) % 2 and lands at index ghost + f / 2 of that block */
+        const int base = l->halo.ghost[mu][1] - (only_last_slice ? l->tslice_bwd : 0);
+        const int nface = 2 * l->halo.face_cb[mu];
+#pragma omp parallel for schedule(static)
+        for (int f = 0; f < nface; ++f) {
+            int c[3], r = f, sum = dims[mu] - 1;
+            for (int k = 0, nu = 0; nu < 4; ++nu)
+                if (nu != mu) {
+                    c[k] = r % dims[nu];
+                    r /= dims[nu];
+                    sum += c[k++];
                 }
-            }
+            store_link(l, out, elem, comp, mu, sum & 1, base + f / 2, ghost[mu] + 9 * (size_t)f);
         }
     }
 }

@@ -7,6 +7,7 @@
  *   double2 ... short4   CUDA's vector element types; on the CPU, structs of
  *                        the same size and alignment, so one packed buffer
  *                        serves both backends byte for byte
+ *   wd_halo              the ghost faces of a rank's local block
  *   wd_dslash_args       everything one parity application of a variant reads
  *   wd_site_neighbours   coordinates and neighbour indices of an output site
  *   wd_round_short       round to nearest for the 16-bit fixed-point store
@@ -28,6 +29,17 @@
  * elements before it.  Gauge-fixed (gf1) fields store for mu = 3 only the
  * last time slice, indexed by cb - tslice_cb0.
  * Checkerboard index: cb = (x + X*(y + Y*(z + Z*t))) / 2.
+ *
+ * Domain decomposition: dims are a rank's local extents.  A hop across a
+ * partitioned face (bit mu of `part`) reads the neighbour rank's site from
+ * a ghost face stored after the local sites of the same sub-arrays: index
+ * ghost[mu][dir] + (f >> 1), f the lexicographic index of the site's other
+ * three coordinates (dir 0 = forward ghost, the forward neighbour's first
+ * slice; 1 = backward ghost, its last slice).  The backward ghost of a
+ * gauge block (mu, p) holds U_mu at those sites (the link a backward hop
+ * needs), at the same index.  The time boundary sign and the gauge-fixed
+ * last slice follow the global t = t_origin + t of extent global_T.  Local
+ * extents are even, so local and global parity agree.
  */
 #ifndef WDIRAC_KERNEL_H
 #define WDIRAC_KERNEL_H
@@ -47,6 +59,21 @@ typedef struct { short x, y; } __attribute__((aligned(4))) short2;
 typedef struct { short x, y, z, w; } __attribute__((aligned(8))) short4;
 #endif
 
+/*
+ * The ghost faces of one rank's local block (wd_kernel.h, Domain
+ * decomposition): for each partitioned mu a forward and a backward ghost
+ * face of face_cb sites, stored after the volume_cb local sites, mu = 0..3,
+ * forward before backward.  Pure geometry: comm/ fills the ghosts.
+ */
+typedef struct wd_halo {
+    int part[4];        /* mu is partitioned */
+    int face_cb[4];     /* sites of one parity on one face of mu */
+    int ghost[4][2];    /* first index of mu's forward / backward ghost face (0: none) */
+    int ghost_sites;    /* all ghost faces together */
+    int t_origin;       /* global t of local t = 0 */
+    int global_T;
+} wd_halo;
+
 typedef struct wd_dslash_args {
     void *out;              /* output spinor, parity `parity` */
     float *out_norm;        /* half precision: per-site norms of out */
@@ -62,15 +89,20 @@ typedef struct wd_dslash_args {
     int volume_cb;          /* V/2: output sites */
     int stride;             /* spinor element stride: V/2 + pad */
     int parity;             /* output parity, even = 0 */
-    int tslice_cb0;         /* first checkerboard index of t = T-1 */
+    int tslice_cb0;         /* gauge fix: index of the first last-slice link, forward hops */
+    int tslice_bwd;         /* ... backward hops (their ghost when T is partitioned) */
     int tbc;                /* time boundary: +1 periodic, -1 antiperiodic */
+    int part;               /* bit mu: mu is partitioned, its boundary hops read ghosts */
+    int ghost[4][2];        /* first index of mu's forward / backward ghost face */
+    int t_origin;           /* global t of local t = 0 */
+    int global_T;           /* global temporal extent */
 } wd_dslash_args;
 
 typedef struct wd_site {
     int fwd[4];             /* checkerboard index of n + mu (other parity) */
     int bwd[4];             /* checkerboard index of n - mu (other parity) */
-    int t_last;             /* n is on t = T-1: the forward t hop wraps */
-    int t_first;            /* n is on t = 0: the backward t hop wraps */
+    int t_last;             /* n is on global t = T-1: the forward t hop wraps */
+    int t_first;            /* n is on global t = 0: the backward t hop wraps */
 } wd_site;
 
 WD_INLINE void wd_site_neighbours(const wd_dslash_args *a, int cb, wd_site *s)
@@ -94,9 +126,17 @@ WD_INLINE void wd_site_neighbours(const wd_dslash_args *a, int cb, wd_site *s)
         const int dn = c[mu] == 0 ? ext[mu] - 1 : -1;
         s->fwd[mu] = (full + up * step[mu]) >> 1;
         s->bwd[mu] = (full + dn * step[mu]) >> 1;
+        if ((a->part >> mu) & 1 && (up != 1 || dn != -1)) {
+            /* the site's index on the face: its mu digit removed */
+            const int f = (full % step[mu] + full / (step[mu] * ext[mu]) * step[mu]) >> 1;
+            if (up != 1)
+                s->fwd[mu] = a->ghost[mu][0] + f;
+            if (dn != -1)
+                s->bwd[mu] = a->ghost[mu][1] + f;
+        }
     }
-    s->t_last = t == T - 1;
-    s->t_first = t == 0;
+    s->t_last = t + a->t_origin == a->global_T - 1;
+    s->t_first = t + a->t_origin == 0;
 }
 
 #if defined(__CUDA_ARCH__)

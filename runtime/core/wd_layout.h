@@ -12,6 +12,13 @@
  *   wd_pack_gauge          host links -> stored reals of a reconstruction
  *                          (refusing links recon 8 cannot represent)
  *   wd_dslash_args_set     fill kernel arguments from the two layouts
+ *   wd_halo_make           the ghost faces of a rank's local block
+ *   wd_spinor_layout_make_halo / wd_gauge_layout_make_halo   the layouts
+ *                          with room for them (the plain makers: none)
+ *   wd_pack_gauge_halo     wd_pack_gauge plus the backward ghost links
+ *   wd_face_gather         one face's sites of a packed spinor into a
+ *                          contiguous buffer (what a neighbour needs)
+ *   wd_ghost_scatter       such a buffer into a ghost face
  * Notes: pack/unpack are pure host loops (OpenMP over sites) and never
  * touch the padding between sub-arrays, so a poisoned pad stays poisoned.
  */
@@ -29,14 +36,20 @@
 #include "wd_kernel.h"
 #include "wdirac.h"
 
+/* local: the local extents (even); part NULL: nothing partitioned, and
+ * t_origin 0, global_T local[3] whatever is passed. */
+void wd_halo_make(wd_halo *h, const int local[4], const int part[4], int t_origin,
+                  int global_T);
+
 typedef struct wd_spinor_layout {
     int precision;      /* bytes per stored real */
     int width;          /* reals per element */
     int elements;       /* elements per site */
     int volume_cb;      /* sites of one parity */
-    int stride;         /* elements between sub-arrays: volume_cb + pad */
-    size_t bytes;       /* the whole field, padding included */
-    size_t norm_bytes;  /* half precision: one float per site, else 0 */
+    int stride;         /* elements between sub-arrays: volume_cb + ghost sites + pad */
+    size_t bytes;       /* the whole field, ghosts and padding included */
+    size_t norm_bytes;  /* half precision: one float per site and ghost site, else 0 */
+    wd_halo halo;
 } wd_spinor_layout;
 
 #define WD_LAYOUT_MAX_ELEMENTS 16
@@ -51,13 +64,21 @@ typedef struct wd_gauge_layout {
     long goff[4][2];    /* first real of the (mu, parity) block, 64-byte aligned */
     int gstride[4];     /* sites between sub-arrays: sites of the block + pad */
     int tslice_cb0;     /* gauge_fix: first checkerboard index of t = T-1 */
+    int tslice_bwd;     /* gauge_fix: the same for backward hops (wd_dslash_args) */
     size_t bytes;
+    wd_halo halo;
 } wd_gauge_layout;
 
 wd_status wd_spinor_layout_make(wd_spinor_layout *l, const int dims[4],
                                 int precision, int pad);
 wd_status wd_gauge_layout_make(wd_gauge_layout *l, const int dims[4],
                                int precision, int recon, int gauge_fix, int pad);
+/* halo NULL: as the plain makers.  dims are the local extents. */
+wd_status wd_spinor_layout_make_halo(wd_spinor_layout *l, const int dims[4],
+                                     const wd_halo *halo, int precision, int pad);
+wd_status wd_gauge_layout_make_halo(wd_gauge_layout *l, const int dims[4],
+                                    const wd_halo *halo, int precision, int recon,
+                                    int gauge_fix, int pad);
 
 void wd_pack_spinor(const wd_spinor_layout *l, void *dst, float *norm,
                     const double complex *host, const int dims[4], int parity);
@@ -68,6 +89,27 @@ void wd_unpack_spinor(const wd_spinor_layout *l, double complex *host,
  * it would store (|a2|^2 + |a3|^2 below 1e-12: the unit matrix, say) */
 wd_status wd_pack_gauge(const wd_gauge_layout *l, void *dst,
                         const double complex *u, const int dims[4]);
+
+/* ghost[mu] (NULL where mu is not partitioned): the links U_mu of the
+ * backward neighbour's last mu-slice, host order complex double [f][3][3]
+ * for the 2 face_cb face sites in lexicographic order of the other three
+ * coordinates; packed into the backward ghost of the (mu, parity) blocks
+ * (gauge fixed, mu = 3: after the last-slice links). */
+wd_status wd_pack_gauge_halo(const wd_gauge_layout *l, void *dst, const double complex *u,
+                             const double complex *const ghost[4], const int dims[4]);
+
+/* The face_cb sites of parity `parity` at local x_mu = 0 (last = 0) or
+ * x_mu = L_mu - 1 (last = 1), in face order: buf holds element k of face
+ * site f at k * face_cb + f, then (half precision) the face_cb norms.
+ * wd_face_bytes is that buffer's size. */
+size_t wd_face_bytes(const wd_spinor_layout *l, int mu);
+void wd_face_gather(const wd_spinor_layout *l, const void *field, const float *norm,
+                    const int dims[4], int mu, int last, int parity, void *buf);
+/* buf (wd_face_gather's layout) into ghost face dir (0 forward, 1 backward) of mu */
+void wd_ghost_scatter(const wd_spinor_layout *l, void *field, float *norm, int mu, int dir,
+                      const void *buf);
+/* the local checkerboard index of face site f of parity `parity` at x_mu = c */
+int wd_face_site(const int dims[4], int mu, int c, int parity, int f);
 
 void wd_dslash_args_set(wd_dslash_args *a, const wd_spinor_layout *s,
                         const wd_gauge_layout *g, const int dims[4],
@@ -82,7 +124,9 @@ void wd_dslash_args_set(wd_dslash_args *a, const wd_spinor_layout *s,
                               const void *src, const float *norm,             \
                               const int dims[4], int parity);                 \
     void wd_pack_gauge_##P(const wd_gauge_layout *l, void *dst,               \
-                           const double complex *u, const int dims[4]);
+                           const double complex *u,                           \
+                           const double complex *const ghost[4],              \
+                           const int dims[4]);
 WD_DECL_LAYOUT(d)
 WD_DECL_LAYOUT(s)
 WD_DECL_LAYOUT(h)

@@ -1,0 +1,262 @@
+/*
+ * test_decomposed: the Dslash and the reductions of the CPU backend on a
+ * process grid against the same backend on one process.
+ *
+ *   mpirun -n N test_decomposed [--seed N]   (default seed: the time, printed)
+ *
+ * Every rank draws the same global fields from the seed, applies every
+ * built variant on the whole lattice alone (wd_backend_open) and on its
+ * block of each grid of N ranks that partitions X, Y, Z, T alone and
+ * several at once (wd_backend_open_grid), for both parities and both time
+ * boundary conditions, gauge-fixed variants on the field in temporal gauge.
+ * The block of the decomposed result must equal the same block of the
+ * one-process result bit for bit: halos carry the neighbours' stored
+ * values unchanged and every site's arithmetic is the same.  Outputs and
+ * the input's ghost faces are poisoned (all bits set) before each call.
+ * Global reductions (norm2, cdot) must agree with one process to 1e-13
+ * relative (they add in another order) and be bitwise equal on every rank.
+ * One line per case on rank 0 (every rank's failures printed with its
+ * rank); "N of M failed" last; exit 1 on any failure.  On one process the
+ * 1x1x1x1 grid runs (wd_backend_open_grid's own path).
+ */
+#include <complex.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gauge_tools.h"
+#include "wd_backend.h"
+#include "wd_comm.h"
+#include "wd_operator.h"
+
+static int rank, nranks, checks_run, checks_failed;
+
+static void *xalloc(size_t n)
+{
+    void *p = calloc(1, n);
+    if (!p) {
+        fprintf(stderr, "test_decomposed: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+/* every rank's verdict: a case fails when it failed on any rank */
+static void check(int ok, const char *what)
+{
+    double bad = !ok;
+    if (wd_comm_sum(&bad, 1) != WD_OK) {
+        fprintf(stderr, "test_decomposed: rank %d: %s\n", rank, wd_last_error());
+        exit(1);
+    }
+    checks_run++;
+    checks_failed += bad > 0;
+    if (!ok)
+        printf("rank %d: %-64s FAIL\n", rank, what);
+    else if (rank == 0 && bad > 0)
+        printf("%-72s FAIL (on %g rank(s))\n", what, bad);
+    else if (rank == 0)
+        printf("%-72s OK\n", what);
+}
+
+/* the local block of a global host field of `reals` doubles a site */
+static void extract(double *local, const double *global, const wd_grid *g, int reals)
+{
+    const int *L = g->local, *D = g->dims, *o = g->origin;
+    for (int t = 0; t < L[3]; t++)
+        for (int z = 0; z < L[2]; z++)
+            for (int y = 0; y < L[1]; y++)
+                for (int x = 0; x < L[0]; x++) {
+                    const size_t ls = x + (size_t)L[0] * (y + (size_t)L[1] * (z + (size_t)L[2] * t));
+                    const size_t gs = (x + o[0]) + (size_t)D[0] * ((y + o[1]) + (size_t)D[1] *
+                                      ((z + o[2]) + (size_t)D[2] * (t + o[3])));
+                    memcpy(local + reals * ls, global + reals * gs, reals * sizeof(double));
+                }
+}
+
+typedef struct fields {
+    const double *u, *uf;     /* global gauge field, and in temporal gauge */
+    const double *in, *x;     /* global spinors */
+} fields;
+
+/* out = D in (+ x) of variant v on backend be, read back into host (local) */
+static wd_status apply(wd_backend *be, int v, const double *u, const double *in, const double *x,
+                       int parity, int tbc, double *host)
+{
+    const wd_variant *var = &wd_variants[v];
+    wd_gauge g;
+    wd_field fo, fi, fx;
+    memset(&fx, 0, sizeof fx);
+    wd_status st = wd_gauge_create(be, &g, u, var->precision, var->recon, var->gauge_fix, tbc);
+    if (st != WD_OK)
+        return st;
+    if ((st = wd_field_create(be, &fo, var->precision)) != WD_OK ||
+        (st = wd_field_create(be, &fi, var->precision)) != WD_OK ||
+        (var->xpay && (st = wd_field_create(be, &fx, var->precision)) != WD_OK))
+        return st;
+    memset(fo.data, 0xff, fo.bytes);
+    if (fo.norm)
+        memset(fo.norm, 0xff, fo.norm_bytes);
+    memset(fi.data, 0xff, fi.bytes);
+    if (fi.norm)
+        memset(fi.norm, 0xff, fi.norm_bytes);
+    if ((st = be->ops->upload(be, &fi, in, 1 - parity)) != WD_OK ||
+        (var->xpay && (st = be->ops->upload(be, &fx, x, parity)) != WD_OK))
+        return st;
+    memset(host, 0, 24 * sizeof(double) * 2 * be->volume_cb);
+    st = wd_dslash(be, v, &fo, &g, &fi, var->xpay ? &fx : NULL, 0.37, parity);
+    if (st == WD_OK)
+        st = be->ops->download(be, host, &fo, parity);
+    wd_field_destroy(be, &fo);
+    wd_field_destroy(be, &fi);
+    wd_field_destroy(be, &fx);
+    wd_gauge_destroy(be, &g);
+    return st;
+}
+
+static void run_grid(const int procs[4], const fields *fs, const int local[4])
+{
+    int dims[4];
+    for (int mu = 0; mu < 4; mu++)
+        dims[mu] = local[mu] * procs[mu];
+    wd_grid g;
+    if (wd_grid_make(&g, dims, procs, nranks, rank, 4) != WD_OK) {
+        check(0, wd_last_error());
+        return;
+    }
+    const size_t vol = wd_volume(dims), lvol = wd_volume(g.local);
+    double *ul = xalloc(72 * lvol * sizeof(double)), *ufl = xalloc(72 * lvol * sizeof(double));
+    double *inl = xalloc(24 * lvol * sizeof(double)), *xl = xalloc(24 * lvol * sizeof(double));
+    double *whole = xalloc(24 * vol * sizeof(double)), *part = xalloc(24 * lvol * sizeof(double));
+    double *expect = xalloc(24 * lvol * sizeof(double));
+    extract(ul, fs->u, &g, 72);
+    extract(ufl, fs->uf, &g, 72);
+    extract(inl, fs->in, &g, 24);
+    extract(xl, fs->x, &g, 24);
+    wd_backend one, dec;
+    if (wd_backend_open(&one, WD_BACKEND_CPU, dims, 0) != WD_OK ||
+        wd_backend_open_grid(&dec, WD_BACKEND_CPU, &g, 0) != WD_OK) {
+        check(0, wd_last_error());
+        exit(1);
+    }
+    for (int v = 0; v < wd_variant_count; v++)
+        for (int tbc = -1; tbc <= 1; tbc += 2)
+            for (int parity = 0; parity < 2; parity++) {
+                const wd_variant *var = &wd_variants[v];
+                const double *u = var->gauge_fix ? fs->uf : fs->u;
+                char what[160];
+                snprintf(what, sizeof what, "%s grid %d%d%d%d %s parity %d", var->name, procs[0],
+                         procs[1], procs[2], procs[3], tbc < 0 ? "antiper" : "periodic", parity);
+                wd_status st = apply(&one, v, u, fs->in, fs->x, parity, tbc, whole);
+                if (st == WD_OK)
+                    st = apply(&dec, v, var->gauge_fix ? ufl : ul, inl, xl, parity, tbc, part);
+                if (st != WD_OK) {
+                    check(0, wd_last_error());
+                    continue;
+                }
+                extract(expect, whole, &g, 24);
+                double n2 = 0;
+                for (size_t k = 0; k < 24 * lvol; k++)
+                    n2 += part[k] * part[k];
+                check(n2 > 0 && !memcmp(part, expect, 24 * lvol * sizeof(double)), what);
+            }
+
+    /* global reductions against one process */
+    wd_field a1, b1, ad, bd;
+    if (wd_field_create(&one, &a1, 8) != WD_OK || wd_field_create(&one, &b1, 8) != WD_OK ||
+        wd_field_create(&dec, &ad, 8) != WD_OK || wd_field_create(&dec, &bd, 8) != WD_OK) {
+        check(0, wd_last_error());
+        exit(1);
+    }
+    one.ops->upload(&one, &a1, fs->in, 0);
+    one.ops->upload(&one, &b1, fs->x, 0);
+    dec.ops->upload(&dec, &ad, inl, 0);
+    dec.ops->upload(&dec, &bd, xl, 0);
+    const double n1 = wd_blas_norm2(&one, &a1), nd = wd_blas_norm2(&dec, &ad);
+    const wd_complex c1 = wd_blas_cdot(&one, &a1, &b1), cd = wd_blas_cdot(&dec, &ad, &bd);
+    const double mine[3] = {nd, cd.re, cd.im};
+    double root[3] = {nd, cd.re, cd.im};
+    wd_comm_bcast(root, sizeof root, 0);
+    char what[160];
+    snprintf(what, sizeof what, "reductions grid %d%d%d%d: norm2 %.3e, cdot within 1e-13, "
+             "the same bits on every rank", procs[0], procs[1], procs[2], procs[3], n1);
+    const double cn = sqrt(c1.re * c1.re + c1.im * c1.im);
+    check(fabs(nd - n1) <= 1e-13 * n1 && hypot(cd.re - c1.re, cd.im - c1.im) <= 1e-13 * cn &&
+          dec.error == WD_OK && !memcmp(mine, root, sizeof mine),
+          what);
+    wd_field_destroy(&one, &a1);
+    wd_field_destroy(&one, &b1);
+    wd_field_destroy(&dec, &ad);
+    wd_field_destroy(&dec, &bd);
+    wd_backend_close(&one);
+    wd_backend_close(&dec);
+    free(ul);
+    free(ufl);
+    free(inl);
+    free(xl);
+    free(whole);
+    free(part);
+    free(expect);
+}
+
+int main(int argc, char **argv)
+{
+    if (wd_comm_init(&argc, &argv) != WD_OK) {
+        fprintf(stderr, "test_decomposed: %s\n", wd_last_error());
+        return 1;
+    }
+    rank = wd_comm_rank();
+    nranks = wd_comm_size();
+    uint64_t seed = (uint64_t)time(NULL);
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--seed"))
+            seed = strtoull(argv[i + 1], NULL, 10);
+    /* rank 0's seed for everyone */
+    double s = rank == 0 ? (double)(seed % (1ull << 52)) : 0;
+    wd_comm_sum(&s, 1);
+    seed = (uint64_t)s;
+    if (rank == 0)
+        printf("test_decomposed: %d rank(s), seed %llu (--seed N replays)\n", nranks,
+               (unsigned long long)seed);
+
+    /* local extents 4 x 6 x 4 x 4: non-cubic, every grid's lattice differs */
+    static const int local[4] = {4, 6, 4, 4};
+    static const int grids[][4] = {
+        {1, 1, 1, 1}, {2, 1, 1, 1}, {1, 2, 1, 1}, {1, 1, 2, 1}, {1, 1, 1, 2},
+        {2, 2, 1, 1}, {1, 1, 2, 2}, {1, 2, 1, 2}, {2, 1, 1, 2}, {1, 1, 1, 4}, {4, 1, 1, 1},
+        {2, 1, 2, 2}, {1, 1, 2, 4},
+    };
+    for (size_t k = 0; k < sizeof grids / sizeof grids[0]; k++) {
+        const int *p = grids[k];
+        if (p[0] * p[1] * p[2] * p[3] != nranks)
+            continue;
+        int dims[4];
+        for (int mu = 0; mu < 4; mu++)
+            dims[mu] = local[mu] * p[mu];
+        const size_t vol = wd_volume(dims);
+        double complex *u = xalloc(36 * vol * sizeof *u), *uf = xalloc(36 * vol * sizeof *uf);
+        double complex *gt = xalloc(9 * vol * sizeof *gt);
+        double complex *in = xalloc(12 * vol * sizeof *in), *x = xalloc(12 * vol * sizeof *x);
+        wd_rng r;
+        wd_rng_seed(&r, seed + k);
+        wd_gauge_random(u, dims, &r);
+        wd_temporal_gauge_field(uf, gt, u, dims);
+        wd_spinor_random(in, dims, &r);
+        wd_spinor_random(x, dims, &r);
+        const fields fs = {(double *)u, (double *)uf, (double *)in, (double *)x};
+        run_grid(p, &fs, local);
+        free(u);
+        free(uf);
+        free(gt);
+        free(in);
+        free(x);
+    }
+    if (rank == 0)
+        printf("%d of %d failed\n", checks_failed, checks_run);
+    const int fail = checks_failed || !checks_run;
+    wd_comm_finalize();
+    return fail;
+}
