@@ -15,6 +15,9 @@
  *   wd_check_dims        validate lattice extents
  *   wd_volume            X*Y*Z*T
  *   wd_spinor_fill_random  a random host spinor from a seed (test sources)
+ *   wd_init / wd_finalize  start and stop the processes' communication (MPI)
+ *   wd_rank / wd_ranks   this process and how many there are
+ *   wd_lattice_make      a lattice on a process grid: this rank's block
  *   wd_variant_count_built / wd_variant_name  the Dslash variants this build has
  *   wd_dslash_cpu        apply a named variant on the CPU backend to host fields
  *   wd_backend_probe     can this process use a backend (a GPU for CUDA)
@@ -77,6 +80,43 @@ const char *wd_last_error(void);
 /* WD_OK when every extent is even and >= 4 and V/2 fits an int. */
 wd_status wd_check_dims(const int dims[4]);
 size_t wd_volume(const int dims[4]);
+
+/* ---------------------------------------------------------------------- */
+/* Many processes (runtime/comm/, docs/multi-gpu.md)                         */
+
+/* Start MPI when this build has it and nobody started it yet; call it
+ * first, with main's argc and argv (or NULLs).  A build without MPI, or a
+ * program started without mpirun, is one process and works as before.
+ * wd_finalize stops MPI if wd_init started it. */
+wd_status wd_init(int *argc, char ***argv);
+void wd_finalize(void);
+/* This process's rank and the number of ranks (0 and 1 before wd_init). */
+int wd_rank(void);
+int wd_ranks(void);
+
+/*
+ * A lattice split over a process grid.  Rank px + Px*(py + Py*(pz + Pz*pt))
+ * holds the block of local extents dims / procs starting at global site
+ * origin; with more than one rank every host field a function of this
+ * header takes or returns (gauge, spinors) is that rank's block: local
+ * extents, the global order of DESIGN.md within the block.  Parity is the
+ * parity of global coordinates.
+ */
+typedef struct wd_lattice {
+    int dims[4];    /* global extents X, Y, Z, T */
+    int procs[4];   /* the process grid Px, Py, Pz, Pt */
+    int local[4];   /* this rank's block */
+    int origin[4];  /* global coordinates of the block's first site */
+    int rank, size; /* this rank, Px Py Pz Pt */
+} wd_lattice;
+
+/* The lattice dims on the grid procs (NULL or all zero: the automatic grid,
+ * splitting T first, then Z, Y, X, keeping every local extent even and
+ * >= 4) for this process among wd_ranks().  WD_ERR_INVALID naming the
+ * dimension when procs does not divide dims, a local extent is odd or
+ * below 4, or the product of procs is not wd_ranks(); every rank gets the
+ * same answer (no communication). */
+wd_status wd_lattice_make(wd_lattice *lat, const int dims[4], const int procs[4]);
 
 /* Fill the host spinor psi (24 V doubles) with complex normal components
  * (E|z|^2 = 1) drawn site by site in host order from `seed`: the same field

@@ -9,6 +9,7 @@
  *                                     unless the caller did; stop only what
  *                                     wd_comm_init started
  *   wd_comm_rank / wd_comm_size       this process and how many there are
+ *   wd_init, wd_finalize, wd_rank, wd_ranks   (wdirac.h) the same, public
  *   wd_comm_has_mpi                   1 when the build has MPI
  *   wd_comm_agree                     every rank's status -> the lowest
  *                                     failing rank's, message included (a
@@ -193,6 +194,27 @@ int wd_comm_has_mpi(void)
 #else
     return 0;
 #endif
+}
+
+/* The public names (wdirac.h) */
+wd_status wd_init(int *argc, char ***argv)
+{
+    return wd_comm_init(argc, argv);
+}
+
+void wd_finalize(void)
+{
+    wd_comm_finalize();
+}
+
+int wd_rank(void)
+{
+    return wd_comm_rank();
+}
+
+int wd_ranks(void)
+{
+    return wd_comm_size();
 }
 
 wd_status wd_comm_agree(wd_status st)

@@ -11,6 +11,8 @@
  *   wd_grid_make   check a grid against a lattice and a number of ranks
  *                  and fill one rank's geometry: local block, origin, grid
  *                  coordinates, periodic neighbours (rank order x fastest)
+ *   wd_lattice_make  (wdirac.h) the public view of wd_grid_make for this
+ *                  process
  *
  * Notes: both leave their output untouched on failure, and their messages
  * name the dimension (or, for wd_grid_auto, the lattice, the number of
@@ -129,5 +131,22 @@ wd_status wd_grid_make(wd_grid *g, const int dims[4], const int procs[4], int nr
         w.nbr[mu][WD_BWD] = rank_at(p, c);
     }
     *g = w;
+    return WD_OK;
+}
+
+wd_status wd_lattice_make(wd_lattice *lat, const int dims[4], const int procs[4])
+{
+    if (!lat || !dims)
+        return wd_fail(WD_ERR_INVALID, "wd_lattice_make: lat and dims must not be NULL");
+    wd_grid g;
+    const wd_status st = wd_grid_make(&g, dims, procs, wd_comm_size(), wd_comm_rank(), 4);
+    if (st != WD_OK)
+        return st;
+    memcpy(lat->dims, g.dims, sizeof lat->dims);
+    memcpy(lat->procs, g.procs, sizeof lat->procs);
+    memcpy(lat->local, g.local, sizeof lat->local);
+    memcpy(lat->origin, g.origin, sizeof lat->origin);
+    lat->rank = g.rank;
+    lat->size = g.size;
     return WD_OK;
 }
