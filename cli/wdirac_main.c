@@ -13,6 +13,9 @@
  * Exit codes, the same for every command (cli_util.h maps every status):
  * 0 success, 1 a run that failed, 2 bad usage or input, 3 internal error
  * (out of memory), 4 no usable GPU for --backend cuda.
+ *
+ * Under mpirun every rank runs the same command on its block of the lattice
+ * (--grid Px Py Pz Pt, docs/multi-gpu.md); rank 0 prints.
  */
 #include <fnmatch.h>
 #include <stdio.h>
@@ -21,6 +24,7 @@
 #include "cli_gauge.h"
 #include "cli_solve.h"
 #include "cli_bench.h"
+#include "cli_util.h"
 #include "wd_version.h"
 #include "wdirac.h"
 
@@ -55,7 +59,7 @@ static int cmd_list(int argc, char **argv)
     return 0;
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
@@ -89,4 +93,22 @@ int main(int argc, char **argv)
     fprintf(stderr, "wdirac: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;
+}
+
+/* Commands that touch a lattice run on every rank of an mpirun; the others
+ * need no MPI (and skip its start-up). */
+int main(int argc, char **argv)
+{
+    const int lattice = argc >= 2 && (!strcmp(argv[1], "bench") || !strcmp(argv[1], "tune") ||
+                                      !strcmp(argv[1], "gauge") || !strcmp(argv[1], "solve"));
+    if (!lattice)
+        return run(argc, argv);
+    const wd_status st = wd_init(&argc, &argv);
+    if (st != WD_OK) {
+        fprintf(stderr, "wdirac: %s\n", wd_last_error());
+        return wd_cli_exit_code(st);
+    }
+    const int rc = run(argc, argv);
+    wd_finalize();
+    return rc;
 }
