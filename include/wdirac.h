@@ -206,6 +206,7 @@ typedef struct wd_solver_settings {
     double divergence;              ///< 1e8: stop (WD_ERR_DIVERGED) when the iterated residual exceeds this times its value at the last update
     wd_accumulator accumulator;     ///< WD_ACCUM_AUTO: precision of the partial solution accumulator
     int pad;                        ///< 0: elements of padding after each field sub-array
+    int grid[4];                    ///< {0, 0, 0, 0}: the process grid Px Py Pz Pt over wd_ranks() ranks (zeros: automatic, wd_lattice_make); with more than one rank gauge, b and x are this rank's block, and every rank calls with the same settings
     int verbosity;                  ///< 0: 1 prints a summary, 2 every true-residual check, 3 every iteration (stderr)
     wd_progress_fn progress;        ///< NULL: called after every iteration and true-residual check
     void *progress_arg;             ///< NULL: passed to progress
@@ -239,6 +240,13 @@ void wd_solver_default_settings(wd_solver_settings *s);
  * WD_ERR_NAN and WD_ERR_MAX_ITER still return the best iterate found in x
  * with its true residual in stats; invalid input (WD_ERR_INVALID, NaN in b
  * or the gauge field included) leaves x zero.  stats may be NULL.
+ *  On a process grid (settings.grid, more than one rank) dims are the
+ * global extents, gauge, b and x this rank's block (wd_lattice_make), and
+ * every rank calls with the same settings: the call is collective, every
+ * rank returns the same status, message and stats (residuals and norms are
+ * global).  Gauge fixing runs on one process for now (WD_ERR_INVALID on a
+ * grid); an invalid grid returns WD_ERR_INVALID naming the dimension before
+ * anything is allocated, x untouched.
  */
 wd_status wd_solve(double *x, const double *gauge, const double *b, const int dims[4],
                    const wd_solver_settings *s, wd_solver_stats *stats);
@@ -251,8 +259,8 @@ wd_status wd_solve(double *x, const double *gauge, const double *b, const int di
  * (same contract for x, b, the status and the stats, stats->setup_seconds
  * 0) without touching the gauge field again.  The settings given to create
  * fix what the uploaded fields depend on: backend, precision, recon,
- * gauge_fix, sloppy_precision, sloppy_recon, sloppy_gauge_fix, tbc and
- * pad; each solve may change every other setting (solver, mass, tol, the
+ * gauge_fix, sloppy_precision, sloppy_recon, sloppy_gauge_fix, tbc, pad
+ * and grid; each solve may change every other setting (solver, mass, tol, the
  * mixed-precision method and its parameters, progress...) and gets
  * WD_ERR_INVALID naming the setting if it changes one of those.  Work
  * fields are allocated at the first solve that needs them and kept.

@@ -133,70 +133,6 @@ static wd_status check_settings(const wd_solver_settings *s)
     return WD_OK;
 }
 
-/* chunks of the host scans: a fixed number, so the sums below add the same
- * partial sums in the same order for any thread count */
-#define SCAN_CHUNKS 256
-
-/* first non-finite value among n doubles, -1 if none; with `norm2`, also
- * the sum of their squares (bitwise reproducible).  One parallel pass: the
- * fields are hundreds of megabytes on the lattices a GPU solves. */
-static long scan(const double *v, size_t n, double *norm2)
-{
-    long first[SCAN_CHUNKS];
-    double part[SCAN_CHUNKS];
-#pragma omp parallel for schedule(static)
-    for (int c = 0; c < SCAN_CHUNKS; ++c) {
-        const size_t lo = n * c / SCAN_CHUNKS, hi = n * (c + 1) / SCAN_CHUNKS;
-        double sum = 0;
-        long bad = -1;
-        for (size_t i = lo; i < hi; ++i) {
-            sum += v[i] * v[i];
-            if (bad < 0 && !isfinite(v[i]))
-                bad = (long)i;
-        }
-        first[c] = bad;
-        part[c] = sum;
-    }
-    double sum = 0;
-    long bad = -1;
-    for (int c = 0; c < SCAN_CHUNKS; ++c) {
-        sum += part[c];
-        if (bad < 0)
-            bad = first[c];
-    }
-    if (norm2)
-        *norm2 = sum;
-    return bad;
-}
-
-/* ||b - M x|| / ||b|| with the float64 reference; b != 0.  With r != NULL,
- * r = b - M x too (full lattice, 24 reals a site). */
-static wd_status host_true_residual(const double *x, const double *u, const double *b,
-                                    const int dims[4], const wd_solver_settings *s, double *res,
-                                    double *r)
-{
-    const size_t n = wd_volume(dims) * 12;
-    double complex *mx = malloc(n * sizeof *mx);
-    if (!mx)
-        return wd_fail(WD_ERR_NOMEM, "solver: cannot allocate %zu bytes for the residual check",
-                       n * sizeof *mx);
-    ref_wilson(mx, (const double complex *)u, (const double complex *)x, dims, s->mass,
-               (int)s->tbc, 0);
-    const double complex *bc = (const double complex *)b;
-    double complex *rc = (double complex *)r;
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; ++i) {
-        const double complex d = bc[i] - mx[i];
-        if (rc)
-            rc[i] = d;
-        num += creal(d) * creal(d) + cimag(d) * cimag(d);
-        den += creal(bc[i]) * creal(bc[i]) + cimag(bc[i]) * cimag(bc[i]);
-    }
-    free(mx);
-    *res = sqrt(num / den);
-    return WD_OK;
-}
-
 /* The work fields, by role (wd_solver.h: wd_krylov documents each). */
 enum {
     F_B, F_X, F_R, F_ODD, F_TE,             /* outer precision */
@@ -208,6 +144,9 @@ enum {
 struct wd_solver {
     wd_backend be;
     int be_open;
+    wd_grid grid;               /* the process grid; dims its local block */
+    wd_host_block hb;           /* the faces of the float64 residual check */
+    int hb_open;
     int dims[4];
     wd_solver_settings fixed;   /* the settings the uploaded fields depend on */
     const double *gauge;        /* the caller's, for the float64 residual check */
@@ -228,6 +167,8 @@ void wd_solver_destroy(wd_solver *sv)
         wd_gauge_destroy(&sv->be, &sv->g_outer);
         wd_backend_close(&sv->be);
     }
+    if (sv->hb_open)
+        wd_host_block_close(&sv->hb);
     free(sv->gfix);
     free(sv->bfix);
     free(sv);
@@ -250,6 +191,10 @@ static wd_status check_fixed(const wd_solver_settings *a, const wd_solver_settin
     SAME(sloppy_gauge_fix);
     SAME(tbc);
     SAME(pad);
+    SAME(grid[0]);
+    SAME(grid[1]);
+    SAME(grid[2]);
+    SAME(grid[3]);
 #undef SAME
     return WD_OK;
 }
@@ -272,7 +217,14 @@ static wd_status create(wd_solver *sv, const double *gauge)
         wd_temporal_gauge_field(ufix, sv->gfix, (const double complex *)gauge, sv->dims);
         u_run = (const double *)ufix;
     }
-    wd_status st = wd_backend_open(&sv->be, s->backend, sv->dims, s->pad);
+    wd_status st = wd_host_block_open(&sv->hb, &sv->grid, gauge);
+    if (st == WD_OK) {
+        sv->hb_open = 1;
+        st = wd_backend_open_grid(&sv->be, s->backend, &sv->grid, s->pad);
+        /* one rank without a GPU stops them all */
+        if ((st = wd_comm_agree(st)) != WD_OK && sv->be.ops)
+            wd_backend_close(&sv->be);
+    }
     if (st == WD_OK) {
         sv->be_open = 1;
         st = wd_gauge_create(&sv->be, &sv->g_outer, u_run, s->precision, s->recon, s->gauge_fix,
@@ -285,6 +237,32 @@ static wd_status create(wd_solver *sv, const double *gauge)
                              s->sloppy_gauge_fix, s->tbc);
     free(ufix);
     return st;
+}
+
+/* The grid of a solve: settings.grid (zeros: automatic) over this run's
+ * ranks.  Checked before anything is allocated; the same answer on every
+ * rank. */
+static wd_status solver_grid(wd_grid *g, const int dims[4], const wd_solver_settings *s)
+{
+    wd_status st = wd_grid_make(g, dims, s->grid, wd_comm_size(), wd_comm_rank(), 4);
+    if (st == WD_OK && g->size > 1 && (s->gauge_fix || s->sloppy_gauge_fix))
+        st = wd_fail(WD_ERR_INVALID, "gauge fixing (gauge_fix, sloppy_gauge_fix) runs on one "
+                     "process for now: grid %d %d %d %d has %d", g->procs[0], g->procs[1],
+                     g->procs[2], g->procs[3], g->size);
+    return st;
+}
+
+/* "site (x, y, z, t)" in global coordinates of local site `site` */
+static const char *site_name(const wd_grid *g, long site)
+{
+    static _Thread_local char buf[96];
+    int c[4];
+    for (int mu = 0; mu < 4; ++mu) {
+        c[mu] = g->origin[mu] + (int)(site % g->local[mu]);
+        site /= g->local[mu];
+    }
+    snprintf(buf, sizeof buf, "site (%d, %d, %d, %d)", c[0], c[1], c[2], c[3]);
+    return buf;
 }
 
 wd_status wd_solver_create(wd_solver **out, const double *gauge, const int dims[4],
@@ -300,15 +278,23 @@ wd_status wd_solver_create(wd_solver **out, const double *gauge, const int dims[
         return st;
     if ((st = check_settings(s)) != WD_OK)
         return st;
-    const size_t vol = wd_volume(dims);
-    const long bad = scan(gauge, vol * 72, NULL);
-    if (bad >= 0)
-        return wd_fail(WD_ERR_INVALID, "wd_solver_create: the gauge field holds NaN or Inf (site "
-                       "%ld, direction %ld)", bad / 72, bad % 72 / 18);
-    wd_solver *sv = calloc(1, sizeof *sv);
-    if (!sv)
-        return wd_fail(WD_ERR_NOMEM, "wd_solver_create: cannot allocate the solver");
-    memcpy(sv->dims, dims, sizeof sv->dims);
+    wd_grid grid;
+    if ((st = solver_grid(&grid, dims, s)) != WD_OK)
+        return st;
+    const size_t vol = wd_volume(grid.local);
+    const long bad = wd_host_scan(gauge, vol * 72, NULL, &st);
+    if (st == WD_OK && bad >= 0)
+        st = wd_fail(WD_ERR_INVALID, "wd_solver_create: the gauge field holds NaN or Inf (%s, "
+                     "direction %ld)", site_name(&grid, bad / 72), bad % 72 / 18);
+    wd_solver *sv = st == WD_OK ? calloc(1, sizeof *sv) : NULL;
+    if (st == WD_OK && !sv)
+        st = wd_fail(WD_ERR_NOMEM, "wd_solver_create: cannot allocate the solver");
+    if ((st = wd_comm_agree(st)) != WD_OK) {
+        free(sv);
+        return st;
+    }
+    sv->grid = grid;
+    memcpy(sv->dims, grid.local, sizeof sv->dims);
     sv->fixed = *s;
     sv->gauge = gauge;
     if ((st = create(sv, gauge)) != WD_OK) {
@@ -374,7 +360,7 @@ static wd_status setup_krylov(wd_solver *sv, const wd_solver_settings *s, wd_kry
     ks->divergence = s->divergence;
     ks->max_stall = s->max_stall;
     ks->max_iter = s->max_iter;
-    ks->verbosity = s->verbosity;
+    ks->verbosity = sv->grid.rank == 0 ? s->verbosity : 0; /* rank 0 speaks */
     ks->progress = s->progress;
     ks->progress_arg = s->progress_arg;
     return st;
@@ -491,7 +477,7 @@ static wd_status refine(wd_solver *sv, double *x, const double *b, const wd_solv
             break;
         }
         double res;
-        if ((st = host_true_residual(x, sv->gauge, b, sv->dims, s, &res, r)) != WD_OK)
+        if ((st = wd_host_residual(&sv->hb, x, sv->gauge, b, s->mass, s->tbc, &res, r)) != WD_OK)
             break;
         wd_solver_settings sr = *s;
         sr.tol = 0.5 * s->tol / res;
@@ -513,7 +499,8 @@ static wd_status refine(wd_solver *sv, double *x, const double *b, const wd_solv
         for (size_t i = 0; i < n; ++i)
             x[i] += d[i];
         double after;
-        const wd_status rst = host_true_residual(x, sv->gauge, b, sv->dims, s, &after, NULL);
+        const wd_status rst = wd_host_residual(&sv->hb, x, sv->gauge, b, s->mass, s->tbc, &after,
+                                               NULL);
         if (rst != WD_OK) {
             st = rst;
             break;
@@ -555,14 +542,14 @@ wd_status wd_solver_solve(wd_solver *sv, double *x, const double *b, const wd_so
         return st;
     }
     double bnorm2;
-    const long bad = scan(b, vol * 24, &bnorm2);
-    if (bad >= 0 || bnorm2 == 0) {
+    const long bad = wd_host_scan(b, vol * 24, &bnorm2, &st);
+    if (st == WD_OK && bad >= 0)
+        st = wd_fail(WD_ERR_INVALID, "wd_solver_solve: the source b holds NaN or Inf (%s, spin "
+                     "%ld, colour %ld)", site_name(&sv->grid, bad / 24), bad % 24 / 6, bad % 6 / 2);
+    if ((st = wd_comm_agree(st)) != WD_OK || bnorm2 == 0) {
         memset(x, 0, vol * 24 * sizeof *x);
         stats->seconds = now_s() - t0;
-        return bad < 0 ? WD_OK
-                       : wd_fail(WD_ERR_INVALID, "wd_solver_solve: the source b holds NaN or Inf "
-                                 "(site %ld, spin %ld, colour %ld)", bad / 24, bad % 24 / 6,
-                                 bad % 6 / 2);
+        return st;
     }
     const double bnorm = sqrt(bnorm2);
     wd_status solve_st = solve_pass(sv, x, b, s, bnorm, stats);
@@ -574,7 +561,8 @@ wd_status wd_solver_solve(wd_solver *sv, double *x, const double *b, const wd_so
     /* keep the solver's message (if any) across the residual check */
     char msg[512];
     snprintf(msg, sizeof msg, "%s", wd_last_error());
-    if ((st = host_true_residual(x, sv->gauge, b, dims, s, &stats->true_residual, NULL)) != WD_OK)
+    if ((st = wd_host_residual(&sv->hb, x, sv->gauge, b, s->mass, s->tbc, &stats->true_residual,
+                               NULL)) != WD_OK)
         return st;
     if (solve_st == WD_OK && stats->true_residual > s->tol) {
         solve_st = refine(sv, x, b, s, bnorm, stats, msg, sizeof msg);
@@ -586,7 +574,7 @@ wd_status wd_solver_solve(wd_solver *sv, double *x, const double *b, const wd_so
     }
     stats->seconds = now_s() - t0;
     stats->gflops = stats->solve_seconds > 0 ? stats->flops / stats->solve_seconds * 1e-9 : 0;
-    if (s->verbosity >= 1)
+    if (s->verbosity >= 1 && sv->grid.rank == 0)
         fprintf(stderr, "wdirac solver: %s, %d iterations (%d + %d updates), true residual %.3e, "
                 "%.3f s, %.2f Gflops, %zu bytes\n", wd_status_string(solve_st), stats->iterations,
                 stats->sloppy_iterations, stats->updates, stats->true_residual, stats->seconds,
@@ -609,16 +597,25 @@ wd_status wd_solve(double *x, const double *gauge, const double *b, const int di
     wd_status st = wd_check_dims(dims);
     if (st != WD_OK)
         return st;
-    const size_t vol = wd_volume(dims);
     if (x == b)
         return wd_fail(WD_ERR_INVALID, "wd_solve: x must not alias b");
-    /* the source's checks first: a bad b costs no gauge upload */
-    const long bad = scan(b, vol * 24, NULL);
-    if ((st = check_settings(s)) != WD_OK || bad >= 0) {
+    /* x has the size of this rank's block, known once the grid is */
+    wd_grid grid;
+    if ((st = solver_grid(&grid, dims, s)) != WD_OK)
+        return st;
+    const size_t vol = wd_volume(grid.local);
+    if ((st = check_settings(s)) != WD_OK) {
         memset(x, 0, vol * 24 * sizeof *x);
-        return st != WD_OK ? st
-                           : wd_fail(WD_ERR_INVALID, "wd_solve: the source b holds NaN or Inf (site "
-                                     "%ld, spin %ld, colour %ld)", bad / 24, bad % 24 / 6, bad % 6 / 2);
+        return st;
+    }
+    /* the source's checks first: a bad b costs no gauge upload */
+    const long bad = wd_host_scan(b, vol * 24, NULL, &st);
+    if (st == WD_OK && bad >= 0)
+        st = wd_fail(WD_ERR_INVALID, "wd_solve: the source b holds NaN or Inf (%s, spin %ld, "
+                     "colour %ld)", site_name(&grid, bad / 24), bad % 24 / 6, bad % 6 / 2);
+    if ((st = wd_comm_agree(st)) != WD_OK) {
+        memset(x, 0, vol * 24 * sizeof *x);
+        return st;
     }
     wd_solver *sv;
     if ((st = wd_solver_create(&sv, gauge, dims, s)) != WD_OK) {

@@ -13,11 +13,17 @@
  *   wd_eo_mhat      out_e = Mhat in_e = in_e - kappa^2 D_eo D_oe in_e (or Mhat^dag)
  *   wd_krylov_run   CG-NE or BiCGstab with reliable updates, defect correction
  *                   or neither, between an outer and a sloppy operator
+ *   wd_host_block_open / _close, wd_host_scan, wd_host_residual
+ *                   the solver's float64 host checks on one rank's block
+ *                   (host_check.c)
  * Everything goes through wd_backend.h: no field data is touched here.
  */
 #ifndef WDIRAC_SOLVER_H
 #define WDIRAC_SOLVER_H
 
+#include <complex.h>
+
+#include "ref_wilson.h"
 #include "wd_backend.h"
 
 /* Mhat on the even sites with one gauge field (and its precision). */
@@ -71,5 +77,31 @@ typedef struct wd_krylov {
 } wd_krylov;
 
 wd_status wd_krylov_run(wd_krylov *ks);
+
+/*
+ * The float64 checks on the host fields of one rank's block (host_check.c):
+ * the reference needs the neighbours' faces, which wd_host_block holds.
+ * Every function here is collective over the grid's ranks.
+ */
+typedef struct wd_host_block {
+    wd_grid grid;
+    ref_block ref;              /* the faces, as the reference reads them */
+    double complex *x_fwd[4], *x_bwd[4];
+    double complex *faces;      /* every face buffer, one allocation */
+    double complex *send, *scratch;
+    double complex *mx;         /* M x on the block */
+} wd_host_block;
+
+/* Allocate the faces and exchange the backward ghost links of `gauge`
+ * (this rank's block, host order) once. */
+wd_status wd_host_block_open(wd_host_block *h, const wd_grid *grid, const double *gauge);
+void wd_host_block_close(wd_host_block *h);
+/* The first non-finite value of v[0..n) on this rank (-1: none) and in
+ * norm2 the sum of squares over every rank; *st the status of the sum. */
+long wd_host_scan(const double *v, size_t n, double *norm2, wd_status *st);
+/* *res = ||b - M x|| / ||b|| over the whole lattice (b != 0 somewhere);
+ * with r, r = b - M x on the block. */
+wd_status wd_host_residual(wd_host_block *h, const double *x, const double *u, const double *b,
+                           double mass, int tbc, double *res, double *r);
 
 #endif

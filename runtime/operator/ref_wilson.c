@@ -16,6 +16,8 @@
  *   ref_dslash         D or D^dag on every site
  *   ref_dslash_parity  the same on the sites of one parity, zero on the other
  *   ref_wilson         M = (4+m) - D/2, M^dag = (4+m) - D^dag/2
+ *   ref_wilson_block   the same on one block of a decomposed lattice, the
+ *                      neighbours' faces given
  *   ref_schur          Mhat_ee = 1 - kappa^2 D_eo D_oe on even sites (dagger:
  *                      D^dag in place of D), zero on odd sites
  *   ref_apply_g5       g5 at every site, in place allowed
@@ -132,29 +134,59 @@ static void add_hop(double complex acc[4][3], const double complex proj[4][4],
         }
 }
 
-/* out(n) = (D in)(n) (or D^dag) at one site n. */
+/* Index of a site's face position in dimension mu: the other three
+ * coordinates lexicographic, the lowest dimension fastest. */
+static size_t face_index(const int x[4], const int dims[4], int mu)
+{
+    size_t f = 0;
+    for (int nu = 3; nu >= 0; nu--)
+        if (nu != mu)
+            f = f * (size_t)dims[nu] + (size_t)x[nu];
+    return f;
+}
+
+/* out(n) = (D in)(n) (or D^dag) at one site n; with a block b, a hop out of
+ * the block in a partitioned dimension reads b's faces, and the time sign
+ * follows the global time coordinate. */
 static void dslash_site(double complex *out, const double complex *u,
                         const double complex *in, const int dims[4],
-                        double t_sign, const projectors *p, size_t site)
+                        double t_sign, const projectors *p, size_t site,
+                        const ref_block *b)
 {
     int x[4];
     site_coords(site, dims, x);
+    const int t_global = b ? b->t_origin + x[3] : x[3];
+    const int T = b ? b->global_T : dims[3];
     double complex acc[4][3] = {{0}};
     for (int mu = 0; mu < 4; mu++) {
         int y[4] = {x[0], x[1], x[2], x[3]};
+        const int across = b && b->part[mu];
 
         /* forward: U_mu(n) in(n+mu) */
-        y[mu] = (x[mu] + 1) % dims[mu];
-        const double fwd_sign = (mu == 3 && x[3] == dims[3] - 1) ? t_sign : 1.0;
-        add_hop(acc, p->fwd[mu], u + 9 * (4 * site + (size_t)mu), 0,
-                in + 12 * site_index(y, dims), fwd_sign);
+        const double fwd_sign = (mu == 3 && t_global == T - 1) ? t_sign : 1.0;
+        const double complex *psi;
+        if (across && x[mu] == dims[mu] - 1) {
+            psi = b->x_fwd[mu] + 12 * face_index(x, dims, mu);
+        } else {
+            y[mu] = (x[mu] + 1) % dims[mu];
+            psi = in + 12 * site_index(y, dims);
+        }
+        add_hop(acc, p->fwd[mu], u + 9 * (4 * site + (size_t)mu), 0, psi, fwd_sign);
 
         /* backward: U_mu(n-mu)^dag in(n-mu) */
-        y[mu] = (x[mu] + dims[mu] - 1) % dims[mu];
-        const size_t back = site_index(y, dims);
-        const double bwd_sign = (mu == 3 && x[3] == 0) ? t_sign : 1.0;
-        add_hop(acc, p->bwd[mu], u + 9 * (4 * back + (size_t)mu), 1,
-                in + 12 * back, bwd_sign);
+        const double bwd_sign = (mu == 3 && t_global == 0) ? t_sign : 1.0;
+        const double complex *link;
+        if (across && x[mu] == 0) {
+            const size_t f = face_index(x, dims, mu);
+            psi = b->x_bwd[mu] + 12 * f;
+            link = b->u_bwd[mu] + 9 * f;
+        } else {
+            y[mu] = (x[mu] + dims[mu] - 1) % dims[mu];
+            const size_t back = site_index(y, dims);
+            psi = in + 12 * back;
+            link = u + 9 * (4 * back + (size_t)mu);
+        }
+        add_hop(acc, p->bwd[mu], link, 1, psi, bwd_sign);
     }
     for (int s = 0; s < 4; s++)
         for (int c = 0; c < 3; c++)
@@ -166,7 +198,7 @@ static void dslash_site(double complex *out, const double complex *u,
  * out itself when which is a parity (ref_schur relies on this). */
 static void dslash_sites(double complex *out, const double complex *u,
                          const double complex *in, const int dims[4],
-                         int t_sign, int dagger, int which)
+                         int t_sign, int dagger, int which, const ref_block *b)
 {
     projectors p;
     make_projectors(&p, dagger);
@@ -176,7 +208,7 @@ static void dslash_sites(double complex *out, const double complex *u,
         int x[4];
         site_coords(site, dims, x);
         if (which == ALL_SITES || (x[0] + x[1] + x[2] + x[3]) % 2 == which)
-            dslash_site(out + 12 * site, u, in, dims, (double)t_sign, &p, site);
+            dslash_site(out + 12 * site, u, in, dims, (double)t_sign, &p, site, b);
     }
 }
 
@@ -198,14 +230,14 @@ void ref_dslash(double complex *out, const double complex *u,
                 const double complex *in, const int dims[4], int t_sign,
                 int dagger)
 {
-    dslash_sites(out, u, in, dims, t_sign, dagger, ALL_SITES);
+    dslash_sites(out, u, in, dims, t_sign, dagger, ALL_SITES, NULL);
 }
 
 void ref_dslash_parity(double complex *out, const double complex *u,
                        const double complex *in, const int dims[4],
                        int t_sign, int dagger, int out_parity)
 {
-    dslash_sites(out, u, in, dims, t_sign, dagger, out_parity);
+    dslash_sites(out, u, in, dims, t_sign, dagger, out_parity, NULL);
     zero_parity(out, dims, 1 - out_parity);
 }
 
@@ -220,6 +252,17 @@ void ref_wilson(double complex *out, const double complex *u,
         out[k] = (4.0 + mass) * in[k] - 0.5 * out[k];
 }
 
+void ref_wilson_block(double complex *out, const double complex *u,
+                      const double complex *in, const int dims[4], double mass,
+                      int t_sign, int dagger, const ref_block *b)
+{
+    dslash_sites(out, u, in, dims, t_sign, dagger, ALL_SITES, b);
+    const size_t n = 12 * lattice_volume(dims);
+#pragma omp parallel for
+    for (size_t k = 0; k < n; k++)
+        out[k] = (4.0 + mass) * in[k] - 0.5 * out[k];
+}
+
 void ref_schur(double complex *out, const double complex *u,
                const double complex *in, const int dims[4], double mass,
                int t_sign, int dagger)
@@ -228,8 +271,8 @@ void ref_schur(double complex *out, const double complex *u,
     /* odd half of out = D_oe in_e; then even half of out = D_eo (odd half
      * of out): the second pass reads only odd sites and writes only even
      * ones, so out can be its own input. */
-    dslash_sites(out, u, in, dims, t_sign, dagger, 1);
-    dslash_sites(out, u, out, dims, t_sign, dagger, 0);
+    dslash_sites(out, u, in, dims, t_sign, dagger, 1, NULL);
+    dslash_sites(out, u, out, dims, t_sign, dagger, 0, NULL);
     const size_t volume = lattice_volume(dims);
 #pragma omp parallel for
     for (size_t site = 0; site < volume; site++) {

@@ -20,6 +20,7 @@
  *   ref_dslash       D on the whole lattice
  *   ref_dslash_parity D onto the sites of one parity (reads only the other)
  *   ref_wilson       M = (4+m) - D/2 on the whole lattice
+ *   ref_wilson_block M on one block of a decomposed lattice
  *   ref_schur        Mhat_ee = 1 - kappa^2 D_eo D_oe on the even sites
  *   ref_apply_g5     multiply every site by g5
  * Notes: out must not alias any input (ref_apply_g5 excepted).  Extents
@@ -50,6 +51,27 @@ void ref_dslash_parity(double complex *out, const double complex *u,
 void ref_wilson(double complex *out, const double complex *u,
                 const double complex *in, const int dims[4], double mass,
                 int t_sign, int dagger);
+
+/*
+ * One block of a lattice split over processes (DESIGN.md "Many processes"):
+ * in a dimension mu with part[mu] set, a hop out of the block reads the
+ * neighbouring blocks' faces instead of wrapping around: x_fwd[mu] holds
+ * the spinor of the forward neighbour's first mu-slice, x_bwd[mu] that of
+ * the backward neighbour's last mu-slice, u_bwd[mu] the links U_mu of that
+ * last slice (12 and 9 complex a face site; face sites ordered by the other
+ * three coordinates, the lowest dimension fastest).  The time-boundary sign
+ * applies where the global time coordinate t_origin + t wraps (global_T).
+ */
+typedef struct ref_block {
+    int part[4];
+    const double complex *x_fwd[4], *x_bwd[4], *u_bwd[4];
+    int t_origin, global_T;
+} ref_block;
+
+/* out = M in on a block (dims: the block's extents) */
+void ref_wilson_block(double complex *out, const double complex *u,
+                      const double complex *in, const int dims[4], double mass,
+                      int t_sign, int dagger, const ref_block *b);
 
 /* out_e = in_e - kappa^2 D_eo D_oe in_e, kappa = 1/(2(4+mass)); reads in
  * only on even sites; out is zero on odd sites.  dagger gives

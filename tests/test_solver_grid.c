@@ -1,0 +1,305 @@
+/*
+ * test_solver_grid: the public solver (wd_solve, wd_solver_create /
+ * _solve) on a process grid.
+ *
+ *   mpirun -n N test_solver_grid [--seed N]   (default seed: the time, printed)
+ *
+ * Every rank draws the same global gauge field (smooth random links) and
+ * source from the seed and hands wd_solve its block (wd_lattice_make) for
+ * every valid grid of N ranks on an 8 x 8 x 4 x 8 lattice, the automatic
+ * one included.  Each solve must converge on every rank with the same
+ * status, iterations and true residual (bit for bit), and rank 0 gathers
+ * the blocks of x and checks ||b - M x|| / ||b|| <= tol with the float64
+ * reference on the whole lattice (ref_wilson: no face exchange, no code of
+ * the solver's own check), agreeing with the solver's true residual to
+ * 1e-3 relative.  Errors: a grid that does not fit, gauge fixing on a grid,
+ * NaN in b on the last rank only: the same status on every rank, x zero
+ * (or untouched where the grid is refused).  One line per case on rank 0;
+ * "N of M failed" last; exit 1 on any failure.
+ */
+#include <complex.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gauge_tools.h"
+#include "ref_wilson.h"
+#include "wd_comm.h"
+#include "wdirac.h"
+
+static int rank, nranks, checks_run, checks_failed;
+static const int dims[4] = {8, 8, 4, 8};
+
+static void *xalloc(size_t n)
+{
+    void *p = calloc(1, n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "test_solver_grid: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+/* a case fails when it failed on any rank */
+static void check(int ok, const char *what, const char *detail)
+{
+    double bad = !ok;
+    if (wd_comm_sum(&bad, 1) != WD_OK) {
+        fprintf(stderr, "test_solver_grid: rank %d: %s\n", rank, wd_last_error());
+        exit(1);
+    }
+    checks_run++;
+    checks_failed += bad > 0;
+    if (!ok)
+        printf("rank %d: %-64s FAIL %s\n", rank, what, detail);
+    else if (rank == 0)
+        printf("%-72s %s %s\n", what, bad > 0 ? "FAIL" : "OK  ", detail);
+}
+
+/* block <-> global copies of a host field of `reals` doubles a site */
+static void copy_block(double *local, double *global, const wd_lattice *lat, int reals,
+                       int to_global)
+{
+    const int *L = lat->local, *D = lat->dims, *o = lat->origin;
+    for (int t = 0; t < L[3]; t++)
+        for (int z = 0; z < L[2]; z++)
+            for (int y = 0; y < L[1]; y++)
+                for (int x = 0; x < L[0]; x++) {
+                    const size_t ls = x + (size_t)L[0] * (y + (size_t)L[1] * (z + (size_t)L[2] * t));
+                    const size_t gs = (x + o[0]) + (size_t)D[0] * ((y + o[1]) + (size_t)D[1] *
+                                      ((z + o[2]) + (size_t)D[2] * (t + o[3])));
+                    if (to_global)
+                        memcpy(global + reals * gs, local + reals * ls, reals * sizeof(double));
+                    else
+                        memcpy(local + reals * ls, global + reals * gs, reals * sizeof(double));
+                }
+}
+
+/* rank 0: the whole x from every rank's block */
+static void gather(double *global, const double *block, const wd_lattice *lat)
+{
+    const size_t n = wd_volume(lat->local) * 24;
+    if (rank != 0) {
+        if (wd_comm_send(block, n * sizeof *block, 0, 7) != WD_OK)
+            fprintf(stderr, "rank %d: %s\n", rank, wd_last_error());
+        return;
+    }
+    double *buf = xalloc(n * sizeof *buf);
+    for (int r = 0; r < nranks; r++) {
+        wd_grid g;
+        wd_grid_make(&g, lat->dims, lat->procs, nranks, r, 4);
+        wd_lattice lr = *lat;
+        memcpy(lr.local, g.local, sizeof lr.local);
+        memcpy(lr.origin, g.origin, sizeof lr.origin);
+        if (r == 0)
+            memcpy(buf, block, n * sizeof *buf);
+        else if (wd_comm_recv(buf, n * sizeof *buf, r, 7) != WD_OK)
+            fprintf(stderr, "rank 0: %s\n", wd_last_error());
+        copy_block(buf, global, &lr, 24, 1);
+    }
+    free(buf);
+}
+
+typedef struct problem {
+    double *u, *b;          /* global */
+    double *ub, *bb, *xb;   /* this rank's block */
+    double *x;              /* global x on rank 0 */
+} problem;
+
+static void solve_case(problem *p, const wd_lattice *lat, const char *grid_name,
+                       wd_solver_type solver, int prec, int sloppy, wd_time_bc tbc, double tol)
+{
+    wd_solver_settings s;
+    wd_solver_default_settings(&s);
+    memcpy(s.grid, lat->procs, sizeof s.grid);
+    s.solver = solver;
+    s.precision = prec;
+    s.sloppy_precision = sloppy;
+    s.tbc = tbc;
+    s.tol = tol;
+    s.mass = 0.05;
+    const size_t n = wd_volume(lat->local) * 24;
+    memset(p->xb, 0xff, n * sizeof *p->xb);
+    wd_solver_stats st;
+    const wd_status rc = wd_solve(p->xb, p->ub, p->bb, dims, &s, &st);
+
+    /* the same status and stats, bit for bit, on every rank */
+    double mine[3] = {(double)rc, (double)st.iterations, st.true_residual}, root[3];
+    memcpy(root, mine, sizeof root);
+    wd_comm_bcast(root, sizeof root, 0);
+    const int same = !memcmp(root, mine, sizeof root);
+
+    gather(p->x, p->xb, lat);
+    double res = 0;
+    if (rank == 0) {
+        const size_t vol = wd_volume(dims);
+        double complex *mx = xalloc(vol * 12 * sizeof *mx);
+        ref_wilson(mx, (const double complex *)p->u, (const double complex *)p->x, dims, s.mass,
+                   tbc, 0);
+        const double complex *bc = (const double complex *)p->b;
+        double num = 0, den = 0;
+        for (size_t i = 0; i < vol * 12; i++) {
+            num += creal((bc[i] - mx[i]) * conj(bc[i] - mx[i]));
+            den += creal(bc[i] * conj(bc[i]));
+        }
+        res = sqrt(num / den);
+        free(mx);
+    }
+    wd_comm_bcast(&res, sizeof res, 0);
+    char what[128], detail[192];
+    snprintf(what, sizeof what, "grid %s %-8s %c-%c tbc%+d tol %.0e", grid_name,
+             solver == WD_SOLVER_CG ? "CG-NE" : "BiCGstab", prec == 8 ? 'd' : prec == 4 ? 's' : 'h',
+             sloppy == 8 ? 'd' : sloppy == 4 ? 's' : 'h', (int)tbc, tol);
+    snprintf(detail, sizeof detail, "it=%d true=%.2e (solver %.2e)%s%s", st.iterations, res,
+             st.true_residual, rc == WD_OK ? "" : " status: ", rc == WD_OK ? "" : wd_last_error());
+    check(rc == WD_OK && same && res <= tol && fabs(res - st.true_residual) <= 1e-3 * res,
+          what, detail);
+}
+
+static void errors(problem *p, const wd_lattice *lat)
+{
+    const size_t n = wd_volume(lat->local) * 24;
+    wd_solver_settings s;
+    char detail[256];
+
+    /* a grid that does not fit: refused everywhere before anything, x untouched */
+    wd_solver_default_settings(&s);
+    s.grid[0] = 3;
+    s.grid[1] = s.grid[2] = 1;
+    s.grid[3] = nranks;
+    memset(p->xb, 0x5a, n * sizeof *p->xb);
+    wd_status rc = wd_solve(p->xb, p->ub, p->bb, dims, &s, NULL);
+    int untouched = 1;
+    for (size_t i = 0; i < n * sizeof *p->xb; i++)
+        untouched &= ((unsigned char *)p->xb)[i] == 0x5a;
+    snprintf(detail, sizeof detail, "[%s] %s", wd_status_string(rc), wd_last_error());
+    check(rc == WD_ERR_INVALID && untouched, "error: grid 3 1 1 N -> invalid, x untouched",
+          detail);
+
+    /* NaN in b on the last rank only: invalid on every rank, x zero */
+    wd_solver_default_settings(&s);
+    memcpy(s.grid, lat->procs, sizeof s.grid);
+    double *bad = xalloc(n * sizeof *bad);
+    memcpy(bad, p->bb, n * sizeof *bad);
+    if (rank == nranks - 1)
+        bad[n / 2 + 3] = NAN;
+    memset(p->xb, 0xff, n * sizeof *p->xb);
+    rc = wd_solve(p->xb, p->ub, bad, dims, &s, NULL);
+    int zero = 1;
+    for (size_t i = 0; i < n; i++)
+        zero &= p->xb[i] == 0;
+    snprintf(detail, sizeof detail, "[%s] %s", wd_status_string(rc), wd_last_error());
+    check(rc == WD_ERR_INVALID && zero && strstr(wd_last_error(), "NaN"),
+          "error: NaN in b on the last rank -> invalid everywhere, x = 0", detail);
+    free(bad);
+
+    /* gauge fixing on a grid of several ranks */
+    if (nranks > 1) {
+        wd_solver_default_settings(&s);
+        memcpy(s.grid, lat->procs, sizeof s.grid);
+        s.sloppy_gauge_fix = 1;
+        rc = wd_solve(p->xb, p->ub, p->bb, dims, &s, NULL);
+        snprintf(detail, sizeof detail, "[%s] %s", wd_status_string(rc), wd_last_error());
+        check(rc == WD_ERR_INVALID, "error: gauge fixing on a grid -> invalid", detail);
+    }
+
+    /* a persistent solver: two solves, the second equal to the first */
+    wd_solver_default_settings(&s);
+    memcpy(s.grid, lat->procs, sizeof s.grid);
+    wd_solver *sv = NULL;
+    rc = wd_solver_create(&sv, p->ub, dims, &s);
+    wd_solver_stats a, b;
+    double *x2 = xalloc(n * sizeof *x2);
+    if (rc == WD_OK)
+        rc = wd_solver_solve(sv, p->xb, p->bb, &s, &a);
+    if (rc == WD_OK)
+        rc = wd_solver_solve(sv, x2, p->bb, &s, &b);
+    snprintf(detail, sizeof detail, "[%s] it=%d true=%.2e", wd_status_string(rc), a.iterations,
+             a.true_residual);
+    check(rc == WD_OK && !memcmp(x2, p->xb, n * sizeof *x2) && a.iterations == b.iterations,
+          "reuse: two solves of one solver agree bit for bit", detail);
+    /* a changed grid in a solve is refused */
+    s.grid[0] = 2 * lat->procs[0];
+    rc = wd_solver_solve(sv, x2, p->bb, &s, NULL);
+    check(rc == WD_ERR_INVALID, "reuse: changed grid -> invalid", wd_last_error());
+    wd_solver_destroy(sv);
+    free(x2);
+}
+
+int main(int argc, char **argv)
+{
+    if (wd_init(&argc, &argv) != WD_OK) {
+        fprintf(stderr, "test_solver_grid: %s\n", wd_last_error());
+        return 1;
+    }
+    rank = wd_rank();
+    nranks = wd_ranks();
+    uint64_t seed = (uint64_t)time(NULL);
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--seed"))
+            seed = strtoull(argv[i + 1], NULL, 10);
+    double s0 = rank == 0 ? (double)(seed % (1ull << 52)) : 0;
+    wd_comm_bcast(&s0, sizeof s0, 0);
+    seed = (uint64_t)s0;
+    if (rank == 0)
+        printf("test_solver_grid: %d rank(s), seed %llu (--seed N replays)\n", nranks,
+               (unsigned long long)seed);
+
+    problem p;
+    const size_t vol = wd_volume(dims);
+    p.u = xalloc(vol * 72 * sizeof(double));
+    p.b = xalloc(vol * 24 * sizeof(double));
+    p.x = xalloc(vol * 24 * sizeof(double));
+    wd_rng r;
+    wd_rng_seed(&r, seed);
+    wd_gauge_smooth((double complex *)p.u, dims, 0.4, &r);
+    wd_spinor_fill_random(p.b, dims, seed + 1);
+
+    /* every grid of nranks that fits, then the automatic one */
+    int grids[64][4], ng = 0;
+    for (int px = 1; px <= nranks; px++)
+        for (int py = 1; py <= nranks; py++)
+            for (int pz = 1; pz <= nranks; pz++)
+                for (int pt = 1; pt <= nranks; pt++) {
+                    const int g[4] = {px, py, pz, pt};
+                    wd_lattice lat;
+                    if (px * py * pz * pt == nranks && ng < 63 &&
+                        wd_lattice_make(&lat, dims, g) == WD_OK)
+                        memcpy(grids[ng++], g, sizeof g);
+                }
+    memset(grids[ng++], 0, sizeof grids[0]);
+    for (int k = 0; k < ng; k++) {
+        wd_lattice lat;
+        if (wd_lattice_make(&lat, dims, grids[k]) != WD_OK) {
+            check(0, "wd_lattice_make", wd_last_error());
+            continue;
+        }
+        const size_t n = wd_volume(lat.local);
+        p.ub = xalloc(n * 72 * sizeof(double));
+        p.bb = xalloc(n * 24 * sizeof(double));
+        p.xb = xalloc(n * 24 * sizeof(double));
+        copy_block(p.ub, p.u, &lat, 72, 0);
+        copy_block(p.bb, p.b, &lat, 24, 0);
+        char name[64];
+        snprintf(name, sizeof name, "%s%d %d %d %d", grids[k][0] ? "" : "auto ", lat.procs[0],
+                 lat.procs[1], lat.procs[2], lat.procs[3]);
+        solve_case(&p, &lat, name, WD_SOLVER_BICGSTAB, 8, 4, WD_TIME_ANTIPERIODIC, 1e-10);
+        solve_case(&p, &lat, name, WD_SOLVER_CG, 8, 2, WD_TIME_PERIODIC, 1e-10);
+        solve_case(&p, &lat, name, WD_SOLVER_BICGSTAB, 4, 4, WD_TIME_ANTIPERIODIC, 1e-6);
+        if (!grids[k][0])
+            errors(&p, &lat);
+        free(p.ub);
+        free(p.bb);
+        free(p.xb);
+    }
+    if (rank == 0)
+        printf("%d of %d failed\n", checks_failed, checks_run);
+    free(p.u);
+    free(p.b);
+    free(p.x);
+    wd_finalize();
+    return checks_failed ? 1 : 0;
+}
