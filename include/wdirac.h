@@ -14,10 +14,12 @@
  *   wd_last_error        the message of the last failure on this thread
  *   wd_check_dims        validate lattice extents
  *   wd_volume            X*Y*Z*T
- *   wd_spinor_fill_random  a random host spinor from a seed (test sources)
+ *   wd_spinor_fill_random  a random host spinor from a seed (test sources),
+ *                        and one block of it (_block)
  *   wd_init / wd_finalize  start and stop the processes' communication (MPI)
  *   wd_rank / wd_ranks   this process and how many there are
  *   wd_lattice_make      a lattice on a process grid: this rank's block
+ *   wd_agree             every rank's status -> one status on all of them
  *   wd_variant_count_built / wd_variant_name  the Dslash variants this build has
  *   wd_dslash_cpu        apply a named variant on the CPU backend to host fields
  *   wd_backend_probe     can this process use a backend (a GPU for CUDA)
@@ -118,10 +120,20 @@ typedef struct wd_lattice {
  * same answer (no communication). */
 wd_status wd_lattice_make(wd_lattice *lat, const int dims[4], const int procs[4]);
 
+/* Collective: every rank passes its status and gets back WD_OK if all
+ * passed WD_OK, else the status of the lowest failing rank, with that
+ * rank's message ("rank R: ..." on the others).  For callers that must take
+ * the same branch on every rank (before a collective call, or an exit). */
+wd_status wd_agree(wd_status st);
+
 /* Fill the host spinor psi (24 V doubles) with complex normal components
  * (E|z|^2 = 1) drawn site by site in host order from `seed`: the same field
  * for the same seed on any machine and thread count (up to libm's last bits). */
 wd_status wd_spinor_fill_random(double *psi, const int dims[4], uint64_t seed);
+/* This rank's block of the same field (24 doubles a site of lat->local):
+ * the draws of the whole lattice are made, in host order, and the block's
+ * kept (time O(V), memory the block). */
+wd_status wd_spinor_fill_random_block(double *psi_block, const wd_lattice *lat, uint64_t seed);
 
 int wd_variant_count_built(void);
 /* name of built variant i (0 <= i < count), NULL otherwise */

@@ -12,7 +12,8 @@
  * the blocks of x and checks ||b - M x|| / ||b|| <= tol with the float64
  * reference on the whole lattice (ref_wilson: no face exchange, no code of
  * the solver's own check), agreeing with the solver's true residual to
- * 1e-3 relative.  Errors: a grid that does not fit, gauge fixing on a grid,
+ * 1e-3 relative.  wd_spinor_fill_random_block must give each rank exactly
+ * its block of wd_spinor_fill_random's field.  Errors: a grid that does not fit, gauge fixing on a grid,
  * NaN in b on the last rank only: the same status on every rank, x zero
  * (or untouched where the grid is refused).  One line per case on rank 0;
  * "N of M failed" last; exit 1 on any failure.
@@ -283,9 +284,14 @@ int main(int argc, char **argv)
         p.xb = xalloc(n * 24 * sizeof(double));
         copy_block(p.ub, p.u, &lat, 72, 0);
         copy_block(p.bb, p.b, &lat, 24, 0);
-        char name[64];
+        char name[64], what[128];
         snprintf(name, sizeof name, "%s%d %d %d %d", grids[k][0] ? "" : "auto ", lat.procs[0],
                  lat.procs[1], lat.procs[2], lat.procs[3]);
+        /* the block of a random source equals the same block of the whole one */
+        memset(p.xb, 0xff, n * 24 * sizeof(double));
+        const wd_status fst = wd_spinor_fill_random_block(p.xb, &lat, seed + 1);
+        snprintf(what, sizeof what, "grid %s wd_spinor_fill_random_block = its block", name);
+        check(fst == WD_OK && !memcmp(p.xb, p.bb, n * 24 * sizeof(double)), what, "");
         solve_case(&p, &lat, name, WD_SOLVER_BICGSTAB, 8, 4, WD_TIME_ANTIPERIODIC, 1e-10);
         solve_case(&p, &lat, name, WD_SOLVER_CG, 8, 2, WD_TIME_PERIODIC, 1e-10);
         solve_case(&p, &lat, name, WD_SOLVER_BICGSTAB, 4, 4, WD_TIME_ANTIPERIODIC, 1e-6);

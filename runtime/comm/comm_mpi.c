@@ -9,7 +9,8 @@
  *                                     unless the caller did; stop only what
  *                                     wd_comm_init started
  *   wd_comm_rank / wd_comm_size       this process and how many there are
- *   wd_init, wd_finalize, wd_rank, wd_ranks   (wdirac.h) the same, public
+ *   wd_init, wd_finalize, wd_rank, wd_ranks, wd_agree   (wdirac.h) the
+ *                                     same, public
  *   wd_comm_has_mpi                   1 when the build has MPI
  *   wd_comm_agree                     every rank's status -> the lowest
  *                                     failing rank's, message included (a
@@ -215,6 +216,11 @@ int wd_rank(void)
 int wd_ranks(void)
 {
     return wd_comm_size();
+}
+
+wd_status wd_agree(wd_status st)
+{
+    return wd_comm_agree(st);
 }
 
 wd_status wd_comm_agree(wd_status st)

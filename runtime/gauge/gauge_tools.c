@@ -13,6 +13,8 @@
  *                           mean); SU(3) to rounding for any |eps| < 1e150
  *   wd_gauge_unit           every link the unit matrix
  *   wd_spinor_random        every component complex normal, E|z|^2 = 1
+ *   wd_spinor_fill_random_block  (wdirac.h) one block of wd_spinor_fill_random's
+ *                           field: every draw made, this block's kept
  *   wd_gauge_transform_random  wd_su3_random at every site
  *   wd_gauge_transform      U_mu(n) <- g(n) U_mu(n) g(n+mu)^dag, in place
  *   wd_spinor_transform     psi(n) <- g(n) psi(n) (dagger: g(n)^dag psi(n))
@@ -27,6 +29,7 @@
  */
 #include "gauge_tools.h"
 #include "heatbath_link.h"
+#include "wd_core.h"
 
 #include <math.h>
 #include <string.h>
@@ -217,6 +220,39 @@ wd_status wd_spinor_fill_random(double *psi, const int dims[4], uint64_t seed)
     wd_rng r;
     wd_rng_seed(&r, seed);
     wd_spinor_random((double complex *)(void *)psi, dims, &r);
+    return WD_OK;
+}
+
+wd_status wd_spinor_fill_random_block(double *psi_block, const wd_lattice *lat, uint64_t seed)
+{
+    if (!psi_block || !lat)
+        return wd_fail(WD_ERR_INVALID, "wd_spinor_fill_random_block: psi_block and lat must not "
+                       "be NULL");
+    const wd_status st = wd_check_dims(lat->dims);
+    if (st != WD_OK)
+        return st;
+    /* the whole field's draws in host order, this block's kept */
+    wd_rng r;
+    wd_rng_seed(&r, seed);
+    const int *D = lat->dims, *L = lat->local, *o = lat->origin;
+    double complex *out = (double complex *)(void *)psi_block;
+    int x[4];
+    for (x[3] = 0; x[3] < D[3]; x[3]++)
+        for (x[2] = 0; x[2] < D[2]; x[2]++)
+            for (x[1] = 0; x[1] < D[1]; x[1]++)
+                for (x[0] = 0; x[0] < D[0]; x[0]++) {
+                    int in = 1;
+                    for (int mu = 0; mu < 4; mu++)
+                        in &= x[mu] >= o[mu] && x[mu] < o[mu] + L[mu];
+                    const size_t ls = in ? (size_t)(x[0] - o[0]) + (size_t)L[0] *
+                        ((size_t)(x[1] - o[1]) + (size_t)L[1] * ((size_t)(x[2] - o[2]) +
+                        (size_t)L[2] * (size_t)(x[3] - o[3]))) : 0;
+                    for (int k = 0; k < 12; k++) {
+                        const double complex z = complex_normal(&r);
+                        if (in)
+                            out[12 * ls + (size_t)k] = z;
+                    }
+                }
     return WD_OK;
 }
 
