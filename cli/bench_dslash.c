@@ -25,6 +25,19 @@
  * 2-5: 24^3 x T for T = 8, 16, ..., 128 (sub-lattices of one 24^3 x 128
  * field: the host order puts t outermost, so a prefix of the arrays is the
  * 24^3 x T lattice).
+ *
+ * Process grid (--grid Px Py Pz Pt, or several ranks under mpirun; CUDA
+ * backend, one GPU per rank): each rank times, with CUDA events, the
+ * backend's whole Dslash on its block: the NCCL halo exchange (gather,
+ * send/recv, scatter) and then the kernel, on one stream, nothing
+ * overlapped yet.  The row reports the slowest rank's time per call, the
+ * exchange's share of it, the aggregate Gflops over the global lattice,
+ * the per-rank GB/s of the kernel's bytes model on the local block, the
+ * halo bytes each rank sends and their rate.  Fields are random per rank
+ * (seed + rank; gauge-fixed variants on the block's own temporal gauge):
+ * the work is the decomposed lattice's, the values need not be.
+ * --nccl-sweep adds the NCCL send/recv exchange alone, for buffers from
+ * 4 KiB to 256 MiB and for the halo faces of every lattice timed.
  */
 #include <complex.h>
 #include <fnmatch.h>
@@ -36,9 +49,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli_util.h"
 #include "cuda_rt.h"
 #include "gauge_tools.h"
 #include "cli_bench.h"
+#include "wd_backend.h"
 #include "wd_gpu.h"
 #include "wd_layout.h"
 #include "wd_operator.h"
@@ -289,7 +304,12 @@ static void usage(FILE *f)
             "                        default 0)\n"
             "  --seed N              random field seed (default 1)\n"
             "  --tune-cache FILE     GPU tune cache (default $WDIRAC_TUNE_CACHE or ~/.cache/wdirac/)\n"
-            "  --json FILE           also write the results as JSON\n");
+            "  --json FILE           also write the results as JSON\n"
+            "  --grid Px Py Pz Pt    run on a process grid under mpirun, one GPU per rank (CUDA\n"
+            "                        backend, NCCL halos; the default under several ranks: the\n"
+            "                        automatic grid); --dims are then global lattices\n"
+            "  --nccl-sweep          with a grid: also time the NCCL exchange alone for 4 KiB to\n"
+            "                        256 MiB and for each lattice's halo faces\n");
 }
 
 static void print_row(const bench_row *r, double copy, double base_us)
@@ -327,11 +347,267 @@ static int write_json(const char *path, const char *backend, const char *device,
     return rc == 0;
 }
 
+/* ---- process grid (CUDA backend, NCCL halos) ---------------------------- */
+
+typedef struct grid_row {
+    int variant, dims[4], local[4];
+    double us, halo_us, gflops, gbps, halo_bytes, halo_gbps;
+    double rank_us[32];
+} grid_row;
+
+/* every rank's value v into out[0..size) (size <= 32) through the backend's
+ * rank-ordered sum */
+static void gather_ranks(wd_backend *be, double v, double *out, int rank, int size)
+{
+    double slots[32] = {0};
+    if (size > 32)
+        size = 32;
+    if (rank < 32)
+        slots[rank] = v;
+    wd_backend_allsum(be, slots, 32);
+    memcpy(out, slots, (size_t)size * sizeof *out);
+}
+
+/* halo bytes one rank sends per Dslash: both faces of each partitioned mu */
+static double halo_bytes_sent(const wd_backend *be, const wd_variant *v)
+{
+    const double site = 24.0 * v->precision + (v->precision == 2 ? sizeof(float) : 0);
+    double b = 0;
+    for (int mu = 0; mu < 4; ++mu)
+        if (be->halo.part[mu])
+            b += 2 * be->halo.face_cb[mu] * site;
+    return b;
+}
+
+static int time_grid_variant(wd_backend *be, int k, const host_fields *h, int reps, grid_row *r,
+                             const wd_lattice *lat)
+{
+    const wd_variant *v = &wd_variants[k];
+    wd_gauge g;
+    wd_field in, out, x;
+    memset(&in, 0, sizeof in), memset(&out, 0, sizeof out), memset(&x, 0, sizeof x);
+    double us = 0, halo_us = 0;
+    wd_status st = wd_gauge_create(be, &g, (const double *)(v->gauge_fix ? h->uf : h->u),
+                                   v->precision, v->recon, v->gauge_fix, -1);
+    if (st == WD_OK && (st = wd_field_create(be, &in, v->precision)) == WD_OK &&
+        (st = wd_field_create(be, &out, v->precision)) == WD_OK &&
+        (st = wd_field_create(be, &x, v->precision)) == WD_OK &&
+        (st = be->ops->upload(be, &in, (const double *)h->psi, 1)) == WD_OK &&
+        (st = be->ops->upload(be, &x, (const double *)h->psi, 0)) == WD_OK)
+        st = wd_backend_cuda_time_dslash(be, k, &out, &g, &in, v->xpay ? &x : NULL, -0.0157, 0,
+                                         reps, &us, &halo_us);
+    st = wd_backend_agree(st);
+    wd_field_destroy(be, &in);
+    wd_field_destroy(be, &out);
+    wd_field_destroy(be, &x);
+    wd_gauge_destroy(be, &g);
+    if (st != WD_OK) {
+        if (wd_cli_printer())
+            fprintf(stderr, "wdirac bench dslash: %s on %dx%dx%dx%d grid %d %d %d %d: %s\n",
+                    v->name, lat->dims[0], lat->dims[1], lat->dims[2], lat->dims[3],
+                    lat->procs[0], lat->procs[1], lat->procs[2], lat->procs[3], wd_last_error());
+        return 0;
+    }
+    r->variant = k;
+    memcpy(r->dims, lat->dims, sizeof r->dims);
+    memcpy(r->local, lat->local, sizeof r->local);
+    double all_halo[32];
+    gather_ranks(be, us, r->rank_us, lat->rank, lat->size);
+    gather_ranks(be, halo_us, all_halo, lat->rank, lat->size);
+    /* the slowest rank sets the pace; its exchange share goes with it */
+    int slow = 0;
+    for (int q = 1; q < (lat->size < 32 ? lat->size : 32); ++q)
+        if (r->rank_us[q] > r->rank_us[slow])
+            slow = q;
+    r->us = r->rank_us[slow];
+    r->halo_us = all_halo[slow];
+    const double global_sites = wd_volume(lat->dims) / 2.0, local_sites = global_sites / lat->size;
+    r->gflops = wd_dslash_flops_per_site(v->xpay) * global_sites / r->us / 1e3;
+    r->gbps = wd_dslash_bytes_per_site(v->precision, v->recon, v->gauge_fix, v->xpay) *
+              local_sites / r->us / 1e3;
+    r->halo_bytes = halo_bytes_sent(be, v);
+    r->halo_gbps = r->halo_us > 0 ? r->halo_bytes / r->halo_us / 1e3 : 0;
+    return 1;
+}
+
+/* the NCCL exchange alone, per partitioned mu of the backend's grid */
+static void nccl_sweep(wd_backend *be, const size_t *extra, int nextra, int reps, json_t *arr)
+{
+    int mu = 0;
+    while (mu < 4 && !be->halo.part[mu])
+        mu++;
+    if (mu == 4)
+        return;
+    size_t sizes[64];
+    int n = 0;
+    for (size_t b = 4096; b <= ((size_t)256 << 20); b *= 4)
+        sizes[n++] = b;
+    for (int k = 0; k < nextra && n < 64; ++k)
+        sizes[n++] = extra[k];
+    if (wd_cli_printer())
+        printf("\nNCCL send/recv exchange alone (mu = %d: each rank sends one buffer to each "
+               "neighbour and receives one from each)\n%14s %10s %12s\n", mu, "bytes/face", "us",
+               "GB/s out");
+    for (int k = 0; k < n; ++k) {
+        double us = 0;
+        if (wd_backend_cuda_time_exchange(be, mu, sizes[k], reps, &us) != WD_OK) {
+            if (wd_cli_printer())
+                fprintf(stderr, "wdirac bench dslash: NCCL exchange of %zu bytes: %s\n", sizes[k],
+                        wd_last_error());
+            return;
+        }
+        /* the slowest rank */
+        double all[32];
+        gather_ranks(be, us, all, wd_rank(), wd_ranks());
+        for (int q = 0; q < (wd_ranks() < 32 ? wd_ranks() : 32); ++q)
+            us = all[q] > us ? all[q] : us;
+        const double gbps = 2.0 * sizes[k] / us / 1e3;
+        if (wd_cli_printer())
+            printf("%14zu %10.2f %12.2f%s\n", sizes[k], us, gbps, k >= n - nextra ? "  (halo face)" : "");
+        json_array_append_new(arr, json_pack("{s:I, s:f, s:f, s:b}", "bytes_per_face",
+                                             (json_int_t)sizes[k], "us", us, "GBps_out", gbps,
+                                             "halo_face", k >= n - nextra));
+    }
+}
+
+static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const char *glob, int reps,
+                      uint64_t seed, int pad, const char *json_path, const char *tune_cache,
+                      int sweep_nccl)
+{
+    const int printer = wd_cli_printer();
+    wd_status st = wd_backend_cuda_select();
+    if (st != WD_OK) {
+        if (printer)
+            fprintf(stderr, "wdirac bench dslash: %s\n", wd_last_error());
+        return wd_cli_exit_code(st);
+    }
+    wd_tune_set_cache(tune_cache);
+    char device[256];
+    double copy = 0;
+    wd_bench_device(device, sizeof device, 1);
+    st = wd_cuda_copy_gbps((size_t)1 << 30, 20, &copy);
+    if (st != WD_OK) {
+        fprintf(stderr, "wdirac bench dslash: rank %d: %s\n", wd_rank(), wd_last_error());
+        return wd_cli_exit_code(st);
+    }
+    if (printer) {
+        printf("wdirac bench dslash  backend cuda  ranks %d (one GPU each)  device \"%s\"\n",
+               wd_ranks(), device);
+        printf("seed %llu (+ rank)  reps %d  pad %d  commit %s  build %s\n",
+               (unsigned long long)seed, reps, pad, WD_GIT_COMMIT, wd_tune_build_id());
+        printf("copy bandwidth %.1f GB/s per GPU (read + write, rank 0)\n", copy);
+        printf("time per call: halo exchange (gather, NCCL, scatter) then the kernel, one stream,\n"
+               "the slowest rank; GB/s and copy: the kernel's bytes model on one rank's block\n\n");
+        printf("%-28s %-14s %-8s %-13s %5s %10s %9s %9s %8s %6s %10s %8s\n", "variant", "lattice",
+               "grid", "local", "ranks", "us/call", "halo us", "Gflops", "GB/s", "copy",
+               "halo KiB", "halo GB/s");
+    }
+    json_t *root = wd_bench_json_run("dslash-grid", "cuda", device, seed);
+    json_t *res = json_array(), *sweep_arr = json_array();
+    json_object_set_new(root, "build_id", json_string(wd_tune_build_id()));
+    json_object_set_new(root, "reps", json_integer(reps));
+    json_object_set_new(root, "pad", json_integer(pad));
+    json_object_set_new(root, "ranks", json_integer(wd_ranks()));
+    json_object_set_new(root, "copy_GBps", json_real(copy));
+    int n = 0, failed = 0;
+    for (int l = 0; l < nlat; ++l) {
+        wd_lattice lat;
+        if ((st = wd_lattice_make(&lat, lat_dims[l], procs)) != WD_OK) {
+            if (printer)
+                fprintf(stderr, "wdirac bench dslash: %s\n", wd_last_error());
+            return WD_EXIT_USAGE;
+        }
+        host_fields h;
+        const int made = host_make(&h, lat.local, seed + (uint64_t)lat.rank);
+        wd_backend be;
+        st = made ? WD_OK : WD_ERR_NOMEM;
+        if (made)
+            st = wd_backend_open_lattice(&be, WD_BACKEND_CUDA, &lat, pad);
+        if (st != WD_OK) {
+            if (printer)
+                fprintf(stderr, "wdirac bench dslash: %dx%dx%dx%d: %s\n", lat.dims[0], lat.dims[1],
+                        lat.dims[2], lat.dims[3], made ? wd_last_error() : "out of host memory");
+            host_free(&h);
+            return wd_cli_exit_code(st);
+        }
+        size_t faces[8];
+        int nfaces = 0;
+        for (int k = 0; k < wd_variant_count; ++k) {
+            const wd_variant *v = &wd_variants[k];
+            if (fnmatch(glob, v->name, 0) != 0)
+                continue;
+            grid_row r;
+            memset(&r, 0, sizeof r);
+            if (!time_grid_variant(&be, k, &h, reps, &r, &lat)) {
+                failed++;
+                continue;
+            }
+            int mu0 = 0;
+            while (mu0 < 4 && !be.halo.part[mu0])
+                mu0++;
+            if (mu0 < 4 && nfaces < 8) {
+                const size_t face = (size_t)be.halo.face_cb[mu0] *
+                                    (24 * v->precision + (v->precision == 2 ? sizeof(float) : 0));
+                int seen = 0;
+                for (int q = 0; q < nfaces; ++q)
+                    seen |= faces[q] == face;
+                if (!seen)
+                    faces[nfaces++] = face;
+            }
+            n++;
+            if (printer) {
+                char gridb[16], local[20], latb[20];
+                snprintf(latb, sizeof latb, "%dx%dx%dx%d", lat.dims[0], lat.dims[1], lat.dims[2],
+                         lat.dims[3]);
+                snprintf(gridb, sizeof gridb, "%dx%dx%dx%d", lat.procs[0], lat.procs[1],
+                         lat.procs[2], lat.procs[3]);
+                snprintf(local, sizeof local, "%dx%dx%dx%d", lat.local[0], lat.local[1],
+                         lat.local[2], lat.local[3]);
+                printf("%-28s %-14s %-8s %-13s %5d %10.2f %9.2f %9.1f %8.1f %5.0f%% %10.1f %8.1f\n",
+                       v->name, latb, gridb, local, lat.size, r.us, r.halo_us, r.gflops, r.gbps,
+                       100 * r.gbps / copy, r.halo_bytes / 1024, r.halo_gbps);
+                fflush(stdout);
+            }
+            json_t *ranks = json_array();
+            for (int q = 0; q < (lat.size < 32 ? lat.size : 32); ++q)
+                json_array_append_new(ranks, json_real(r.rank_us[q]));
+            json_array_append_new(
+                res, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:[iiii], s:[iiii], s:[iiii], "
+                               "s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o}",
+                               "variant", v->name, "precision", v->precision, "recon", v->recon,
+                               "gauge_fix", v->gauge_fix, "dagger", v->dagger, "xpay", v->xpay,
+                               "dims", lat.dims[0], lat.dims[1], lat.dims[2], lat.dims[3],
+                               "grid", lat.procs[0], lat.procs[1], lat.procs[2], lat.procs[3],
+                               "local", lat.local[0], lat.local[1], lat.local[2], lat.local[3],
+                               "ranks", lat.size, "us_per_call", r.us, "halo_us", r.halo_us,
+                               "gflops", r.gflops, "GBps_per_rank", r.gbps, "fraction_of_copy",
+                               r.gbps / copy, "halo_bytes_sent_per_rank", r.halo_bytes,
+                               "halo_GBps", r.halo_gbps, "us_per_rank", ranks));
+        }
+        if (sweep_nccl && l == nlat - 1)
+            nccl_sweep(&be, faces, nfaces, reps, sweep_arr);
+        wd_backend_close(&be);
+        host_free(&h);
+    }
+    json_object_set_new(root, "results", res);
+    json_object_set_new(root, "nccl_exchange", sweep_arr);
+    int rc = failed || !n ? WD_EXIT_FAILED : WD_EXIT_OK;
+    if (!n && printer)
+        fprintf(stderr, "wdirac bench dslash: no built variant matches '%s'\n", glob);
+    if (printer && json_path && json_dump_file(root, json_path, JSON_INDENT(1)) != 0) {
+        fprintf(stderr, "wdirac bench dslash: cannot write %s\n", json_path);
+        rc = WD_EXIT_FAILED;
+    }
+    json_decref(root);
+    return rc;
+}
+
 int wd_bench_dslash_main(int argc, char **argv)
 {
     int lat[MAX_LATTICES][4], nlat = 0, pads[MAX_PADS], npads = 0, reps = 0, sweep = 0;
     uint64_t seed = 1;
     const char *glob = "*", *json_path = NULL, *backend = "auto", *tune_cache = NULL;
+    int procs[4] = {0, 0, 0, 0}, grid_given = 0, sweep_nccl = 0;
     for (int k = 0; k < argc; ++k) {
         if (!strcmp(argv[k], "--dims") && k + 4 < argc && nlat < MAX_LATTICES) {
             for (int mu = 0; mu < 4; ++mu)
@@ -353,6 +629,12 @@ int wd_bench_dslash_main(int argc, char **argv)
             tune_cache = argv[++k];
         } else if (!strcmp(argv[k], "--backend") && k + 1 < argc) {
             backend = argv[++k];
+        } else if (!strcmp(argv[k], "--grid")) {
+            if (!wd_cli_parse_grid("wdirac bench dslash", argc, argv, &k, procs))
+                return WD_EXIT_USAGE;
+            grid_given = 1;
+        } else if (!strcmp(argv[k], "--nccl-sweep")) {
+            sweep_nccl = 1;
         } else if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
             usage(stdout);
             return 0;
@@ -361,6 +643,20 @@ int wd_bench_dslash_main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
+    }
+    if (grid_given || wd_ranks() > 1) {
+        if (!strcmp(backend, "cpu") || sweep || npads > 1 || tune_only) {
+            if (wd_cli_printer())
+                fprintf(stderr, "wdirac bench dslash: on a process grid the benchmark times the "
+                        "CUDA backend on --dims lattices with one --pad\n");
+            return WD_EXIT_USAGE;
+        }
+        if (!nlat) {
+            const int d32[4] = {32, 32, 32, 64};
+            memcpy(lat[nlat++], d32, sizeof lat[0]);
+        }
+        return bench_grid(lat, nlat, procs, glob, reps ? reps : 100, seed, npads ? pads[0] : 0,
+                          json_path, tune_cache, sweep_nccl);
     }
     int gpu;
     if (!strcmp(backend, "auto"))

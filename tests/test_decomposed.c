@@ -1,8 +1,14 @@
 /*
- * test_decomposed: the Dslash and the reductions of the CPU backend on a
- * process grid against the same backend on one process.
+ * test_decomposed: the Dslash and the reductions of a backend on a process
+ * grid against the same backend on one process.
  *
- *   mpirun -n N test_decomposed [--seed N]   (default seed: the time, printed)
+ *   mpirun -n N test_decomposed [--backend cpu|cuda] [--seed N]
+ *                                 (default cpu; seed: the time, printed)
+ *
+ * On CUDA each rank runs on its own GPU (wd_backend_cuda_select) and the
+ * halos travel through NCCL; the reference is the same lattice on one GPU
+ * (each rank computes it on its own).  Exit 77 (skipped) without a GPU, or
+ * on several ranks in a build without NCCL.
  *
  * Every rank draws the same global fields from the seed, applies every
  * built variant on the whole lattice alone (wd_backend_open) and on its
@@ -27,12 +33,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "cuda_rt.h"
 #include "gauge_tools.h"
 #include "wd_backend.h"
 #include "wd_comm.h"
 #include "wd_operator.h"
 
 static int rank, nranks, checks_run, checks_failed;
+static wd_backend_kind kind = WD_BACKEND_CPU;
 
 static void *xalloc(size_t n)
 {
@@ -82,6 +90,17 @@ typedef struct fields {
     const double *in, *x;     /* global spinors */
 } fields;
 
+/* all bits set in a field: its sites, ghost faces, padding and norms */
+static wd_status poison(const wd_field *f)
+{
+    if (kind == WD_BACKEND_CUDA)
+        return wd_cuda_memset(f->data, 0xff, f->bytes + f->norm_bytes);
+    memset(f->data, 0xff, f->bytes);
+    if (f->norm)
+        memset(f->norm, 0xff, f->norm_bytes);
+    return WD_OK;
+}
+
 /* out = D in (+ x) of variant v on backend be, read back into host (local) */
 static wd_status apply(wd_backend *be, int v, const double *u, const double *in, const double *x,
                        int parity, int tbc, double *host)
@@ -97,13 +116,8 @@ static wd_status apply(wd_backend *be, int v, const double *u, const double *in,
         (st = wd_field_create(be, &fi, var->precision)) != WD_OK ||
         (var->xpay && (st = wd_field_create(be, &fx, var->precision)) != WD_OK))
         return st;
-    memset(fo.data, 0xff, fo.bytes);
-    if (fo.norm)
-        memset(fo.norm, 0xff, fo.norm_bytes);
-    memset(fi.data, 0xff, fi.bytes);
-    if (fi.norm)
-        memset(fi.norm, 0xff, fi.norm_bytes);
-    if ((st = be->ops->upload(be, &fi, in, 1 - parity)) != WD_OK ||
+    if ((st = poison(&fo)) != WD_OK || (st = poison(&fi)) != WD_OK ||
+        (st = be->ops->upload(be, &fi, in, 1 - parity)) != WD_OK ||
         (var->xpay && (st = be->ops->upload(be, &fx, x, parity)) != WD_OK))
         return st;
     memset(host, 0, 24 * sizeof(double) * 2 * be->volume_cb);
@@ -137,8 +151,8 @@ static void run_grid(const int procs[4], const fields *fs, const int local[4])
     extract(inl, fs->in, &g, 24);
     extract(xl, fs->x, &g, 24);
     wd_backend one, dec;
-    if (wd_backend_open(&one, WD_BACKEND_CPU, dims, 0) != WD_OK ||
-        wd_backend_open_grid(&dec, WD_BACKEND_CPU, &g, 0) != WD_OK) {
+    if (wd_backend_open(&one, kind, dims, 0) != WD_OK ||
+        wd_backend_open_grid(&dec, kind, &g, 0) != WD_OK) {
         check(0, wd_last_error());
         exit(1);
     }
@@ -214,13 +228,33 @@ int main(int argc, char **argv)
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--seed"))
             seed = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--backend"))
+            kind = !strcmp(argv[i + 1], "cuda") || !strcmp(argv[i + 1], "gpu") ? WD_BACKEND_CUDA
+                                                                                 : WD_BACKEND_CPU;
+    if (kind == WD_BACKEND_CUDA) {
+        /* every rank decides alike: the lowest rank's reason wins */
+        double skip = !wd_cuda_available() || (nranks > 1 && !wd_comm_has_nccl());
+        wd_comm_sum(&skip, 1);
+        if (skip > 0) {
+            if (rank == 0)
+                printf("test_decomposed --backend cuda: SKIP (%s)\n",
+                       !wd_cuda_available() ? "no usable GPU" : "this build has no NCCL");
+            wd_comm_finalize();
+            return 77;
+        }
+        if (wd_backend_cuda_select() != WD_OK) {
+            fprintf(stderr, "test_decomposed: rank %d: %s\n", rank, wd_last_error());
+            wd_comm_finalize();
+            return 1;
+        }
+    }
     /* rank 0's seed for everyone */
     double s = rank == 0 ? (double)(seed % (1ull << 52)) : 0;
     wd_comm_sum(&s, 1);
     seed = (uint64_t)s;
     if (rank == 0)
-        printf("test_decomposed: %d rank(s), seed %llu (--seed N replays)\n", nranks,
-               (unsigned long long)seed);
+        printf("test_decomposed: %s backend, %d rank(s), seed %llu (--seed N replays)\n",
+               kind == WD_BACKEND_CUDA ? "cuda" : "cpu", nranks, (unsigned long long)seed);
 
     /* local extents 4 x 6 x 4 x 4: non-cubic, every grid's lattice differs */
     static const int local[4] = {4, 6, 4, 4};

@@ -4,6 +4,9 @@
  *
  * The externally accessible functions are
  *   wd_backend_open, wd_backend_close    start / stop a backend for a lattice
+ *   wd_backend_open_grid / _lattice      the same for this rank's block of a
+ *                                        process grid (a wd_grid, or the
+ *                                        public wd_lattice)
  *   wd_backend_probe                     (wdirac.h) open and close one on 4^4
  *   wd_field_create, wd_field_destroy    geometry from wd_spinor_layout_make,
  *                                        memory from the backend
@@ -40,14 +43,23 @@ wd_status wd_backend_open_grid(wd_backend *be, wd_backend_kind kind, const wd_gr
     case WD_BACKEND_CPU:
         return wd_backend_cpu_init(be);
     case WD_BACKEND_CUDA:
-        if (grid->size > 1)
-            return wd_fail(WD_ERR_INVALID, "grid %d %d %d %d: the CUDA backend runs on one "
-                           "process for now (the CPU backend runs decomposed)",
-                           grid->procs[0], grid->procs[1], grid->procs[2], grid->procs[3]);
+        /* on a grid: NCCL (a build without it says so), one GPU per rank */
         return wd_backend_cuda_init(be);
     }
     return wd_fail(WD_ERR_INVALID, "backend %d: must be WD_BACKEND_CPU (0) or WD_BACKEND_CUDA (1)",
                    (int)kind);
+}
+
+wd_status wd_backend_open_lattice(wd_backend *be, wd_backend_kind kind, const wd_lattice *lat,
+                                  int pad)
+{
+    wd_grid grid;
+    const wd_status st = wd_grid_make(&grid, lat->dims, lat->procs, lat->size, lat->rank, 4);
+    if (st != WD_OK) {
+        memset(be, 0, sizeof *be);
+        return st;
+    }
+    return wd_backend_open_grid(be, kind, &grid, pad);
 }
 
 wd_status wd_backend_open(wd_backend *be, wd_backend_kind kind, const int dims[4], int pad)
@@ -68,6 +80,11 @@ void wd_backend_allsum(wd_backend *be, double *v, int n)
     const wd_status st = wd_comm_sum(v, n);
     if (st != WD_OK && be->error == WD_OK)
         be->error = st;
+}
+
+wd_status wd_backend_agree(wd_status st)
+{
+    return wd_comm_agree(st);
 }
 
 wd_status wd_backend_probe(wd_backend_kind kind)

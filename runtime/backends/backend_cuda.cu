@@ -17,9 +17,23 @@
  * the same device.  Fused reductions reduce the values before they are
  * stored, as the CPU backend does.  Every launch is checked; the first
  * failure is recorded in be->error and later operations become no-ops.
+ * On a process grid each reduction's per-rank result is summed over the
+ * ranks in rank order (wd_backend_allsum), on every rank whatever its own
+ * state, so that the ranks stay in step.
+ *
+ * Halos (a process grid): wd_cuda_be_grid_open makes the NCCL communicator
+ * and the face index tables; wd_cuda_be_halo enqueues, on the one stream,
+ * a gather kernel per partitioned dimension (the two faces of the input's
+ * parity into contiguous buffers, in the face order and stored values of
+ * wd_face_gather: the index tables come from wd_face_site), the NCCL
+ * exchange of every dimension in one group, and a scatter kernel per
+ * dimension into the ghost faces (wd_ghost_scatter's layout).  The Dslash
+ * launched after it on the same stream reads the ghosts.
  */
+#include <algorithm>
 #include <cuda_runtime.h>
 #include <math.h>
+#include <vector>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,6 +41,7 @@
 #include "wd_backend.h"
 #include "wd_core.h"
 #include "wd_kernel.h"
+#include "wd_operator.h"
 #include "wd_physics.h"
 
 #define NR 24
@@ -367,6 +382,47 @@ __global__ void __launch_bounds__(BLAS_BLOCK) accumulate_kernel(double ar, doubl
     }
 }
 
+/* ---- halo faces --------------------------------------------------------- */
+/* Element k of face site f moves between k * stride + idx[f] of the field
+ * and k * n + f of the face buffer; the half-precision norms follow the
+ * elements in the buffer.  blockIdx.y picks one of the two faces. */
+struct face_pair {
+    const int *idx[2];  /* gather: face sites; scatter: unused */
+    int ghost[2];       /* scatter: first ghost index */
+    char *buf[2];
+};
+
+template <class W>
+__global__ void face_gather_kernel(const W *field, const float *norm, int stride, int elements,
+                                   int n, face_pair fp)
+{
+    const int side = blockIdx.y;
+    const int *idx = fp.idx[side];
+    W *buf = (W *)fp.buf[side];
+    const int total = n * elements;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        const int k = i / n, f = i - k * n;
+        buf[i] = field[(size_t)k * stride + idx[f]];
+        if (norm && k == 0)
+            ((float *)(buf + total))[f] = norm[idx[f]];
+    }
+}
+
+template <class W>
+__global__ void ghost_scatter_kernel(W *field, float *norm, int stride, int elements, int n,
+                                     face_pair fp)
+{
+    const int side = blockIdx.y;
+    const W *buf = (const W *)fp.buf[side];
+    const int g = fp.ghost[side], total = n * elements;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        const int k = i / n, f = i - k * n;
+        field[(size_t)k * stride + g + f] = buf[i];
+        if (norm && k == 0)
+            norm[g + f] = ((const float *)(buf + total))[f];
+    }
+}
+
 /* ---- host side --------------------------------------------------------- */
 
 typedef struct cuda_ctx {
@@ -374,6 +430,12 @@ typedef struct cuda_ctx {
     double *result;    /* 3 */
     void *staging;     /* pinned host memory for transfers, grown on demand */
     size_t staging_bytes;
+    /* process grid */
+    wd_nccl *nccl;
+    int *face_idx;             /* device: checkerboard indices of face sites */
+    long face_off[4][2][2];    /* [mu][last][parity]: first entry in face_idx */
+    void *halo;                /* device: per partitioned mu 4 face slots */
+    size_t halo_bytes;
 } cuda_ctx;
 
 static int grid_for(int n)
@@ -392,8 +454,8 @@ static int failed(wd_backend *be, cudaError_t err, const char *what)
 }
 
 template <class Op>
-static void run(wd_backend *be, Op op, const wd_field *x, const wd_field *y, const wd_field *z,
-                double *res, const char *what)
+static void run_local(wd_backend *be, Op op, const wd_field *x, const wd_field *y,
+                      const wd_field *z, double *res, const char *what)
 {
     if (be->error != WD_OK)
         return;
@@ -420,6 +482,16 @@ static void run(wd_backend *be, Op op, const wd_field *x, const wd_field *y, con
     }
 }
 
+/* the operation, and on a process grid its reduction summed over ranks */
+template <class Op>
+static void run(wd_backend *be, Op op, const wd_field *x, const wd_field *y, const wd_field *z,
+                double *res, const char *what)
+{
+    run_local(be, op, x, y, z, res, what);
+    if (Op::NRES > 0 && res)
+        wd_backend_allsum(be, res, 3);
+}
+
 extern "C" {
 
 wd_status wd_cuda_be_open(wd_backend *be)
@@ -444,6 +516,9 @@ void wd_cuda_be_close(wd_backend *be)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     if (c) {
+        wd_nccl_close(c->nccl);
+        wd_cuda_free(c->face_idx);
+        wd_cuda_free(c->halo);
         wd_cuda_free(c->partial);
         wd_cuda_free(c->result);
         if (c->staging)
@@ -633,4 +708,231 @@ double wd_cuda_be_norm2(wd_backend *be, const wd_field *x)
     return r[2];
 }
 
+
+/* Collective (every rank of the grid): the NCCL communicator, and the face
+ * index tables of every partitioned dimension (idx, `total` entries, from
+ * the host half: wd_face_site), [mu][last][parity] starting at off.  The
+ * caller has selected this rank's device. */
+wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
+                               const long off[4][2][2])
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    wd_status st = wd_nccl_open(&c->nccl);
+    if (st != WD_OK)
+        return st;
+    memcpy(c->face_off, off, sizeof c->face_off);
+    st = wd_cuda_malloc((void **)&c->face_idx, (size_t)total * sizeof(int), "the face index tables");
+    if (st == WD_OK)
+        st = wd_cuda_h2d(c->face_idx, idx, (size_t)total * sizeof(int));
+    return wd_comm_agree(st);
 }
+
+/* wd_face_bytes: one face's elements, then its norms (half precision) */
+static size_t face_bytes(const wd_backend *be, const wd_field *f, int mu)
+{
+    const size_t n = (size_t)be->halo.face_cb[mu];
+    return n * f->elements * f->width * f->precision + (f->norm_bytes ? n * sizeof(float) : 0);
+}
+
+/* a face slot of the halo buffer: face_bytes rounded up to 256 bytes, so
+ * every slot is aligned for any vector element */
+static size_t face_slot(const wd_backend *be, const wd_field *f, int mu)
+{
+    return (face_bytes(be, f, mu) + 255) / 256 * 256;
+}
+
+/* Enqueue on the stream the exchange of the ghost faces of `in` (the
+ * parity opposite out_parity) with the neighbours, gather, NCCL, scatter.
+ * Collective over the ranks of the grid. */
+wd_status wd_cuda_be_halo(wd_backend *be, const wd_field *in, int out_parity)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    wd_status st = WD_OK;
+    size_t need = 0, off[4];
+    for (int mu = 0; mu < 4; ++mu) {
+        off[mu] = need;
+        if (be->halo.part[mu])
+            need += 4 * face_slot(be, in, mu);
+    }
+    /* every rank has the same local volume: all grow here together */
+    if (st == WD_OK && need > c->halo_bytes) {
+        wd_cuda_free(c->halo);
+        c->halo = NULL;
+        c->halo_bytes = 0;
+        st = wd_cuda_malloc(&c->halo, need, "the halo buffers");
+        if (st == WD_OK)
+            c->halo_bytes = need;
+    }
+    cudaStream_t s = (cudaStream_t)wd_cuda_stream();
+    const int in_parity = 1 - out_parity;
+    const size_t eb = (size_t)in->width * in->precision;
+    wd_nccl_face faces[4];
+    int nf = 0;
+    for (int mu = 0; mu < 4 && st == WD_OK; ++mu) {
+        if (!be->halo.part[mu])
+            continue;
+        const size_t slot = face_slot(be, in, mu);
+        char *b = (char *)c->halo + off[mu];
+        const int n = be->halo.face_cb[mu];
+        /* send[FWD]: my last slice, the forward neighbour's backward ghost */
+        face_pair fp = {{c->face_idx + c->face_off[mu][1][in_parity],
+                         c->face_idx + c->face_off[mu][0][in_parity]}, {0, 0}, {b, b + slot}};
+        const dim3 grid((n * in->elements + 255) / 256, 2);
+        if (eb == 16)
+            face_gather_kernel<uint4><<<grid, 256, 0, s>>>((const uint4 *)in->data, in->norm,
+                                                          in->stride, in->elements, n, fp);
+        else
+            face_gather_kernel<uint2><<<grid, 256, 0, s>>>((const uint2 *)in->data, in->norm,
+                                                          in->stride, in->elements, n, fp);
+        const cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess)
+            st = wd_fail(WD_ERR_CUDA, "CUDA backend: the face gather of mu = %d: %s", mu,
+                         cudaGetErrorString(err));
+        wd_nccl_face *f = &faces[nf++];
+        f->mu = mu;
+        f->bytes = face_bytes(be, in, mu);
+        f->send[WD_FWD] = b;
+        f->send[WD_BWD] = b + slot;
+        f->recv[WD_FWD] = b + 2 * slot;
+        f->recv[WD_BWD] = b + 3 * slot;
+    }
+    /* every rank enters the exchange, or none */
+    if ((st = wd_comm_agree(st)) != WD_OK)
+        return st;
+    if ((st = wd_nccl_halo(c->nccl, &be->grid, faces, nf, s)) != WD_OK)
+        return st;
+    for (int k = 0; k < nf && st == WD_OK; ++k) {
+        const int mu = faces[k].mu, n = be->halo.face_cb[mu];
+        face_pair fp = {{NULL, NULL}, {be->halo.ghost[mu][WD_FWD], be->halo.ghost[mu][WD_BWD]},
+                        {(char *)faces[k].recv[WD_FWD], (char *)faces[k].recv[WD_BWD]}};
+        const dim3 grid((n * in->elements + 255) / 256, 2);
+        if (eb == 16)
+            ghost_scatter_kernel<uint4><<<grid, 256, 0, s>>>((uint4 *)in->data, in->norm, in->stride,
+                                                            in->elements, n, fp);
+        else
+            ghost_scatter_kernel<uint2><<<grid, 256, 0, s>>>((uint2 *)in->data, in->norm, in->stride,
+                                                            in->elements, n, fp);
+        const cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess)
+            st = wd_fail(WD_ERR_CUDA, "CUDA backend: the ghost scatter of mu = %d: %s", mu,
+                         cudaGetErrorString(err));
+    }
+    return st;
+}
+
+
+static double median(std::vector<double> &t)
+{
+    std::sort(t.begin(), t.end());
+    const size_t n = t.size();
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+/* wd_backend_cuda_time_dslash's timing: per call, events before the halo
+ * exchange, between it and the kernel, and after the kernel */
+wd_status wd_cuda_be_time(wd_backend *be, int variant, const wd_dslash_args *args, int block,
+                          const wd_field *in, int parity, int reps, double *us, double *halo_us)
+{
+    cudaStream_t s = (cudaStream_t)wd_cuda_stream();
+    cudaEvent_t e[3] = {NULL, NULL, NULL};
+    wd_status st = WD_OK;
+    for (int k = 0; k < 3 && st == WD_OK; ++k)
+        if (cudaEventCreate(&e[k]) != cudaSuccess)
+            st = wd_fail(WD_ERR_CUDA, "CUDA backend: cudaEventCreate failed");
+    std::vector<double> total, halo;
+    for (int r = -2; r < reps && st == WD_OK; ++r) {
+        cudaError_t err = cudaEventRecord(e[0], s);
+        if (err == cudaSuccess && be->halo.ghost_sites) {
+            st = wd_cuda_be_halo(be, in, parity);
+            if (st != WD_OK)
+                break;
+        }
+        if (err == cudaSuccess)
+            err = cudaEventRecord(e[1], s);
+        if (err == cudaSuccess && (st = wd_cuda_dslash_async(variant, args, block)) != WD_OK)
+            break;
+        if (err == cudaSuccess)
+            err = cudaEventRecord(e[2], s);
+        if (err == cudaSuccess)
+            err = cudaEventSynchronize(e[2]);
+        float t_all = 0, t_halo = 0;
+        if (err == cudaSuccess)
+            err = cudaEventElapsedTime(&t_all, e[0], e[2]);
+        if (err == cudaSuccess)
+            err = cudaEventElapsedTime(&t_halo, e[0], e[1]);
+        if (err != cudaSuccess)
+            st = wd_fail(WD_ERR_CUDA, "CUDA backend: timing %s: %s", wd_variants[variant].name,
+                         cudaGetErrorString(err));
+        else if (r >= 0) {
+            total.push_back(1e3 * t_all);
+            halo.push_back(1e3 * t_halo);
+        }
+    }
+    for (int k = 0; k < 3; ++k)
+        if (e[k])
+            cudaEventDestroy(e[k]);
+    if (st == WD_OK && total.empty())
+        st = wd_fail(WD_ERR_INVALID, "CUDA backend: timing needs at least one repetition");
+    if (st == WD_OK) {
+        *us = median(total);
+        *halo_us = median(halo);
+    }
+    return st;
+}
+
+
+wd_status wd_backend_cuda_time_exchange(wd_backend *be, int mu, size_t bytes, int reps, double *us)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    wd_status st = mu >= 0 && mu < 4 && be->halo.part[mu] && c && c->nccl && reps > 0
+                       ? WD_OK
+                       : wd_fail(WD_ERR_INVALID, "NCCL exchange timing: mu = %d is not a "
+                                 "partitioned dimension of a CUDA backend's grid (or reps %d < 1)",
+                                 mu, reps);
+    char *buf = NULL;
+    if (st == WD_OK)
+        st = wd_cuda_malloc((void **)&buf, 4 * bytes, "the exchange timing buffers");
+    if (st == WD_OK)
+        st = wd_cuda_memset(buf, 0x5a, 4 * bytes);
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    if (st == WD_OK && (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess))
+        st = wd_fail(WD_ERR_CUDA, "NCCL exchange timing: cudaEventCreate failed");
+    if ((st = wd_comm_agree(st)) == WD_OK) {
+        cudaStream_t s = (cudaStream_t)wd_cuda_stream();
+        wd_nccl_face f;
+        f.mu = mu;
+        f.bytes = bytes;
+        f.send[WD_FWD] = buf;
+        f.send[WD_BWD] = buf + bytes;
+        f.recv[WD_FWD] = buf + 2 * bytes;
+        f.recv[WD_BWD] = buf + 3 * bytes;
+        std::vector<double> t;
+        for (int r = -2; r < reps && st == WD_OK; ++r) {
+            float ms = 0;
+            cudaError_t err = cudaEventRecord(e0, s);
+            if (err == cudaSuccess && (st = wd_nccl_halo(c->nccl, &be->grid, &f, 1, s)) != WD_OK)
+                break;
+            if (err == cudaSuccess)
+                err = cudaEventRecord(e1, s);
+            if (err == cudaSuccess)
+                err = cudaEventSynchronize(e1);
+            if (err == cudaSuccess)
+                err = cudaEventElapsedTime(&ms, e0, e1);
+            if (err != cudaSuccess)
+                st = wd_fail(WD_ERR_CUDA, "NCCL exchange timing: %s", cudaGetErrorString(err));
+            else if (r >= 0)
+                t.push_back(1e3 * ms);
+        }
+        if (st == WD_OK)
+            *us = median(t);
+    }
+    if (e0)
+        cudaEventDestroy(e0);
+    if (e1)
+        cudaEventDestroy(e1);
+    wd_cuda_free(buf);
+    return st;
+}
+
+}
+

@@ -6,8 +6,21 @@
  * Dslash runs the generated CUDA kernel of the variant with its autotuned
  * block size; the BLAS are backend_cuda.cu's kernels.
  *
- * The externally accessible function is
- *   wd_backend_cuda_init   fill in the ops table, open the device context
+ * On a process grid (one GPU per rank, NCCL between them) fields carry the
+ * ghost faces of wd_halo, the gauge field its backward ghost links, and
+ * before each Dslash backend_cuda.cu's wd_cuda_be_halo fills the input's
+ * ghosts on the stream the kernel then runs on; reductions are summed over
+ * the ranks.  The result equals one GPU's bit for bit.
+ *
+ * The externally accessible functions are
+ *   wd_backend_cuda_init    fill in the ops table, open the device context
+ *                           (on a grid: select the device, open NCCL)
+ *   wd_backend_cuda_select  collective: run this rank on the GPU of its
+ *                           local rank (every multi-process program calls
+ *                           it, or the grid backend's open does, before
+ *                           any other CUDA work)
+ *   wd_backend_cuda_time_dslash  median time of the halo exchange and the
+ *                           Dslash together, and of the exchange alone
  * Compiled only in builds with CUDA; cuda_rt_none.c answers otherwise.
  */
 #include <complex.h>
@@ -35,6 +48,11 @@ void wd_cuda_be_caxpy(wd_backend *be, wd_complex a, const wd_field *x, wd_field 
 void wd_cuda_be_accumulate(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
                            const wd_field *y, wd_field *z);
 wd_status wd_cuda_be_staging(wd_backend *be, size_t bytes, void **buf);
+wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
+                               const long off[4][2][2]);
+wd_status wd_cuda_be_halo(wd_backend *be, const wd_field *in, int out_parity);
+wd_status wd_cuda_be_time(wd_backend *be, int variant, const wd_dslash_args *args, int block,
+                          const wd_field *in, int parity, int reps, double *us, double *halo_us);
 void wd_cuda_be_caxpbypz(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
                          const wd_field *y, wd_field *z);
 void wd_cuda_be_cxpaypbz(wd_backend *be, const wd_field *x, wd_complex a, const wd_field *y,
@@ -77,7 +95,7 @@ static void field_free(wd_backend *be, wd_field *f)
  * defined, and never read by a kernel). */
 static wd_status staging(wd_backend *be, const wd_field *f, wd_spinor_layout *l, void **buf)
 {
-    wd_status st = wd_spinor_layout_make(l, be->dims, f->precision, be->pad);
+    wd_status st = wd_spinor_layout_make_halo(l, be->dims, &be->halo, f->precision, be->pad);
     return st == WD_OK ? wd_cuda_be_staging(be, l->bytes + l->norm_bytes, buf) : st;
 }
 
@@ -107,20 +125,20 @@ static wd_status download(wd_backend *be, double *host, const wd_field *f, int p
     return st;
 }
 
-/* ghost: none, the CUDA backend runs on a 1x1x1x1 grid (wd_backend_open_grid) */
+/* ghost: the backward ghost links of each partitioned mu (NULL elsewhere) */
 static wd_status gauge_upload(wd_backend *be, wd_gauge *g, const double *host,
                               const double *const ghost[4])
 {
-    (void)ghost;
     wd_gauge_layout l;
-    wd_status st = wd_gauge_layout_make(&l, be->dims, g->precision, g->recon, g->gauge_fix,
-                                        be->pad);
+    wd_status st = wd_gauge_layout_make_halo(&l, be->dims, &be->halo, g->precision, g->recon,
+                                             g->gauge_fix, be->pad);
     if (st != WD_OK)
         return st;
     void *buf = calloc(1, l.bytes);
     if (!buf)
         return wd_fail(WD_ERR_NOMEM, "CUDA backend: host staging buffer of %zu bytes", l.bytes);
-    st = wd_pack_gauge(&l, buf, (const double complex *)host, be->dims);
+    st = wd_pack_gauge_halo(&l, buf, (const double complex *)host,
+                            (const double complex *const *)ghost, be->dims);
     void *p = NULL;
     if (st == WD_OK)
         st = wd_cuda_malloc(&p, l.bytes, "the gauge field");
@@ -149,7 +167,28 @@ static wd_status dslash(wd_backend *be, int variant, wd_field *out, const wd_gau
     int block = 0;
     if (st == WD_OK)
         st = wd_tune_dslash(variant, &args, be->pad, &block);
+    if (be->halo.ghost_sites) {
+        /* every rank enters the exchange, or none */
+        if ((st = wd_comm_agree(st)) == WD_OK)
+            st = wd_cuda_be_halo(be, in, parity);
+    }
     return st == WD_OK ? wd_cuda_dslash(variant, &args, block) : st;
+}
+
+wd_status wd_backend_cuda_time_dslash(wd_backend *be, int variant, wd_field *out,
+                                      const wd_gauge *g, const wd_field *in, const wd_field *x,
+                                      double a, int parity, int reps, double *us, double *halo_us)
+{
+    if (!be->ops || strcmp(be->ops->name, "cuda") != 0)
+        return wd_fail(WD_ERR_INVALID, "wd_backend_cuda_time_dslash: not a CUDA backend");
+    wd_dslash_args args;
+    wd_status st = wd_backend_dslash_args(be, variant, out, g, in, x, a, parity, &args);
+    int block = 0;
+    if (st == WD_OK)
+        st = wd_tune_dslash(variant, &args, be->pad, &block);
+    if ((st = wd_comm_agree(st)) != WD_OK)
+        return st;
+    return wd_cuda_be_time(be, variant, &args, block, in, parity, reps, us, halo_us);
 }
 
 static void close_backend(wd_backend *be)
@@ -186,16 +225,73 @@ static const wd_backend_ops cuda_ops = {
     .caxpy_norm2_cdot = wd_cuda_be_caxpy_norm2_cdot,
 };
 
+static int selected;
+static wd_status selected_status;
+
+wd_status wd_backend_cuda_select(void)
+{
+    if (selected)
+        return selected_status;
+    selected = 1;
+    int local = 0, nlocal = 1;
+    wd_status st = wd_comm_local_rank(&local, &nlocal);
+    if (st == WD_OK)
+        st = wd_cuda_available() ? wd_cuda_set_device(local, nlocal)
+                                 : wd_fail(WD_ERR_NO_DEVICE, "CUDA backend: no usable GPU");
+    selected_status = wd_comm_agree(st);
+    return selected_status;
+}
+
+/* Collective: NCCL and the device's face index tables, [mu][last][parity]
+ * the checkerboard indices of the face_cb sites of that parity at x_mu = 0
+ * (last 0) or L_mu - 1 (last 1) in wd_face_gather's order. */
+static wd_status grid_open(wd_backend *be)
+{
+    long off[4][2][2], total = 0;
+    for (int mu = 0; mu < 4; ++mu)
+        for (int last = 0; last < 2; ++last)
+            for (int parity = 0; parity < 2; ++parity) {
+                off[mu][last][parity] = total;
+                if (be->halo.part[mu])
+                    total += be->halo.face_cb[mu];
+            }
+    int *idx = malloc((size_t)total * sizeof *idx);
+    wd_status st = idx ? WD_OK
+                       : wd_fail(WD_ERR_NOMEM, "CUDA backend: the face index tables (%ld sites)", total);
+    for (int mu = 0; mu < 4 && st == WD_OK; ++mu)
+        for (int last = 0; last < 2 && be->halo.part[mu]; ++last)
+            for (int parity = 0; parity < 2; ++parity) {
+                int *p = idx + off[mu][last][parity];
+                const int coord = last ? be->dims[mu] - 1 : 0;
+                for (int f = 0; f < be->halo.face_cb[mu]; ++f)
+                    p[f] = wd_face_site(be->dims, mu, coord, parity, f);
+            }
+    if ((st = wd_comm_agree(st)) == WD_OK)
+        st = wd_cuda_be_grid_open(be, idx, total, (const long(*)[2][2])off);
+    free(idx);
+    return st;
+}
+
 wd_status wd_backend_cuda_init(wd_backend *be)
 {
     wd_cuda_info info;
+    const int grid = be->grid.size > 1;
+    wd_status st = WD_OK;
+    /* on a grid every rank takes each step, or none */
+    if (grid && (st = wd_backend_cuda_select()) != WD_OK)
+        return st;
     if (!wd_cuda_available())
-        return wd_fail(WD_ERR_NO_DEVICE, "CUDA backend: no usable GPU");
-    wd_status st = wd_cuda_device_info(&info);
+        st = wd_fail(WD_ERR_NO_DEVICE, "CUDA backend: no usable GPU");
+    if (st == WD_OK)
+        st = wd_cuda_device_info(&info);
     if (st == WD_OK)
         st = wd_cuda_be_open(be);
-    if (st != WD_OK)
+    if (grid && (st = wd_comm_agree(st)) == WD_OK)
+        st = grid_open(be);
+    if (st != WD_OK) {
+        wd_cuda_be_close(be);
         return st;
+    }
     be->ops = &cuda_ops;
     return WD_OK;
 }

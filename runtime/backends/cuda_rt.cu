@@ -26,15 +26,32 @@
     } while (0)
 
 static cudaStream_t stream_;
-static int stream_ready_;
+static int stream_ready_, stream_device_;
 
 static wd_status stream(cudaStream_t *s)
 {
     if (!stream_ready_) {
+        CHECK(cudaGetDevice(&stream_device_));
         CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
         stream_ready_ = 1;
     }
     *s = stream_;
+    return WD_OK;
+}
+
+extern "C" wd_status wd_cuda_set_device(int dev, int nlocal)
+{
+    int n = 0;
+    CHECK(cudaGetDeviceCount(&n));
+    if (n < nlocal)
+        return wd_fail(WD_ERR_NO_DEVICE, "%d processes on this node but %d GPU(s): a process "
+                       "grid needs one GPU per process", nlocal, n);
+    if (stream_ready_ && stream_device_ != dev)
+        return wd_fail(WD_ERR_INVALID, "this process already runs on GPU %d and cannot move to "
+                       "GPU %d, its GPU as rank %d of its node: choose the device "
+                       "(wd_backend_cuda_select) before any other CUDA work", stream_device_, dev,
+                       dev);
+    CHECK(cudaSetDevice(dev));
     return WD_OK;
 }
 
@@ -132,6 +149,13 @@ static wd_status launch(int index, const wd_dslash_args *a, int block, cudaStrea
         return wd_fail(WD_ERR_CUDA, "launch of %s (block %d, %d sites) failed: %s",
                        wd_variants[index].name, block, a->volume_cb, cudaGetErrorString(err));
     return WD_OK;
+}
+
+extern "C" wd_status wd_cuda_dslash_async(int index, const wd_dslash_args *a, int block)
+{
+    cudaStream_t s = 0;
+    wd_status st = stream(&s);
+    return st == WD_OK ? launch(index, a, block, s) : st;
 }
 
 extern "C" wd_status wd_cuda_dslash(int index, const wd_dslash_args *a, int block)

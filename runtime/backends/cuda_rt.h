@@ -9,7 +9,10 @@
  *   wd_cuda_device_info name, memory, SM count, L2 size, clocks
  *   wd_cuda_malloc/free device memory, checked against free memory first
  *   wd_cuda_h2d/d2h/memset  synchronous copies and fills
+ *   wd_cuda_set_device  run this process on device `dev` (a process grid:
+ *                       one GPU per rank), before its first stream
  *   wd_cuda_dslash      launch built variant `index` with a block size
+ *   wd_cuda_dslash_async  the same, enqueued on the stream without waiting
  *   wd_cuda_time_dslash median time (us) of `reps` launches, CUDA events
  *   wd_cuda_copy_gbps   device-to-device copy bandwidth (read + write)
  *   wd_cuda_sync        wait for the device, reporting asynchronous errors
@@ -45,7 +48,12 @@ void wd_cuda_free(void *p);
 wd_status wd_cuda_h2d(void *dst, const void *src, size_t bytes);
 wd_status wd_cuda_d2h(void *dst, const void *src, size_t bytes);
 wd_status wd_cuda_memset(void *dst, int value, size_t bytes);
+/* WD_ERR_NO_DEVICE when there are fewer than nlocal devices (ranks of one
+ * node would share one); WD_ERR_INVALID when this process already made its
+ * stream on another device. */
+wd_status wd_cuda_set_device(int dev, int nlocal);
 wd_status wd_cuda_dslash(int index, const wd_dslash_args *a, int block);
+wd_status wd_cuda_dslash_async(int index, const wd_dslash_args *a, int block);
 wd_status wd_cuda_time_dslash(int index, const wd_dslash_args *a, int block, int reps,
                               double *median_us);
 wd_status wd_cuda_copy_gbps(size_t bytes, int reps, double *gbps);

@@ -24,6 +24,12 @@ void wd_cuda_free(void *p) { (void)p; }
 wd_status wd_cuda_h2d(void *d, const void *s, size_t n) { (void)d, (void)s, (void)n; return none(); }
 wd_status wd_cuda_d2h(void *d, const void *s, size_t n) { (void)d, (void)s, (void)n; return none(); }
 wd_status wd_cuda_memset(void *d, int v, size_t n) { (void)d, (void)v, (void)n; return none(); }
+wd_status wd_cuda_set_device(int d, int n) { (void)d, (void)n; return none(); }
+wd_status wd_cuda_dslash_async(int i, const wd_dslash_args *a, int b)
+{
+    (void)i, (void)a, (void)b;
+    return none();
+}
 wd_status wd_cuda_dslash(int i, const wd_dslash_args *a, int b) { (void)i, (void)a, (void)b; return none(); }
 wd_status wd_cuda_time_dslash(int i, const wd_dslash_args *a, int b, int r, double *t)
 {
@@ -34,3 +40,18 @@ wd_status wd_cuda_copy_gbps(size_t n, int r, double *g) { (void)n, (void)r, (voi
 wd_status wd_cuda_sync(void) { return none(); }
 void *wd_cuda_stream(void) { return NULL; }
 wd_status wd_backend_cuda_init(wd_backend *be) { (void)be; return none(); }
+wd_status wd_backend_cuda_select(void) { return none(); }
+wd_status wd_backend_cuda_time_dslash(wd_backend *be, int variant, wd_field *out,
+                                      const wd_gauge *g, const wd_field *in, const wd_field *x,
+                                      double a, int parity, int reps, double *us, double *halo_us)
+{
+    (void)be, (void)variant, (void)out, (void)g, (void)in, (void)x, (void)a, (void)parity;
+    (void)reps, (void)us, (void)halo_us;
+    return none();
+}
+wd_status wd_backend_cuda_time_exchange(wd_backend *be, int mu, size_t bytes, int reps,
+                                        double *us)
+{
+    (void)be, (void)mu, (void)bytes, (void)reps, (void)us;
+    return none();
+}

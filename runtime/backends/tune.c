@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cuda_rt.h"
 #include "wd_build_id.h"
@@ -129,7 +130,8 @@ static wd_status save(void)
         moved_aside = 1;
     }
     char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", cache_path);
+    /* the ranks of a process grid may save at once: each its own file */
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", cache_path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f)
         return wd_fail(WD_ERR_IO, "cannot write tune cache %s: %s", tmp, strerror(errno));
@@ -162,7 +164,11 @@ wd_status wd_tune_dslash(int variant, const wd_dslash_args *a, int pad, int *blo
     snprintf(key.variant, sizeof key.variant, "%s", wd_variants[variant].name);
     snprintf(key.volume, sizeof key.volume, "%dx%dx%dx%d", a->dims[0], a->dims[1], a->dims[2],
              a->dims[3]);
-    snprintf(key.aux, sizeof key.aux, "pad=%d", pad);
+    /* a decomposed kernel's boundary sites read ghosts: its own entry */
+    if (a->part)
+        snprintf(key.aux, sizeof key.aux, "pad=%d part=%d", pad, a->part);
+    else
+        snprintf(key.aux, sizeof key.aux, "pad=%d", pad);
     for (int i = 0; i < n_entries; ++i)
         if (!strcmp(table[i].gpu, key.gpu) && !strcmp(table[i].variant, key.variant) &&
             !strcmp(table[i].volume, key.volume) && !strcmp(table[i].aux, key.aux)) {

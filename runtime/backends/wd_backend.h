@@ -178,9 +178,17 @@ wd_status wd_backend_open(wd_backend *be, wd_backend_kind kind, const int dims[4
  * local block and ghost faces, host fields passed in and out are local
  * blocks (local extents, the global order within the block), the Dslash
  * exchanges halos and reductions are global sums (wd_comm_sum).  The CUDA
- * backend refuses a partitioned grid for now (WD_ERR_INVALID). */
+ * backend on a partitioned grid needs a build with NCCL (WD_ERR_INVALID
+ * otherwise) and one GPU per rank. */
 wd_status wd_backend_open_grid(wd_backend *be, wd_backend_kind kind, const wd_grid *grid,
                                int pad);
+/* The same from the public description of a decomposed lattice
+ * (wd_lattice_make). */
+wd_status wd_backend_open_lattice(wd_backend *be, wd_backend_kind kind, const wd_lattice *lat,
+                                  int pad);
+/* For programs on a grid: every rank's status agreed (wd_comm_agree), so
+ * that all take the same branch before the next collective call. */
+wd_status wd_backend_agree(wd_status st);
 /* For backends: the global sum over ranks of a reduction's n local values
  * (a no-op on one rank); a failure is recorded in be->error. */
 void wd_backend_allsum(wd_backend *be, double *v, int n);
@@ -193,6 +201,29 @@ struct wd_dslash_args;
 wd_status wd_backend_dslash_args(const wd_backend *be, int variant, wd_field *out,
                                  const wd_gauge *g, const wd_field *in, const wd_field *x,
                                  double a, int parity, struct wd_dslash_args *args);
+
+/* Collective over every rank (wd_comm_size), once per process: run this
+ * rank on the GPU of its index among the ranks of its node (one GPU per
+ * rank; WD_ERR_NO_DEVICE when the node has fewer).  A multi-process program
+ * calls it before any other CUDA work; wd_backend_open_grid's CUDA backend
+ * calls it itself (then it must come before any single-process CUDA
+ * backend of the same process, which otherwise runs on GPU 0). */
+wd_status wd_backend_cuda_select(void);
+
+/* A CUDA backend's Dslash timed with CUDA events, the median over `reps`
+ * calls after two warm-ups: *us the halo exchange and the kernel together,
+ * *halo_us the exchange alone (gather, NCCL, scatter; 0 off a grid).
+ * Collective on a grid. */
+wd_status wd_backend_cuda_time_dslash(wd_backend *be, int variant, wd_field *out,
+                                      const wd_gauge *g, const wd_field *in, const wd_field *x,
+                                      double a, int parity, int reps, double *us, double *halo_us);
+
+/* The NCCL exchange alone on a CUDA backend's grid: both faces of the
+ * partitioned dimension mu, `bytes` each way to each neighbour, from and to
+ * device buffers; *us the median over `reps` of CUDA-event times after
+ * two warm-ups.  Collective on a grid. */
+wd_status wd_backend_cuda_time_exchange(wd_backend *be, int mu, size_t bytes, int reps,
+                                        double *us);
 
 /* CPU backend entry (backend_cpu.c); wd_backend_open calls it. */
 wd_status wd_backend_cpu_init(wd_backend *be);

@@ -30,6 +30,14 @@
  *   wd_comm_bcast                     collective: bytes from one rank to all
  *   wd_comm_send / wd_comm_recv       blocking point-to-point bytes (slice
  *                                     streaming of the I/O)
+ * and, for device buffers (comm_nccl.c; a build without NCCL answers
+ * WD_ERR_INVALID naming what is missing):
+ *   wd_comm_has_nccl                  1 when the build has NCCL
+ *   wd_comm_local_rank                this rank among the ranks of its node
+ *   wd_nccl_open / wd_nccl_close      collective: an NCCL communicator over
+ *                                     every rank, bootstrapped through MPI
+ *   wd_nccl_halo                      enqueue the face exchange of several
+ *                                     dimensions on a CUDA stream
  * Rank order (DESIGN.md): rank = px + Px*(py + Py*(pz + Pz*pt)).  Every
  * call that can fail returns a status with wd_fail's message (the MPI
  * call and MPI's error string); no function aborts.  MPI's error handler
@@ -112,6 +120,41 @@ wd_status wd_comm_halo_wait(wd_comm_halo *h);
 wd_status wd_comm_bcast(void *buf, size_t bytes, int root);
 wd_status wd_comm_send(const void *buf, size_t bytes, int dest, int tag);
 wd_status wd_comm_recv(void *buf, size_t bytes, int src, int tag);
+
+/* ---- NCCL: device buffers between GPUs, one GPU per rank ---------------- */
+
+int wd_comm_has_nccl(void);
+
+/* *local = this rank's index among the ranks of its node, *nlocal = how
+ * many there are (MPI_Comm_split_type SHARED).  Collective on its first
+ * call (every rank must make it), remembered after; 0 and 1 on one rank. */
+wd_status wd_comm_local_rank(int *local, int *nlocal);
+
+/* Collective: an NCCL communicator over every rank of wd_comm_size(),
+ * rank r of NCCL = rank r of MPI.  The caller has selected this rank's
+ * device.  Agreed: every rank gets the same status. */
+typedef struct wd_nccl wd_nccl;
+wd_status wd_nccl_open(wd_nccl **c);
+void wd_nccl_close(wd_nccl *c);
+
+/* One dimension's faces for wd_nccl_halo, device pointers, as
+ * wd_comm_halo_start's: send[WD_FWD] to the forward neighbour in mu,
+ * send[WD_BWD] to the backward one; recv[WD_FWD] gets what the forward
+ * neighbour sent backward, recv[WD_BWD] what the backward one sent
+ * forward.  mu must be partitioned (procs[mu] > 1). */
+typedef struct wd_nccl_face {
+    int mu;
+    size_t bytes;
+    const void *send[2];
+    void *recv[2];
+} wd_nccl_face;
+
+/* Enqueue the exchange of nfaces dimensions on `stream` (a cudaStream_t)
+ * as one NCCL group: later work on the stream sees the ghosts, nothing
+ * waits on the host.  Every rank of the grid must call it with the same
+ * dimensions in the same order. */
+wd_status wd_nccl_halo(wd_nccl *c, const wd_grid *g, const wd_nccl_face *faces, int nfaces,
+                       void *stream);
 
 #ifdef __cplusplus
 }
