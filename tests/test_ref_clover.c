@@ -21,6 +21,11 @@
  *   gauge covariance    M_sw(U^g) g x = g M_sw(U) x for random g
  *   inverse             (d + T) (d + T)^-1 = 1 at every site
  *   linearity in c_sw   T(c) = c T(1)
+ *   Schur forms         asymmetric A_ee - kappa^2 D_eo A_oo^-1 D_oe and
+ *                       symmetric 1 - kappa^2 A_ee^-1 D_eo A_oo^-1 D_oe
+ *                       against the full M_sw x = b (source and odd-site
+ *                       reconstruction included), and each dagger form
+ *                       against its adjoint, both time boundaries
  *
  * Tolerances: as test_reference.c (1e-13 over a few chained applications of
  * O(1) sums; any wrong sign, orientation or index gives an O(1) error); the
@@ -133,6 +138,113 @@ static void one_link(const int dims[4], wd_rng *r)
     free(want);
 }
 
+/* <a, b> over n complex */
+static double complex dot(const double complex *a, const double complex *b, size_t n)
+{
+    double complex s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += conj(a[i]) * b[i];
+    return s;
+}
+
+static int parity_of(size_t site, const int dims[4])
+{
+    int sum = 0;
+    for (int mu = 0; mu < 4; mu++) {
+        sum += (int)(site % (size_t)dims[mu]);
+        site /= (size_t)dims[mu];
+    }
+    return sum % 2;
+}
+
+/* keep one parity of a full spinor, zero the other */
+static void keep_parity(double complex *psi, const int dims[4], int parity)
+{
+    const size_t vol = (size_t)dims[0] * dims[1] * dims[2] * dims[3];
+    for (size_t s = 0; s < vol; s++)
+        if (parity_of(s, dims) != parity)
+            memset(psi + 12 * s, 0, 12 * sizeof *psi);
+}
+
+/* Both Schur forms against the full M_sw x = b, and their adjoints */
+static void schur(const int dims[4], const char *kind, const double complex *u,
+                  const double complex *f, wd_rng *r)
+{
+    const size_t vol = (size_t)dims[0] * dims[1] * dims[2] * dims[3], n = 12 * vol;
+    const double csw = 1.769, mass = -0.2, d = 4.0 + mass, kappa = 1.0 / (2.0 * d);
+    char what[128];
+    double complex *t = xalloc(144 * vol * sizeof *t), *a = xalloc(144 * vol * sizeof *a);
+    double complex *ainv = xalloc(144 * vol * sizeof *ainv), *tmp = xalloc(n * sizeof *tmp);
+    double complex *x = xalloc(n * sizeof *x), *b = xalloc(n * sizeof *b);
+    double complex *p = xalloc(n * sizeof *p), *q = xalloc(n * sizeof *q);
+    double complex *y = xalloc(n * sizeof *y);
+    ref_clover_term(t, f, vol, csw);
+    /* A = 1 + T / (4+m) */
+    ref_clover_term(a, f, vol, csw / d);
+    const long bad = ref_clover_invert(ainv, a, vol, 1.0);
+    for (size_t s = 0; s < vol; s++)
+        for (int i = 0; i < 12; i++)
+            a[144 * s + 13 * (size_t)i] += 1.0;
+    wd_spinor_random(x, dims, r);
+    for (int tbc = -1; tbc <= 1; tbc += 2) {
+        ref_wilson_clover(b, u, t, x, dims, mass, tbc, 0);
+        /* b'_e = (b_e + kappa D_eo A_oo^-1 b_o) / (4+m) */
+        memcpy(p, b, n * sizeof *p);
+        keep_parity(p, dims, 1);
+        ref_clover_apply(q, ainv, p, vol, 0.0);
+        ref_dslash_parity(p, u, q, dims, tbc, 0, 0);
+        for (size_t k = 0; k < n; k++)
+            p[k] = (b[k] + kappa * p[k]) / d;
+        keep_parity(p, dims, 0);
+        memcpy(y, x, n * sizeof *y);
+        keep_parity(y, dims, 0);
+        ref_clover_schur(q, u, a, ainv, y, tmp, dims, mass, tbc, 0, 0);
+        snprintf(what, sizeof what, "%s: asymmetric Mhat x_e = b'_e, tbc %+d", kind, tbc);
+        check(what, bad >= 0 ? INFINITY : rel(q, p, n), TOL);
+        /* symmetric: Mhat x_e = A_ee^-1 b'_e */
+        ref_clover_apply(tmp, ainv, p, vol, 0.0);
+        keep_parity(tmp, dims, 0);
+        memcpy(p, tmp, n * sizeof *p);
+        ref_clover_schur(q, u, a, ainv, y, tmp, dims, mass, tbc, 0, 1);
+        snprintf(what, sizeof what, "%s: symmetric Mhat x_e = A_ee^-1 b'_e, tbc %+d", kind, tbc);
+        check(what, rel(q, p, n), TOL);
+        /* the odd sites: x_o = A_oo^-1 (b_o / (4+m) + kappa D_oe x_e) */
+        ref_dslash_parity(p, u, y, dims, tbc, 0, 1);
+        for (size_t k = 0; k < n; k++)
+            p[k] = b[k] / d + kappa * p[k];
+        keep_parity(p, dims, 1);
+        ref_clover_apply(q, ainv, p, vol, 0.0);
+        memcpy(p, x, n * sizeof *p);
+        keep_parity(p, dims, 1);
+        snprintf(what, sizeof what, "%s: x_o = A_oo^-1 (b_o/(4+m) + kappa D_oe x_e), tbc %+d",
+                 kind, tbc);
+        check(what, rel(q, p, n), TOL);
+        /* <z, Mhat y> = <Mhat^dag z, y> for both forms */
+        for (int sym = 0; sym < 2; sym++) {
+            double complex *z = b;
+            wd_spinor_random(z, dims, r);
+            keep_parity(z, dims, 0);
+            ref_clover_schur(q, u, a, ainv, y, tmp, dims, mass, tbc, 0, sym);
+            ref_clover_schur(p, u, a, ainv, z, tmp, dims, mass, tbc, 1, sym);
+            const double complex l = dot(z, q, n), rr = dot(p, y, n);
+            snprintf(what, sizeof what, "%s: %s Mhat^dag is the adjoint, tbc %+d", kind,
+                     sym ? "symmetric" : "asymmetric", tbc);
+            /* relative to |z| |Mhat y|: the dot products themselves may
+             * cancel to far below that for random vectors */
+            check(what, cabs(l - rr) / sqrt(creal(dot(z, z, n)) * creal(dot(q, q, n))), TOL);
+        }
+    }
+    free(t);
+    free(a);
+    free(ainv);
+    free(tmp);
+    free(x);
+    free(b);
+    free(p);
+    free(q);
+    free(y);
+}
+
 static void properties(const int dims[4], const char *kind, const double complex *u, wd_rng *r)
 {
     const size_t vol = (size_t)dims[0] * dims[1] * dims[2] * dims[3];
@@ -230,6 +342,7 @@ static void properties(const int dims[4], const char *kind, const double complex
     snprintf(what, sizeof what, "%s: ref_clover_apply(A, A^-1 x) = x", kind);
     check(what, rel(z, x, 12 * vol), 10 * TOL);
 
+    schur(dims, kind, u, f, r);
     free(f);
     free(t);
     free(t1);

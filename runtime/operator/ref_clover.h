@@ -21,6 +21,8 @@
  *   ref_wilson_clover    out = M_sw in (dagger: M_sw^dagger = M^dagger + T)
  *   ref_clover_invert    (d + T(n))^-1 per site by Gauss-Jordan elimination
  *                        with partial pivoting on the whole 12x12 matrix
+ *   ref_clover_schur     the even-odd Schur operators of M_sw, asymmetric
+ *                        and symmetric, in the kappa normalisation
  * Notes: a site's 12x12 matrices are row-major [12][12], index 3 spin +
  * colour (the order of a site's spinor).  Nothing allocates; loops over
  * sites run under OpenMP, each iteration writing its own site.
@@ -56,5 +58,24 @@ void ref_wilson_clover(double complex *out, const double complex *u,
  * undefined at that site). */
 long ref_clover_invert(double complex *inv, const double complex *t, size_t volume,
                        double diag);
+
+/*
+ * The even-odd Schur operators of M_sw / (4+m) = A - kappa D, with
+ * A = 1 + T / (4+m) and kappa = 1 / (2 (4+m)) (the normalisation of the
+ * Wilson Mhat = 1 - kappa^2 D_eo D_oe, which is A = 1):
+ *   asymmetric  Mhat = A_ee - kappa^2 D_eo A_oo^-1 D_oe
+ *   symmetric   Mhat = 1 - kappa^2 A_ee^-1 D_eo A_oo^-1 D_oe
+ * out = Mhat in on the even sites (zero on the odd ones); reads in on the
+ * even sites only.  a and ainv: per-site A and A^-1 (ref_clover_term with
+ * c_sw / (4+m), and ref_clover_invert of it with diag 1); tmp: a scratch
+ * spinor of the whole lattice.  dagger: Mhat^dagger, with D^dagger for D
+ * and the hermitian A, A^-1 in the reversed order (asymmetric: A_ee -
+ * kappa^2 D^dag_eo A_oo^-1 D^dag_oe; symmetric: 1 - kappa^2 D^dag_eo A_oo^-1
+ * D^dag_oe A_ee^-1).
+ */
+void ref_clover_schur(double complex *out, const double complex *u, const double complex *a,
+                      const double complex *ainv, const double complex *in,
+                      double complex *tmp, const int dims[4], double mass, int t_sign,
+                      int dagger, int symmetric);
 
 #endif
