@@ -22,12 +22,26 @@
  *   wd_gauge_read         read a NERSC or ILDG file (format from its first
  *                         bytes), checking everything it can
  *   wd_gauge_read_nersc / wd_gauge_read_ildg   the same for one format
+ * and on a process grid (wdirac.h's wd_lattice; each collective over every
+ * rank, each rank passing its block; docs/multi-gpu.md, "Files and the
+ * heatbath on a grid"):
+ *   wd_gauge_init_block, wd_gauge_heatbath_sweep_block,
+ *   wd_gauge_overrelax_sweep_block, wd_gauge_observables_block
+ *                         the functions above on the blocks, bit for bit
+ *                         the same field and observables as one process
+ *   wd_gauge_read_block   rank 0 reads and checks the file, every rank gets
+ *                         its block, one time slice at a time
+ *   wd_gauge_write_block  rank 0 writes the file the blocks make, the same
+ *                         bytes wd_gauge_write writes for the whole field
  *
  * Reproducibility: a sweep's random numbers are a function of (seed,
  * sweep_index, site, mu, subgroup, draw) (heatbath_link.h), so the same
  * seed and sweep indices give the same field bit for bit for any number
  * of OpenMP threads; observables are summed in a fixed order, so they too
- * are independent of the thread count.
+ * are independent of the thread count.  On a process grid the Philox
+ * counters are keyed by the global site index and the observables are
+ * summed in the single-process order, so a decomposed run gives the same
+ * bits as one process.
  */
 #ifndef WDIRAC_GAUGE_H
 #define WDIRAC_GAUGE_H
@@ -88,6 +102,34 @@ wd_status wd_gauge_gpu_sweep(double beta, uint64_t seed, uint64_t sweep_index, i
 wd_status wd_gauge_gpu_fetch(double *u);
 void wd_gauge_gpu_close(void);
 
+/* ---- on a process grid ------------------------------------------------- */
+
+/*
+ * The functions above on a process grid: lat from wd_lattice_make, u_block
+ * this rank's block (72 doubles a site of lat->local, the order of
+ * DESIGN.md within the block).  Each is collective: every rank calls it
+ * with the same arguments but its own block, and every rank gets the same
+ * status and message (a failure of one rank is agreed by wd_comm_agree
+ * before the next collective call).  Checks and messages are those of the
+ * single-process function; a lattice made for another rank or number of
+ * ranks is WD_ERR_INVALID.  The sweeps and the hot start key their random
+ * numbers by the global site index, and the sweeps exchange the border
+ * links with the neighbours after every (mu, parity) checkerboard, so the
+ * field is the one a single process makes from the same seed and sweep
+ * indices, bit for bit.  The observables add their terms in the order of
+ * wd_gauge_observables (partial sums travel along X and T between ranks,
+ * rank 0 adds the rows and lines), so they too equal one process's bits.
+ * Memory: a sweep holds a copy of the block with one layer of border links
+ * around it; the observables hold the forward border faces.
+ */
+wd_status wd_gauge_init_block(double *u_block, const wd_lattice *lat, wd_gauge_start start,
+                              uint64_t seed);
+wd_status wd_gauge_heatbath_sweep_block(double *u_block, const wd_lattice *lat, double beta,
+                                        uint64_t seed, uint64_t sweep_index, int n_or);
+wd_status wd_gauge_overrelax_sweep_block(double *u_block, const wd_lattice *lat, int n_or);
+wd_status wd_gauge_observables_block(const double *u_block, const wd_lattice *lat,
+                                     wd_gauge_obs *obs);
+
 /* ---- files ------------------------------------------------------------- */
 
 typedef enum wd_gauge_format {
@@ -120,6 +162,9 @@ wd_gauge_write_opts wd_gauge_write_defaults(void);
  * BOUNDARY_1..4 = PERIODIC, FLOATING_POINT; ILDG files carry the records
  * ildg-format, ildg-binary-data, scidac-checksum and wdirac-info (the
  * plaquette and link trace, checked by wd_gauge_read when present).
+ * CREATION_DATE and ARCHIVE_DATE are the time of writing, or the time in
+ * the environment variable SOURCE_DATE_EPOCH (seconds since 1970) when it
+ * holds one, for files that must compare byte for byte.
  */
 wd_status wd_gauge_write(const char *path, const double *u, const int dims[4],
                          const wd_gauge_write_opts *opts);
@@ -190,6 +235,38 @@ wd_status wd_gauge_read_nersc(const char *path, const int expect_dims[4], unsign
                               double **u, wd_gauge_info *info);
 wd_status wd_gauge_read_ildg(const char *path, const int expect_dims[4], unsigned flags,
                              double **u, wd_gauge_info *info);
+
+/*
+ * wd_gauge_read on a process grid, collective: rank 0 opens the file, tells
+ * the format, checks the header and the size against lat->dims (another
+ * extent is WD_ERR_INVALID naming the DIMENSION, as expect_dims does), then
+ * reads the data one time slice at a time and sends each rank its part of
+ * the slice.  The checksums (NERSC CHECKSUM, scidac-checksum) are summed by
+ * rank 0 over the whole file as it reads; finiteness, unitarity, plaquette
+ * and link trace are checked on the blocks, over the whole lattice.
+ * Every rank gets the same status, message and *info (may be NULL).  The
+ * data land in a block-sized buffer of each rank and are copied into
+ * u_block (72 doubles a site of lat->local, allocated by the caller) only
+ * when every check has passed: on failure u_block is untouched.  Memory:
+ * each rank its block twice while reading; rank 0 one time slice of the
+ * file as stored and as doubles on top.
+ */
+wd_status wd_gauge_read_block(const char *path, const wd_lattice *lat, unsigned flags,
+                              double *u_block, wd_gauge_info *info);
+
+/*
+ * wd_gauge_write on a process grid, collective: the unitarity check, the
+ * plaquette and link trace over the whole lattice (the bits of one
+ * process), the NERSC checksum from every rank's partial sum; then rank 0
+ * writes the file through the same safe write (temporary file, fsync, link
+ * or rename) while every rank sends it its part of each time slice in
+ * turn.  The bytes are those wd_gauge_write writes for the whole field, for
+ * every option (NERSC headers carry the date: set SOURCE_DATE_EPOCH for
+ * files to compare byte for byte).  opts are rank 0's.  Memory: rank 0 one
+ * time slice as doubles and as stored on top of its block.
+ */
+wd_status wd_gauge_write_block(const char *path, const double *u_block, const wd_lattice *lat,
+                               const wd_gauge_write_opts *opts);
 
 #ifdef __cplusplus
 }

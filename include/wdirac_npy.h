@@ -19,6 +19,9 @@
  *   wd_npy_check_writable  would a write to this path succeed: refuses an
  *                          existing file without overwrite, and creates
  *                          and removes a temporary file beside it
+ *   wd_npy_read_spinor_block / wd_npy_write_spinor_block   the same files
+ *                          on a process grid (wdirac.h's wd_lattice): rank
+ *                          0 reads or writes, one time slice at a time
  *
  * Status codes: a missing or unreadable file, or one that cannot be
  * written, is WD_ERR_IO; a file that is not a well-formed .npy (magic,
@@ -59,6 +62,28 @@ wd_status wd_npy_write_spinor(const char *path, const double *psi, const int dim
 /* WD_OK when wd_npy_write_spinor(path, ..., overwrite) could create path:
  * for a command to check before a long computation, not after it. */
 wd_status wd_npy_check_writable(const char *path, int overwrite);
+
+/*
+ * On a process grid, collective (every rank calls with the same path and
+ * lattice, its own block; every rank gets the same status and message):
+ * rank 0 opens and checks the file as wd_npy_read_spinor does with
+ * expect_dims = lat->dims, reads one time slice at a time and sends each
+ * rank its part.  psi_block (24 doubles a site of lat->local, allocated by
+ * the caller) is written only when the whole file has passed (no NaN or
+ * Inf anywhere): on failure it is untouched.  Memory: each rank its block
+ * twice while reading, rank 0 one time slice on top.
+ */
+wd_status wd_npy_read_spinor_block(const char *path, const wd_lattice *lat, double *psi_block);
+
+/*
+ * wd_npy_write_spinor on a process grid, collective: NaN or Inf in any
+ * block is refused on every rank (naming the global element); rank 0
+ * writes the file safely while every rank sends it its part of each time
+ * slice in turn.  The bytes are those of wd_npy_write_spinor for the whole
+ * field.  overwrite is rank 0's.
+ */
+wd_status wd_npy_write_spinor_block(const char *path, const double *psi_block,
+                                    const wd_lattice *lat, int overwrite);
 
 #ifdef __cplusplus
 }

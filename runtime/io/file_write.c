@@ -4,6 +4,8 @@
  *
  * The externally accessible functions are
  *   wd_file_write_safely     temporary file, fsync, link or rename into place
+ *   wd_file_open_temp / wd_file_commit   the same in two halves, for a
+ *                            writer whose body is not one call
  *   wd_file_check_writable   the same refusals before anything is written
  */
 #include <errno.h>
@@ -103,32 +105,43 @@ wd_status wd_file_check_writable(const char *path, const char *kind, int overwri
     return st;
 }
 
-wd_status wd_file_write_safely(const char *path, const char *kind, int overwrite,
-                               wd_file_body body, void *ctx)
+wd_status wd_file_open_temp(wd_file_temp *t, const char *path, const char *kind, int overwrite)
 {
-    char *tmp;
+    memset(t, 0, sizeof *t);
     int fd;
     wd_status st = refuse_existing(path, kind, overwrite);
-    if (st != WD_OK || (st = create_temp(path, kind, &tmp, &fd)) != WD_OK)
+    if (st != WD_OK || (st = create_temp(path, kind, &t->tmp, &fd)) != WD_OK)
         return st;
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
+    t->f = fdopen(fd, "wb");
+    if (!t->f) {
         const int e = errno;
         close(fd);
-        unlink(tmp);
-        free(tmp);
+        unlink(t->tmp);
+        free(t->tmp);
+        t->tmp = NULL;
         return fail(WD_ERR_IO, kind, path, "cannot open the temporary file: %s", strerror(e));
     }
-    st = body(f, path, ctx);
-    if (st == WD_OK && (fflush(f) != 0 || fsync(fileno(f)) != 0))
+    t->path = path;
+    t->kind = kind;
+    t->overwrite = overwrite;
+    return WD_OK;
+}
+
+wd_status wd_file_commit(wd_file_temp *t, wd_status st)
+{
+    const char *path = t->path, *kind = t->kind, *tmp = t->tmp;
+    if (!t->f)
+        return st;
+    if (st == WD_OK && (fflush(t->f) != 0 || fsync(fileno(t->f)) != 0))
         st = fail(WD_ERR_IO, kind, path, "writing the temporary file '%s' failed: %s", tmp,
                   strerror(errno));
-    if (fclose(f) != 0 && st == WD_OK)
+    if (fclose(t->f) != 0 && st == WD_OK)
         st = fail(WD_ERR_IO, kind, path, "closing the temporary file '%s' failed: %s", tmp,
                   strerror(errno));
+    t->f = NULL;
     if (st == WD_OK) {
         struct stat sb;
-        if (!overwrite) {
+        if (!t->overwrite) {
             /* link() refuses an existing name, so a file that appeared
              * meanwhile is not replaced; file systems without hard links
              * fall back to a check and rename */
@@ -147,8 +160,19 @@ wd_status wd_file_write_safely(const char *path, const char *kind, int overwrite
         }
     }
     unlink(tmp);
-    free(tmp);
+    free(t->tmp);
+    t->tmp = NULL;
     if (st == WD_OK)
         sync_directory(path);
     return st;
+}
+
+wd_status wd_file_write_safely(const char *path, const char *kind, int overwrite,
+                               wd_file_body body, void *ctx)
+{
+    wd_file_temp t;
+    wd_status st = wd_file_open_temp(&t, path, kind, overwrite);
+    if (st != WD_OK)
+        return st;
+    return wd_file_commit(&t, body(t.f, path, ctx));
 }

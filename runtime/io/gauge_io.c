@@ -10,7 +10,8 @@
  *   wd_gauge_read         open, tell NERSC from LIME by the first bytes,
  *                         read with the matching stream reader
  *   wd_gauge_read_nersc / wd_gauge_read_ildg   open and read one format
- *   and the wd_io_* helpers of gauge_io_internal.h.
+ *   and the wd_io_* helpers of gauge_io_internal.h (the block I/O of
+ *   io_block.c shares them).
  * Notes: stored reals are IEEE 754 binary32/binary64; the host must use
  * the same (every platform wdirac targets does).  The NERSC word sum is
  * taken over the 32-bit words of each value's bit pattern (a binary64
@@ -149,28 +150,30 @@ void wd_io_scidac_site(uint32_t *suma, uint32_t *sumb, const unsigned char *site
 enum { CHUNK_SITES = 1024 };
 
 wd_status wd_io_decode_stream(FILE *f, const char *name, const char *what, long long offset,
-                              double *u, size_t volume, const wd_io_layout *l, uint32_t *sum,
-                              uint32_t *sum_swapped, uint32_t *suma, uint32_t *sumb)
+                              size_t first, double *u, size_t count, size_t volume,
+                              const wd_io_layout *l, uint32_t *sum, uint32_t *sum_swapped,
+                              uint32_t *suma, uint32_t *sumb)
 {
     const size_t site_bytes = wd_io_site_bytes(l);
     unsigned char *buf = malloc(CHUNK_SITES * site_bytes);
     if (!buf)
         return wd_io_fail(WD_ERR_NOMEM, name, "no memory for a read buffer");
-    if (fseeko(f, (off_t)offset, SEEK_SET) != 0) {
+    const long long at = offset + (long long)(first * site_bytes);
+    if (fseeko(f, (off_t)at, SEEK_SET) != 0) {
         free(buf);
-        return wd_io_fail(WD_ERR_IO, name, "cannot seek to the %s at byte %lld: %s", what,
-                          offset, strerror(errno));
+        return wd_io_fail(WD_ERR_IO, name, "cannot seek to the %s at byte %lld: %s", what, at,
+                          strerror(errno));
     }
-    for (size_t site = 0; site < volume; site += CHUNK_SITES) {
-        const size_t n = volume - site < CHUNK_SITES ? volume - site : CHUNK_SITES;
+    for (size_t site = 0; site < count; site += CHUNK_SITES) {
+        const size_t n = count - site < CHUNK_SITES ? count - site : CHUNK_SITES;
         if (fread(buf, site_bytes, n, f) != n) {
             free(buf);
             return wd_io_fail(WD_ERR_CORRUPT, name, "%s ends early: short read at site %zu of %zu",
-                              what, site, volume);
+                              what, first + site, volume);
         }
         if (suma)
             for (size_t k = 0; k < n; k++)
-                wd_io_scidac_site(suma, sumb, buf + k * site_bytes, site_bytes, site + k);
+                wd_io_scidac_site(suma, sumb, buf + k * site_bytes, site_bytes, first + site + k);
         wd_io_decode_sites(u + 72 * site, buf, n, l, sum, sum_swapped);
     }
     free(buf);
@@ -223,12 +226,7 @@ wd_status wd_io_check_field(const char *name, const double *u, const int dims[4]
                             const char *trace_field)
 {
     const size_t nlinks = 4 * wd_volume(dims);
-    size_t bad = nlinks;
-    for (size_t k = 0; k < 18 * nlinks; k++)
-        if (!isfinite(u[k])) {
-            bad = k / 18;
-            break;
-        }
+    const size_t bad = wd_io_first_nonfinite_link(u, nlinks);
     info->unitarity = unitarity(u, nlinks);
     wd_status st = wd_gauge_observables(u, dims, &info->obs);
     if (st != WD_OK)
@@ -236,19 +234,46 @@ wd_status wd_io_check_field(const char *name, const double *u, const int dims[4]
     info->data_read = 1;
     if (report_only)
         return WD_OK;
+    const size_t nonunitary = info->unitarity <= info->unitarity_tolerance
+                                  ? nlinks : first_bad_link(u, nlinks, info->unitarity_tolerance);
+    return wd_io_judge_field(name, dims, info, bad, nonunitary, plaq_field, trace_field);
+}
 
+size_t wd_io_first_nonfinite_link(const double *u, size_t nlinks)
+{
+    for (size_t k = 0; k < 18 * nlinks; k++)
+        if (!isfinite(u[k]))
+            return k / 18;
+    return nlinks;
+}
+
+size_t wd_io_first_nonunitary_link(const double *u, size_t nlinks, double tol)
+{
+    return first_bad_link(u, nlinks, tol);
+}
+
+double wd_io_unitarity(const double *u, size_t nlinks)
+{
+    return unitarity(u, nlinks);
+}
+
+wd_status wd_io_judge_field(const char *name, const int dims[4], const wd_gauge_info *info,
+                            size_t nonfinite, size_t nonunitary, const char *plaq_field,
+                            const char *trace_field)
+{
+    const size_t nlinks = 4 * wd_volume(dims);
     int x[4];
-    if (bad < nlinks) {
-        site_coords(bad / 4, dims, x);
+    if (nonfinite < nlinks) {
+        site_coords(nonfinite / 4, dims, x);
         return wd_io_fail(WD_ERR_CORRUPT, name, "link mu=%d at (x,y,z,t) = (%d,%d,%d,%d) "
-                          "holds a NaN or infinity", (int)(bad % 4), x[0], x[1], x[2], x[3]);
+                          "holds a NaN or infinity", (int)(nonfinite % 4), x[0], x[1], x[2],
+                          x[3]);
     }
     if (!(info->unitarity <= info->unitarity_tolerance)) {
-        const size_t l = first_bad_link(u, nlinks, info->unitarity_tolerance);
-        site_coords(l / 4, dims, x);
+        site_coords(nonunitary / 4, dims, x);
         return wd_io_fail(WD_ERR_CORRUPT, name, "link mu=%d at (x,y,z,t) = (%d,%d,%d,%d) is "
                           "not SU(3): max |U U^dag - 1|, |det U - 1| over the file %.3g > "
-                          "tolerance %.0e", (int)(l % 4), x[0], x[1], x[2], x[3],
+                          "tolerance %.0e", (int)(nonunitary % 4), x[0], x[1], x[2], x[3],
                           info->unitarity, info->unitarity_tolerance);
     }
     if (info->has_plaquette &&
@@ -266,6 +291,30 @@ wd_status wd_io_check_field(const char *name, const double *u, const int dims[4]
     return WD_OK;
 }
 
+wd_status wd_io_check_sums(const char *name, const wd_gauge_info *info, int report_only)
+{
+    if (report_only)
+        return WD_OK;
+    if (info->format == WD_GAUGE_NERSC && info->checksum_data != info->checksum_header)
+        return wd_io_fail(WD_ERR_CORRUPT, name, "CHECKSUM %08x in the header, the data sum to "
+                          "%08x", info->checksum_header, info->checksum_data);
+    if (info->format == WD_GAUGE_ILDG && info->has_scidac &&
+        (info->suma_data != info->suma_header || info->sumb_data != info->sumb_header))
+        return wd_io_fail(WD_ERR_CORRUPT, name, "scidac-checksum suma %08x sumb %08x, the data "
+                          "give suma %08x sumb %08x", info->suma_header, info->sumb_header,
+                          info->suma_data, info->sumb_data);
+    return WD_OK;
+}
+
+wd_status wd_io_job_slice(const wd_io_write_job *job, int t, const double **u)
+{
+    if (!job->slice) {
+        *u = job->u + 72 * (wd_volume(job->dims) / (size_t)job->dims[3]) * (size_t)t;
+        return WD_OK;
+    }
+    return job->slice(job->slice_ctx, t, u);
+}
+
 /* ---- entry points --------------------------------------------------------- */
 
 wd_gauge_write_opts wd_gauge_write_defaults(void)
@@ -278,31 +327,45 @@ wd_gauge_write_opts wd_gauge_write_defaults(void)
     return o;
 }
 
+wd_file_body wd_io_writer(const wd_gauge_write_opts *opts)
+{
+    return opts->format == WD_GAUGE_NERSC ? wd_nersc_write_stream : wd_ildg_write_stream;
+}
+
+wd_status wd_io_check_write_args(const char *fn, const char *path, const void *u,
+                                 const int dims[4], const wd_gauge_write_opts *opts)
+{
+    if (!path || !*path)
+        return wd_fail(WD_ERR_INVALID, "%s: no file name", fn);
+    if (!u || !dims)
+        return wd_fail(WD_ERR_INVALID, "%s '%s': null field or extents", fn, path);
+    wd_status st = wd_check_dims(dims);
+    if (st != WD_OK) {
+        char why[300];
+        snprintf(why, sizeof why, "%s", wd_last_error());
+        return wd_fail(st, "%s '%s': %s", fn, path, why);
+    }
+    if (opts->format != WD_GAUGE_NERSC && opts->format != WD_GAUGE_ILDG)
+        return wd_fail(WD_ERR_INVALID, "%s '%s': format %d is neither NERSC (1) nor ILDG (2)",
+                       fn, path, (int)opts->format);
+    if (opts->precision != 32 && opts->precision != 64)
+        return wd_fail(WD_ERR_INVALID, "%s '%s': precision %d, must be 32 or 64", fn, path,
+                       opts->precision);
+    if (opts->format == WD_GAUGE_ILDG && (opts->two_row || opts->little_endian))
+        return wd_fail(WD_ERR_INVALID, "%s '%s': ILDG stores 3x3 big-endian links (two_row "
+                       "and little_endian must be 0)", fn, path);
+    return WD_OK;
+}
+
 wd_status wd_gauge_write(const char *path, const double *u, const int dims[4],
                          const wd_gauge_write_opts *opts)
 {
     const wd_gauge_write_opts defaults = wd_gauge_write_defaults();
     if (!opts)
         opts = &defaults;
-    if (!path || !*path)
-        return wd_fail(WD_ERR_INVALID, "wd_gauge_write: no file name");
-    if (!u || !dims)
-        return wd_fail(WD_ERR_INVALID, "wd_gauge_write '%s': null field or extents", path);
-    wd_status st = wd_check_dims(dims);
-    if (st != WD_OK) {
-        char why[300];
-        snprintf(why, sizeof why, "%s", wd_last_error());
-        return wd_fail(st, "wd_gauge_write '%s': %s", path, why);
-    }
-    if (opts->format != WD_GAUGE_NERSC && opts->format != WD_GAUGE_ILDG)
-        return wd_fail(WD_ERR_INVALID, "wd_gauge_write '%s': format %d is neither NERSC (1) "
-                       "nor ILDG (2)", path, (int)opts->format);
-    if (opts->precision != 32 && opts->precision != 64)
-        return wd_fail(WD_ERR_INVALID, "wd_gauge_write '%s': precision %d, must be 32 or 64",
-                       path, opts->precision);
-    if (opts->format == WD_GAUGE_ILDG && (opts->two_row || opts->little_endian))
-        return wd_fail(WD_ERR_INVALID, "wd_gauge_write '%s': ILDG stores 3x3 big-endian "
-                       "links (two_row and little_endian must be 0)", path);
+    wd_status st = wd_io_check_write_args("wd_gauge_write", path, u, dims, opts);
+    if (st != WD_OK)
+        return st;
 
     const size_t nlinks = 4 * wd_volume(dims);
     const double err = unitarity(u, nlinks);
@@ -315,10 +378,7 @@ wd_status wd_gauge_write(const char *path, const double *u, const int dims[4],
     st = wd_gauge_observables(u, dims, &job.obs);
     if (st != WD_OK)
         return st;
-    return wd_file_write_safely(path, "gauge file", opts->overwrite,
-                                opts->format == WD_GAUGE_NERSC ? wd_nersc_write_stream
-                                                               : wd_ildg_write_stream,
-                                &job);
+    return wd_file_write_safely(path, "gauge file", opts->overwrite, wd_io_writer(opts), &job);
 }
 
 static wd_status open_for_read(const char *path, double **u, FILE **f)

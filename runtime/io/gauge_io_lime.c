@@ -274,12 +274,9 @@ static wd_status xml_real(const char *name, const char *rec, const xml_item *it,
     return WD_OK;
 }
 
-wd_status wd_ildg_read_stream(FILE *f, const char *name, const int expect_dims[4],
-                              unsigned flags, size_t max_volume, double **u,
-                              wd_gauge_info *info_out)
+wd_status wd_ildg_read_header(FILE *f, const char *name, const int expect_dims[4],
+                              size_t max_volume, wd_gauge_info *info, wd_io_data *data)
 {
-    wd_gauge_info scratch;
-    wd_gauge_info *info = info_out ? info_out : &scratch;
     memset(info, 0, sizeof *info);
     info->format = WD_GAUGE_ILDG;
     info->rows = 3;
@@ -294,7 +291,6 @@ wd_status wd_ildg_read_stream(FILE *f, const char *name, const int expect_dims[4
     if ((st = scan_records(f, name, size, &recs, &nrec)) != WD_OK)
         return st;
 
-    double *field = NULL;
     const lime_record *fmt = find_record(recs, nrec, "ildg-format");
     const lime_record *bin = find_record(recs, nrec, "ildg-binary-data");
     const lime_record *sum = find_record(recs, nrec, "scidac-checksum");
@@ -392,40 +388,50 @@ wd_status wd_ildg_read_stream(FILE *f, const char *name, const int expect_dims[4
                         info->precision, need);
         goto done;
     }
-    field = malloc(volume * 72 * sizeof *field);
-    if (!field) {
-        st = wd_io_fail(WD_ERR_NOMEM, name, "no memory for %zu sites", volume);
-        goto done;
-    }
+    data->offset = bin->offset;
+    data->layout = layout;
+    data->bare = 0;
+
+done:
+    free(recs);
+    return st;
+}
+
+wd_status wd_ildg_read_stream(FILE *f, const char *name, const int expect_dims[4],
+                              unsigned flags, size_t max_volume, double **u,
+                              wd_gauge_info *info_out)
+{
+    wd_gauge_info scratch;
+    wd_gauge_info *info = info_out ? info_out : &scratch;
+    wd_io_data data;
+    wd_status st = wd_ildg_read_header(f, name, expect_dims, max_volume, info, &data);
+    if (st != WD_OK)
+        return st;
+    const size_t volume = wd_volume(info->dims);
+    double *field = malloc(volume * 72 * sizeof *field);
+    if (!field)
+        return wd_io_fail(WD_ERR_NOMEM, name, "no memory for %zu sites", volume);
     uint32_t nersc = 0;
-    if ((st = wd_io_decode_stream(f, name, "ildg-binary-data", bin->offset, field, volume,
-                                  &layout, &nersc, NULL, &info->suma_data, &info->sumb_data)) !=
-        WD_OK)
-        goto done;
-    info->checksum_data = nersc;
     const int report_only = (flags & WD_GAUGE_READ_REPORT_ONLY) != 0;
-    if (info->has_scidac && !report_only &&
-        (info->suma_data != info->suma_header || info->sumb_data != info->sumb_header)) {
-        st = wd_io_fail(WD_ERR_CORRUPT, name, "scidac-checksum suma %08x sumb %08x, the data "
-                        "give suma %08x sumb %08x", info->suma_header, info->sumb_header,
-                        info->suma_data, info->sumb_data);
-        goto done;
+    st = wd_io_decode_stream(f, name, "ildg-binary-data", data.offset, 0, field, volume, volume,
+                             &data.layout, &nersc, NULL, &info->suma_data, &info->sumb_data);
+    info->checksum_data = nersc;
+    if (st == WD_OK)
+        st = wd_io_check_sums(name, info, report_only);
+    if (st == WD_OK)
+        st = wd_io_check_field(name, field, info->dims, info, report_only,
+                               "wdirac-info plaquette", "wdirac-info linkTrace");
+    if (st != WD_OK) {
+        free(field);
+        return st;
     }
-    if ((st = wd_io_check_field(name, field, info->dims, info, report_only,
-                                "wdirac-info plaquette", "wdirac-info linkTrace")) != WD_OK)
-        goto done;
     if (info->precision == 32) {
 #pragma omp parallel for schedule(static)
         for (size_t l = 0; l < 4 * volume; l++)
             wd_su3_reunitarize(field + 18 * l);
     }
     *u = field;
-    field = NULL;
-
-done:
-    free(field);
-    free(recs);
-    return st;
+    return WD_OK;
 }
 
 static wd_status write_record_header(FILE *f, const char *path, const char *type,
@@ -497,15 +503,22 @@ wd_status wd_ildg_write_stream(FILE *f, const char *path, void *vjob)
     unsigned char *buf = malloc(CHUNK * site_bytes);
     if (!buf)
         return wd_io_fail(WD_ERR_NOMEM, path, "no memory for a write buffer");
+    const size_t slice_sites = volume / (size_t)d[3];
     uint32_t nersc = 0, suma = 0, sumb = 0;
-    for (size_t site = 0; site < volume && st == WD_OK; site += CHUNK) {
-        const size_t n = volume - site < CHUNK ? volume - site : CHUNK;
-        wd_io_encode_sites(buf, job->u + 72 * site, n, &layout, &nersc);
-        for (size_t k = 0; k < n; k++)
-            wd_io_scidac_site(&suma, &sumb, buf + k * site_bytes, site_bytes, site + k);
-        if (fwrite(buf, site_bytes, n, f) != n)
-            st = wd_io_fail(WD_ERR_IO, path, "writing ildg-binary-data failed at site %zu: %s",
-                            site, strerror(errno));
+    for (int t = 0; t < d[3] && st == WD_OK; t++) {
+        const double *u;
+        if ((st = wd_io_job_slice(job, t, &u)) != WD_OK)
+            break;
+        for (size_t site = 0; site < slice_sites && st == WD_OK; site += CHUNK) {
+            const size_t n = slice_sites - site < CHUNK ? slice_sites - site : CHUNK;
+            const size_t first = slice_sites * (size_t)t + site;
+            wd_io_encode_sites(buf, u + 72 * site, n, &layout, &nersc);
+            for (size_t k = 0; k < n; k++)
+                wd_io_scidac_site(&suma, &sumb, buf + k * site_bytes, site_bytes, first + k);
+            if (fwrite(buf, site_bytes, n, f) != n)
+                st = wd_io_fail(WD_ERR_IO, path, "writing ildg-binary-data failed at site %zu: "
+                                "%s", first, strerror(errno));
+        }
     }
     free(buf);
     if (st == WD_OK)

@@ -162,12 +162,20 @@ static wd_status parse_real(const char *name, const char *key, const char *text,
     return WD_OK;
 }
 
-wd_status wd_nersc_read_stream(FILE *f, const char *name, const int expect_dims[4],
-                               unsigned flags, size_t max_volume, double **u,
-                               wd_gauge_info *info_out)
+int wd_nersc_little_after_all(wd_gauge_info *info, wd_io_data *data, uint32_t sum,
+                              uint32_t sum_swapped)
 {
-    wd_gauge_info scratch;
-    wd_gauge_info *info = info_out ? info_out : &scratch;
+    if (sum == info->checksum_header || !data->bare || sum_swapped != info->checksum_header)
+        return 0;
+    /* a bare IEEE32/IEEE64 file written little endian */
+    data->layout.big = info->big_endian = 0;
+    data->bare = 0;
+    return 1;
+}
+
+wd_status wd_nersc_read_header(FILE *f, const char *name, const int expect_dims[4],
+                               size_t max_volume, wd_gauge_info *info, wd_io_data *data)
+{
     memset(info, 0, sizeof *info);
     info->format = WD_GAUGE_NERSC;
 
@@ -301,24 +309,38 @@ wd_status wd_nersc_read_stream(FILE *f, const char *name, const int expect_dims[
                           info->dims[1], info->dims[2], info->dims[3], info->datatype,
                           info->floating_point, need);
 
+    data->offset = data_offset;
+    data->layout = layout;
+    data->bare = bare;
+    return WD_OK;
+}
+
+wd_status wd_nersc_read_stream(FILE *f, const char *name, const int expect_dims[4],
+                               unsigned flags, size_t max_volume, double **u,
+                               wd_gauge_info *info_out)
+{
+    wd_gauge_info scratch;
+    wd_gauge_info *info = info_out ? info_out : &scratch;
+    wd_io_data data;
+    wd_status st = wd_nersc_read_header(f, name, expect_dims, max_volume, info, &data);
+    if (st != WD_OK)
+        return st;
+    const size_t volume = wd_volume(info->dims);
     double *field = malloc(volume * 72 * sizeof *field);
     if (!field)
         return wd_io_fail(WD_ERR_NOMEM, name, "no memory for %zu sites", volume);
     uint32_t got = 0, swapped = 0;
-    st = wd_io_decode_stream(f, name, "data", data_offset, field, volume, &layout, &got,
-                             &swapped, NULL, NULL);
-    if (st == WD_OK && got != info->checksum_header && bare && swapped == info->checksum_header) {
-        /* a bare IEEE32/IEEE64 file written little endian */
-        layout.big = info->big_endian = 0;
+    st = wd_io_decode_stream(f, name, "data", data.offset, 0, field, volume, volume,
+                             &data.layout, &got, &swapped, NULL, NULL);
+    if (st == WD_OK && wd_nersc_little_after_all(info, &data, got, swapped)) {
         got = 0;
-        st = wd_io_decode_stream(f, name, "data", data_offset, field, volume, &layout, &got,
-                                 NULL, NULL, NULL);
+        st = wd_io_decode_stream(f, name, "data", data.offset, 0, field, volume, volume,
+                                 &data.layout, &got, NULL, NULL, NULL);
     }
     info->checksum_data = got;
     const int report_only = (flags & WD_GAUGE_READ_REPORT_ONLY) != 0;
-    if (st == WD_OK && got != info->checksum_header && !report_only)
-        st = wd_io_fail(WD_ERR_CORRUPT, name, "CHECKSUM %08x in the header, the data sum to "
-                        "%08x", info->checksum_header, got);
+    if (st == WD_OK)
+        st = wd_io_check_sums(name, info, report_only);
     if (st == WD_OK)
         st = wd_io_check_field(name, field, info->dims, info, report_only, "PLAQUETTE",
                                "LINK_TRACE");
@@ -335,23 +357,43 @@ wd_status wd_nersc_read_stream(FILE *f, const char *name, const int expect_dims[
     return WD_OK;
 }
 
+/* the time of writing, or SOURCE_DATE_EPOCH's when it holds one (for
+ * files that must compare byte for byte: reproducible-builds.org) */
+static time_t creation_time(void)
+{
+    const char *e = getenv("SOURCE_DATE_EPOCH");
+    if (e && *e) {
+        char *end;
+        errno = 0;
+        const long long v = strtoll(e, &end, 10);
+        if (!*end && !errno && v >= 0)
+            return (time_t)v;
+    }
+    return time(NULL);
+}
+
 wd_status wd_nersc_write_stream(FILE *f, const char *path, void *vjob)
 {
     const wd_io_write_job *job = vjob;
     const wd_gauge_write_opts *o = job->opts;
     const wd_io_layout layout = {o->two_row ? 2 : 3, o->precision / 8, !o->little_endian};
-    const size_t volume = wd_volume(job->dims);
+    const size_t slice_sites = wd_volume(job->dims) / (size_t)job->dims[3];
     const size_t site_bytes = wd_io_site_bytes(&layout);
     enum { CHUNK = 1024 };
     unsigned char *buf = malloc(CHUNK * site_bytes);
     if (!buf)
         return wd_io_fail(WD_ERR_NOMEM, path, "no memory for a write buffer");
 
-    /* the checksum heads the file: one encoding pass to sum, one to write */
-    uint32_t sum = 0;
-    for (size_t site = 0; site < volume; site += CHUNK) {
-        const size_t n = volume - site < CHUNK ? volume - site : CHUNK;
-        wd_io_encode_sites(buf, job->u + 72 * site, n, &layout, &sum);
+    /* the checksum heads the file: one encoding pass to sum (unless the
+     * caller summed already), one to write */
+    wd_status st = WD_OK;
+    uint32_t sum = job->sum;
+    for (int t = 0; t < job->dims[3] && !job->have_sum; t++) {
+        const double *u = job->u + 72 * slice_sites * (size_t)t;
+        for (size_t site = 0; site < slice_sites; site += CHUNK) {
+            const size_t n = slice_sites - site < CHUNK ? slice_sites - site : CHUNK;
+            wd_io_encode_sites(buf, u + 72 * site, n, &layout, &sum);
+        }
     }
 
     struct utsname un;
@@ -359,7 +401,7 @@ wd_status wd_nersc_write_stream(FILE *f, const char *path, void *vjob)
     if (uname(&un) == 0)
         snprintf(hardware, sizeof hardware, "%s-%s-%s", un.nodename, un.machine, un.sysname);
     char date[64] = "unknown";
-    const time_t now = time(NULL);
+    const time_t now = creation_time();
     struct tm tm;
     if (gmtime_r(&now, &tm))
         strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", &tm);
@@ -392,14 +434,18 @@ wd_status wd_nersc_write_stream(FILE *f, const char *path, void *vjob)
             sum, ensemble, (unsigned)o->sequence_number, hardware, date, date, o->precision,
             o->little_endian ? "LITTLE" : "BIG");
 
-    wd_status st = WD_OK;
     uint32_t again = 0;
-    for (size_t site = 0; site < volume && st == WD_OK; site += CHUNK) {
-        const size_t n = volume - site < CHUNK ? volume - site : CHUNK;
-        wd_io_encode_sites(buf, job->u + 72 * site, n, &layout, &again);
-        if (fwrite(buf, site_bytes, n, f) != n)
-            st = wd_io_fail(WD_ERR_IO, path, "write failed at site %zu: %s", site,
-                            strerror(errno));
+    for (int t = 0; t < job->dims[3] && st == WD_OK; t++) {
+        const double *u;
+        if ((st = wd_io_job_slice(job, t, &u)) != WD_OK)
+            break;
+        for (size_t site = 0; site < slice_sites && st == WD_OK; site += CHUNK) {
+            const size_t n = slice_sites - site < CHUNK ? slice_sites - site : CHUNK;
+            wd_io_encode_sites(buf, u + 72 * site, n, &layout, &again);
+            if (fwrite(buf, site_bytes, n, f) != n)
+                st = wd_io_fail(WD_ERR_IO, path, "write failed at site %zu: %s",
+                                slice_sites * (size_t)t + site, strerror(errno));
+        }
     }
     free(buf);
     if (st == WD_OK && ferror(f))

@@ -8,6 +8,8 @@
  *                          through a temporary file renamed into place
  *   wd_npy_check_writable  refuse, before a long computation, an output
  *                          path the write would refuse
+ *   and the pieces of them that the block I/O (io_block.c) shares, listed
+ *   in npy_internal.h
  *
  * The format (numpy/lib/format.py, NEP 1): the magic "\x93NUMPY", a major
  * and a minor version byte, the header length (2 bytes little endian in
@@ -30,6 +32,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "npy_internal.h"
 #include "wd_file_write.h"
 #include "wd_core.h"
 #include "wdirac_npy.h"
@@ -327,8 +330,11 @@ static wd_status check_header(const char *path, const header *h, const int expec
     return WD_OK;
 }
 
-static wd_status read_stream(FILE *f, const char *path, const int expect[4], double **psi,
-                             int dims_out[4])
+/* Read and check the preamble and header of f (at its start) against
+ * expect: dims, the byte order to swap from (*swap), f left at the data,
+ * whose size matches the shape. */
+static wd_status read_header(FILE *f, const char *path, const int expect[4], int dims[4],
+                             int *swap)
 {
     unsigned char pre[12];
     if (fread(pre, 1, 8, f) != 8)
@@ -359,11 +365,12 @@ static wd_status read_stream(FILE *f, const char *path, const int expect[4], dou
     header h;
     wd_status st = parse_header(path, text, hlen, &h);
     free(text);
-    int dims[4], big = 0;
+    int big = 0;
     if (st == WD_OK)
         st = check_header(path, &h, expect, dims, &big);
     if (st != WD_OK)
         return st;
+    *swap = big == host_little_endian();
 
     const long long offset = 8 + len_bytes + (long long)hlen;
     const size_t volume = (size_t)dims[0] * dims[1] * dims[2] * dims[3];
@@ -382,7 +389,20 @@ static wd_status read_stream(FILE *f, const char *path, const int expect[4], dou
         return npy_fail(WD_ERR_CORRUPT, path, "%lld bytes after the %lld bytes of data (file size "
                         "%lld, expected %lld)", size - offset - data_bytes, data_bytes, size,
                         offset + data_bytes);
+    if (fseeko(f, (off_t)offset, SEEK_SET) != 0)
+        return npy_fail(WD_ERR_IO, path, "cannot seek to the data: %s", strerror(errno));
+    return WD_OK;
+}
 
+static wd_status read_stream(FILE *f, const char *path, const int expect[4], double **psi,
+                             int dims_out[4])
+{
+    int dims[4], swap = 0;
+    wd_status st = read_header(f, path, expect, dims, &swap);
+    if (st != WD_OK)
+        return st;
+    const size_t volume = (size_t)dims[0] * dims[1] * dims[2] * dims[3];
+    const size_t nreal = volume * SITE_REALS;
     double *v = malloc(nreal * sizeof *v);
     if (!v)
         return npy_fail(WD_ERR_NOMEM, path, "no memory for %zu sites", volume);
@@ -392,19 +412,63 @@ static wd_status read_stream(FILE *f, const char *path, const int expect[4], dou
         return npy_fail(e ? WD_ERR_IO : WD_ERR_CORRUPT, path, "reading the data failed: %s",
                         e ? strerror(e) : "short read");
     }
-    if (big == host_little_endian())
-        swap8(v, nreal);
-    const long long bad = first_nonfinite(v, nreal);
-    if (bad >= 0) {
-        char where[160];
-        describe_element(where, sizeof where, bad, dims);
+    if ((st = wd_npy_check_data(path, v, nreal, 0, dims, swap)) != WD_OK) {
         free(v);
-        return npy_fail(WD_ERR_CORRUPT, path, "NaN or Inf in the data at %s", where);
+        return st;
     }
     *psi = v;
     if (dims_out)
         memcpy(dims_out, dims, sizeof dims);
     return WD_OK;
+}
+
+static wd_status open_file(const char *path, FILE **out)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return npy_fail(WD_ERR_IO, path, "cannot open: %s", strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fclose(f);
+        return npy_fail(WD_ERR_IO, path, "is a directory");
+    }
+    *out = f;
+    return WD_OK;
+}
+
+wd_status wd_npy_open_data(const char *path, const int expect_dims[4], FILE **f, int *swap)
+{
+    int dims[4];
+    wd_status st = open_file(path, f);
+    if (st == WD_OK && (st = read_header(*f, path, expect_dims, dims, swap)) != WD_OK)
+        fclose(*f);
+    return st;
+}
+
+wd_status wd_npy_check_data(const char *path, double *v, size_t n, long long first,
+                            const int dims[4], int swap)
+{
+    if (swap)
+        swap8(v, n);
+    const long long bad = first_nonfinite(v, n);
+    if (bad < 0)
+        return WD_OK;
+    char where[160];
+    describe_element(where, sizeof where, first + bad, dims);
+    return npy_fail(WD_ERR_CORRUPT, path, "NaN or Inf in the data at %s", where);
+}
+
+long long wd_npy_first_nonfinite(const double *v, size_t n)
+{
+    return first_nonfinite(v, n);
+}
+
+wd_status wd_npy_refuse_nonfinite(const char *path, long long bad, const int dims[4])
+{
+    char where[160];
+    describe_element(where, sizeof where, bad, dims);
+    return npy_fail(WD_ERR_INVALID, path, "not written: the field holds NaN or Inf at %s",
+                    where);
 }
 
 wd_status wd_npy_read_spinor(const char *path, const int expect_dims[4], double **psi,
@@ -417,15 +481,11 @@ wd_status wd_npy_read_spinor(const char *path, const int expect_dims[4], double 
         snprintf(why, sizeof why, "%s", wd_last_error());
         return wd_fail(WD_ERR_INVALID, "wd_npy_read_spinor: expected extents: %s", why);
     }
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return npy_fail(WD_ERR_IO, path, "cannot open: %s", strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        fclose(f);
-        return npy_fail(WD_ERR_IO, path, "is a directory");
-    }
-    const wd_status st = read_stream(f, path, expect_dims, psi, dims);
+    FILE *f;
+    wd_status st = open_file(path, &f);
+    if (st != WD_OK)
+        return st;
+    st = read_stream(f, path, expect_dims, psi, dims);
     fclose(f);
     return st;
 }
@@ -441,7 +501,7 @@ wd_status wd_npy_check_writable(const char *path, int overwrite)
 
 /* The preamble and header of a version 1.0 file: *len bytes, a multiple
  * of 64 (numpy's alignment, so the data can be memory-mapped). */
-static void make_header(char *buf, size_t cap, const int dims[4], size_t *len)
+void wd_npy_header(char *buf, size_t cap, const int dims[4], size_t *len)
 {
     memcpy(buf, MAGIC, MAGIC_LEN);
     buf[6] = 1;
@@ -470,7 +530,7 @@ static wd_status write_body(FILE *f, const char *path, void *ctx)
     const write_job *j = ctx;
     char head[256];
     size_t hlen;
-    make_header(head, sizeof head, j->dims, &hlen);
+    wd_npy_header(head, sizeof head, j->dims, &hlen);
     if (fwrite(head, 1, hlen, f) != hlen || fwrite(j->psi, sizeof *j->psi, j->nreal, f) != j->nreal)
         return npy_fail(WD_ERR_IO, path, "writing the temporary file failed: %s", strerror(errno));
     return WD_OK;
@@ -488,12 +548,8 @@ wd_status wd_npy_write_spinor(const char *path, const double *psi, const int dim
     }
     const size_t nreal = (size_t)dims[0] * dims[1] * dims[2] * dims[3] * SITE_REALS;
     const long long bad = first_nonfinite(psi, nreal);
-    if (bad >= 0) {
-        char where[160];
-        describe_element(where, sizeof where, bad, dims);
-        return npy_fail(WD_ERR_INVALID, path, "not written: the field holds NaN or Inf at %s",
-                        where);
-    }
+    if (bad >= 0)
+        return wd_npy_refuse_nonfinite(path, bad, dims);
     write_job job = {psi, dims, nreal};
     return wd_file_write_safely(path, "spinor file", overwrite, write_body, &job);
 }
