@@ -22,6 +22,7 @@
  *   wd_gauge_read         read a NERSC or ILDG file (format from its first
  *                         bytes), checking everything it can
  *   wd_gauge_read_nersc / wd_gauge_read_ildg   the same for one format
+ *   wd_gauge_read_header  the header alone: format, extents, what it states
  * and on a process grid (wdirac.h's wd_lattice; each collective over every
  * rank, each rank passing its block; docs/multi-gpu.md, "Files and the
  * heatbath on a grid"):
@@ -251,6 +252,12 @@ wd_status wd_gauge_read_ildg(const char *path, const int expect_dims[4], unsigne
  * each rank its block twice while reading; rank 0 one time slice of the
  * file as stored and as doubles on top.
  */
+/* The header of a NERSC or ILDG file alone: format, extents, precision and
+ * what the header states (checksums, plaquette, link trace), checked as
+ * wd_gauge_read checks them before reading the data (info->data_read 0).
+ * Needs no MPI: each rank may ask, e.g. to size its block on a grid. */
+wd_status wd_gauge_read_header(const char *path, wd_gauge_info *info);
+
 wd_status wd_gauge_read_block(const char *path, const wd_lattice *lat, unsigned flags,
                               double *u_block, wd_gauge_info *info);
 
