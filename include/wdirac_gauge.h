@@ -237,6 +237,12 @@ wd_status wd_gauge_read_nersc(const char *path, const int expect_dims[4], unsign
 wd_status wd_gauge_read_ildg(const char *path, const int expect_dims[4], unsigned flags,
                              double **u, wd_gauge_info *info);
 
+/* The header of a NERSC or ILDG file alone: format, extents, precision and
+ * what the header states (checksums, plaquette, link trace), checked as
+ * wd_gauge_read checks them before reading the data (info->data_read 0).
+ * Needs no MPI: each rank may ask, e.g. to size its block on a grid. */
+wd_status wd_gauge_read_header(const char *path, wd_gauge_info *info);
+
 /*
  * wd_gauge_read on a process grid, collective: rank 0 opens the file, tells
  * the format, checks the header and the size against lat->dims (another
@@ -252,12 +258,6 @@ wd_status wd_gauge_read_ildg(const char *path, const int expect_dims[4], unsigne
  * each rank its block twice while reading; rank 0 one time slice of the
  * file as stored and as doubles on top.
  */
-/* The header of a NERSC or ILDG file alone: format, extents, precision and
- * what the header states (checksums, plaquette, link trace), checked as
- * wd_gauge_read checks them before reading the data (info->data_read 0).
- * Needs no MPI: each rank may ask, e.g. to size its block on a grid. */
-wd_status wd_gauge_read_header(const char *path, wd_gauge_info *info);
-
 wd_status wd_gauge_read_block(const char *path, const wd_lattice *lat, unsigned flags,
                               double *u_block, wd_gauge_info *info);
 
@@ -269,8 +269,9 @@ wd_status wd_gauge_read_block(const char *path, const wd_lattice *lat, unsigned 
  * or rename) while every rank sends it its part of each time slice in
  * turn.  The bytes are those wd_gauge_write writes for the whole field, for
  * every option (NERSC headers carry the date: set SOURCE_DATE_EPOCH for
- * files to compare byte for byte).  opts are rank 0's.  Memory: rank 0 one
- * time slice as doubles and as stored on top of its block.
+ * files to compare byte for byte).  Every rank passes the same opts.
+ * Memory: rank 0 one time slice as doubles and a buffer of 1024 stored
+ * sites on top of its block.
  */
 wd_status wd_gauge_write_block(const char *path, const double *u_block, const wd_lattice *lat,
                                const wd_gauge_write_opts *opts);

@@ -72,12 +72,6 @@ static size_t block_volume(const int L[4])
     return (size_t)L[0] * L[1] * L[2] * L[3];
 }
 
-/* The rank at grid coordinates c (x fastest, DESIGN.md). */
-static int rank_at(const int procs[4], const int c[4])
-{
-    return c[0] + procs[0] * (c[1] + procs[1] * (c[2] + procs[2] * c[3]));
-}
-
 /* ---- the start ---------------------------------------------------------- */
 
 wd_status wd_gauge_init_block(double *u_block, const wd_lattice *lat, wd_gauge_start start,
@@ -489,7 +483,7 @@ wd_status wd_gauge_observables_block(const double *u_block, const wd_lattice *la
             int q[4] = {P[0] - 1, 0, 0, t / L[3]};
             for (q[2] = 0; q[2] < P[2]; q[2]++)
                 for (q[1] = 0; q[1] < P[1]; q[1]++) {
-                    const int from = rank_at(P, q);
+                    const int from = wd_grid_rank_at(P, q);
                     const double *src = run + 3 * slice_rows * (size_t)(t % L[3]);
                     if (from) {
                         keep(&st, wd_comm_recv(chunk, 3 * slice_rows * sizeof *chunk, from,
@@ -512,7 +506,7 @@ wd_status wd_gauge_observables_block(const double *u_block, const wd_lattice *la
             int q[4] = {0, 0, z / L[2], P[3] - 1};
             for (q[1] = 0; q[1] < P[1]; q[1]++)
                 for (q[0] = 0; q[0] < P[0]; q[0]++) {
-                    const int from = rank_at(P, q);
+                    const int from = wd_grid_rank_at(P, q);
                     const double *src = line + 2 * slice_lines * (size_t)(z % L[2]);
                     if (from) {
                         keep(&st, wd_comm_recv(chunk, 2 * slice_lines * sizeof *chunk, from,

@@ -7,6 +7,8 @@
  *   wd_gauge_grid_of     the comm module's grid of a public wd_lattice, after
  *                        checking that it was made for this process and
  *                        this number of ranks (pure: no communication)
+ *   wd_grid_rank_at, wd_grid_global_site   a rank from grid coordinates,
+ *                        a block site's global index
  *   wd_hb_geom_make      the geometry of a stored field: a block with one
  *                        layer of border links on each side of every
  *                        partitioned dimension, or (no dimension
@@ -32,6 +34,24 @@
 #include "wdirac_gauge.h"
 
 wd_status wd_gauge_grid_of(wd_grid *g, const wd_lattice *lat, const char *fn);
+
+/* the rank at grid coordinates c (x fastest, DESIGN.md) */
+static inline int wd_grid_rank_at(const int procs[4], const int c[4])
+{
+    return c[0] + procs[0] * (c[1] + procs[1] * (c[2] + procs[2] * c[3]));
+}
+
+/* the global lexicographic index of the block's n-th site */
+static inline size_t wd_grid_global_site(const wd_grid *g, size_t n)
+{
+    size_t s = 0, stride = 1;
+    for (int mu = 0; mu < 4; mu++) {
+        s += ((n % (size_t)g->local[mu]) + (size_t)g->origin[mu]) * stride;
+        n /= (size_t)g->local[mu];
+        stride *= (size_t)g->dims[mu];
+    }
+    return s;
+}
 
 typedef struct wd_hb_geom {
     int L[4];           /* the block's extents */

@@ -400,18 +400,28 @@ wd_status wd_gauge_read(const char *path, const int expect_dims[4], unsigned fla
     wd_status st = open_for_read(path, u, &f);
     if (st != WD_OK)
         return st;
+    wd_gauge_format format;
+    if ((st = wd_io_format_of(f, path, &format)) == WD_OK)
+        st = format == WD_GAUGE_ILDG ? wd_ildg_read_stream(f, path, expect_dims, flags, 0, u, info)
+                                     : wd_nersc_read_stream(f, path, expect_dims, flags, 0, u,
+                                                            info);
+    fclose(f);
+    return st;
+}
+
+wd_status wd_io_format_of(FILE *f, const char *path, wd_gauge_format *format)
+{
     unsigned char magic[12] = {0};
     const size_t got = fread(magic, 1, sizeof magic, f);
     rewind(f);
     if (got >= 4 && magic[0] == 0x45 && magic[1] == 0x67 && magic[2] == 0x89 && magic[3] == 0xab)
-        st = wd_ildg_read_stream(f, path, expect_dims, flags, 0, u, info);
+        *format = WD_GAUGE_ILDG;
     else if (got >= 12 && !memcmp(magic, "BEGIN_HEADER", 12))
-        st = wd_nersc_read_stream(f, path, expect_dims, flags, 0, u, info);
+        *format = WD_GAUGE_NERSC;
     else
-        st = wd_io_fail(WD_ERR_CORRUPT, path, "neither a NERSC file (BEGIN_HEADER) nor a "
-                        "LIME file (magic 456789ab)");
-    fclose(f);
-    return st;
+        return wd_io_fail(WD_ERR_CORRUPT, path, "neither a NERSC file (BEGIN_HEADER) nor a "
+                          "LIME file (magic 456789ab)");
+    return WD_OK;
 }
 
 wd_status wd_gauge_read_nersc(const char *path, const int expect_dims[4], unsigned flags,

@@ -27,6 +27,7 @@
  *   wd_io_judge_field     its verdict from the measurements (the messages)
  *   wd_io_check_sums      the NERSC CHECKSUM or the scidac-checksum verdict
  *   wd_io_stream_size     bytes in a stream (it must be seekable)
+ *   wd_io_format_of       NERSC or LIME, by a stream's first bytes
  *   wd_nersc_read_header / wd_ildg_read_header   a reader up to the data:
  *                         header checked, info filled, where the data are
  *   wd_nersc_little_after_all  the NERSC reader's second guess at the byte
@@ -112,6 +113,7 @@ wd_status wd_io_judge_field(const char *name, const int dims[4], const wd_gauge_
 wd_status wd_io_check_sums(const char *name, const wd_gauge_info *info, int report_only);
 
 wd_status wd_io_stream_size(FILE *f, const char *name, long long *size);
+wd_status wd_io_format_of(FILE *f, const char *name, wd_gauge_format *format);
 
 /* where a file's data are and how they are stored */
 typedef struct wd_io_data {
