@@ -743,11 +743,12 @@ static size_t face_slot(const wd_backend *be, const wd_field *f, int mu)
 
 /* Enqueue on the stream the exchange of the ghost faces of `in` (the
  * parity opposite out_parity) with the neighbours, gather, NCCL, scatter.
- * Collective over the ranks of the grid. */
-wd_status wd_cuda_be_halo(wd_backend *be, const wd_field *in, int out_parity)
+ * Collective over the ranks of the grid; `pending`, a failure of the
+ * caller's, is agreed with the others before the exchange (and stops it). */
+wd_status wd_cuda_be_halo(wd_backend *be, const wd_field *in, int out_parity, wd_status pending)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
-    wd_status st = WD_OK;
+    wd_status st = pending;
     size_t need = 0, off[4];
     for (int mu = 0; mu < 4; ++mu) {
         off[mu] = need;
@@ -843,7 +844,7 @@ wd_status wd_cuda_be_time(wd_backend *be, int variant, const wd_dslash_args *arg
     for (int r = -2; r < reps && st == WD_OK; ++r) {
         cudaError_t err = cudaEventRecord(e[0], s);
         if (err == cudaSuccess && be->halo.ghost_sites) {
-            st = wd_cuda_be_halo(be, in, parity);
+            st = wd_cuda_be_halo(be, in, parity, WD_OK);
             if (st != WD_OK)
                 break;
         }

@@ -50,7 +50,7 @@ void wd_cuda_be_accumulate(wd_backend *be, wd_complex a, const wd_field *x, wd_c
 wd_status wd_cuda_be_staging(wd_backend *be, size_t bytes, void **buf);
 wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
                                const long off[4][2][2]);
-wd_status wd_cuda_be_halo(wd_backend *be, const wd_field *in, int out_parity);
+wd_status wd_cuda_be_halo(wd_backend *be, const wd_field *in, int out_parity, wd_status pending);
 wd_status wd_cuda_be_time(wd_backend *be, int variant, const wd_dslash_args *args, int block,
                           const wd_field *in, int parity, int reps, double *us, double *halo_us);
 void wd_cuda_be_caxpbypz(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
@@ -99,6 +99,23 @@ static wd_status staging(wd_backend *be, const wd_field *f, wd_spinor_layout *l,
     return st == WD_OK ? wd_cuda_be_staging(be, l->bytes + l->norm_bytes, buf) : st;
 }
 
+/* Copy the local sites of every sub-array and their norms between the
+ * staging buffer and the field: the ghost faces and the padding on the
+ * device keep what they hold (the halo exchange writes the ghosts). */
+static wd_status copy_sites(const wd_backend *be, const wd_field *f, const wd_spinor_layout *l,
+                            void *buf, int to_device)
+{
+    const size_t eb = (size_t)l->width * l->precision, pitch = (size_t)l->stride * eb;
+    const size_t width = (size_t)be->volume_cb * eb;
+    char *norm = (char *)buf + l->bytes;
+    wd_status st = to_device ? wd_cuda_h2d_rows(f->data, buf, pitch, width, l->elements)
+                             : wd_cuda_d2h_rows(buf, f->data, pitch, width, l->elements);
+    if (st == WD_OK && l->norm_bytes)
+        st = to_device ? wd_cuda_h2d(f->norm, norm, (size_t)be->volume_cb * sizeof(float))
+                       : wd_cuda_d2h(norm, f->norm, (size_t)be->volume_cb * sizeof(float));
+    return st;
+}
+
 static wd_status upload(wd_backend *be, wd_field *f, const double *host, int parity)
 {
     wd_spinor_layout l;
@@ -108,7 +125,7 @@ static wd_status upload(wd_backend *be, wd_field *f, const double *host, int par
         return st;
     wd_pack_spinor(&l, buf, (float *)((char *)buf + l.bytes), (const double complex *)host,
                    be->dims, parity);
-    return wd_cuda_h2d(f->data, buf, l.bytes + l.norm_bytes);
+    return copy_sites(be, f, &l, buf, 1);
 }
 
 static wd_status download(wd_backend *be, double *host, const wd_field *f, int parity)
@@ -118,7 +135,7 @@ static wd_status download(wd_backend *be, double *host, const wd_field *f, int p
     wd_status st = staging(be, f, &l, &buf);
     if (st != WD_OK)
         return st;
-    st = wd_cuda_d2h(buf, f->data, l.bytes + l.norm_bytes);
+    st = copy_sites(be, f, &l, buf, 0);
     if (st == WD_OK)
         wd_unpack_spinor(&l, (double complex *)host, buf, (const float *)((char *)buf + l.bytes),
                          be->dims, parity);
@@ -167,11 +184,9 @@ static wd_status dslash(wd_backend *be, int variant, wd_field *out, const wd_gau
     int block = 0;
     if (st == WD_OK)
         st = wd_tune_dslash(variant, &args, be->pad, &block);
-    if (be->halo.ghost_sites) {
-        /* every rank enters the exchange, or none */
-        if ((st = wd_comm_agree(st)) == WD_OK)
-            st = wd_cuda_be_halo(be, in, parity);
-    }
+    /* every rank enters the exchange, or none (the halo agrees st) */
+    if (be->halo.ghost_sites)
+        st = wd_cuda_be_halo(be, in, parity, st);
     return st == WD_OK ? wd_cuda_dslash(variant, &args, block) : st;
 }
 

@@ -139,6 +139,30 @@ extern "C" wd_status wd_cuda_memset(void *dst, int value, size_t bytes)
     return WD_OK;
 }
 
+extern "C" wd_status wd_cuda_h2d_rows(void *dst, const void *src, size_t pitch, size_t width,
+                                     size_t rows)
+{
+    cudaStream_t s = 0;
+    wd_status st = stream(&s);
+    if (st != WD_OK)
+        return st;
+    CHECK(cudaMemcpy2DAsync(dst, pitch, src, pitch, width, rows, cudaMemcpyHostToDevice, s));
+    CHECK(cudaStreamSynchronize(s));
+    return WD_OK;
+}
+
+extern "C" wd_status wd_cuda_d2h_rows(void *dst, const void *src, size_t pitch, size_t width,
+                                     size_t rows)
+{
+    cudaStream_t s = 0;
+    wd_status st = stream(&s);
+    if (st != WD_OK)
+        return st;
+    CHECK(cudaMemcpy2DAsync(dst, pitch, src, pitch, width, rows, cudaMemcpyDeviceToHost, s));
+    CHECK(cudaStreamSynchronize(s));
+    return WD_OK;
+}
+
 static wd_status launch(int index, const wd_dslash_args *a, int block, cudaStream_t s)
 {
     if (index < 0 || index >= wd_cuda_launcher_count)

@@ -9,6 +9,9 @@
  *   wd_cuda_device_info name, memory, SM count, L2 size, clocks
  *   wd_cuda_malloc/free device memory, checked against free memory first
  *   wd_cuda_h2d/d2h/memset  synchronous copies and fills
+ *   wd_cuda_h2d_rows/d2h_rows  the same for `rows` rows of `width` bytes
+ *                       `pitch` bytes apart on both sides (the local sites
+ *                       of a field's sub-arrays, leaving ghosts and padding)
  *   wd_cuda_set_device  run this process on device `dev` (a process grid:
  *                       one GPU per rank), before its first stream
  *   wd_cuda_dslash      launch built variant `index` with a block size
@@ -48,6 +51,8 @@ void wd_cuda_free(void *p);
 wd_status wd_cuda_h2d(void *dst, const void *src, size_t bytes);
 wd_status wd_cuda_d2h(void *dst, const void *src, size_t bytes);
 wd_status wd_cuda_memset(void *dst, int value, size_t bytes);
+wd_status wd_cuda_h2d_rows(void *dst, const void *src, size_t pitch, size_t width, size_t rows);
+wd_status wd_cuda_d2h_rows(void *dst, const void *src, size_t pitch, size_t width, size_t rows);
 /* WD_ERR_NO_DEVICE when there are fewer than nlocal devices (ranks of one
  * node would share one); WD_ERR_INVALID when this process already made its
  * stream on another device. */

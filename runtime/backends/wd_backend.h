@@ -16,6 +16,11 @@
  *
  * The externally accessible functions are
  *   wd_backend_open / wd_backend_close   start a backend for one lattice
+ *   wd_backend_open_grid / _lattice      the same for a rank's block of a
+ *                                        process grid
+ *   wd_backend_cuda_select               one GPU per rank (collective)
+ *   wd_backend_cuda_time_dslash / _time_exchange   GPU timings on a grid
+ *   wd_backend_agree / wd_backend_allsum collective status and sums
  *   wd_field_create / wd_field_destroy   a one-parity spinor field of a precision
  *   wd_gauge_create / wd_gauge_destroy   a gauge field in a precision,
  *                                        reconstruction and gauge fixing

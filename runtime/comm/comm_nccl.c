@@ -144,20 +144,24 @@ wd_status wd_nccl_halo(wd_nccl *c, const wd_grid *g, const wd_nccl_face *faces, 
     if (rc != ncclSuccess)
         return nccl_fail(rc, "ncclGroupStart");
     /* With two ranks in mu the forward and the backward neighbour are one
-     * rank, and NCCL matches the sends and the receives between two ranks
-     * in the order they were posted: send the backward face first and
-     * receive the forward ghost first, so that recv[WD_FWD] gets what the
-     * forward neighbour sent backward. */
+     * rank, and NCCL runs the calls of a group that target one peer in
+     * the order they were posted: send the backward face before the
+     * forward one and receive the forward ghost before the backward one,
+     * so that recv[WD_FWD] gets what the forward neighbour sent backward;
+     * each send is followed by its receive, so that the two ranks' calls
+     * pair up in that order too. */
     const char *call = NULL;
     for (int k = 0; k < nfaces && !call; ++k) {
         const wd_nccl_face *f = &faces[k];
         const int fwd = g->nbr[f->mu][WD_FWD], bwd = g->nbr[f->mu][WD_BWD];
-        if ((rc = ncclSend(f->send[WD_BWD], f->bytes, ncclUint8, bwd, c->comm, s)) != ncclSuccess ||
-            (rc = ncclSend(f->send[WD_FWD], f->bytes, ncclUint8, fwd, c->comm, s)) != ncclSuccess)
-            call = "ncclSend";
-        else if ((rc = ncclRecv(f->recv[WD_FWD], f->bytes, ncclUint8, fwd, c->comm, s)) != ncclSuccess ||
-                 (rc = ncclRecv(f->recv[WD_BWD], f->bytes, ncclUint8, bwd, c->comm, s)) != ncclSuccess)
-            call = "ncclRecv";
+        if ((rc = ncclSend(f->send[WD_BWD], f->bytes, ncclUint8, bwd, c->comm, s)) != ncclSuccess)
+            call = "ncclSend (backward face)";
+        else if ((rc = ncclRecv(f->recv[WD_FWD], f->bytes, ncclUint8, fwd, c->comm, s)) != ncclSuccess)
+            call = "ncclRecv (forward ghost)";
+        else if ((rc = ncclSend(f->send[WD_FWD], f->bytes, ncclUint8, fwd, c->comm, s)) != ncclSuccess)
+            call = "ncclSend (forward face)";
+        else if ((rc = ncclRecv(f->recv[WD_BWD], f->bytes, ncclUint8, bwd, c->comm, s)) != ncclSuccess)
+            call = "ncclRecv (backward ghost)";
     }
     const ncclResult_t end = ncclGroupEnd();
     if (call)
