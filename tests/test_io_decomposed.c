@@ -20,6 +20,10 @@
  *   read       wd_gauge_read_block and wd_npy_read_spinor_block of those
  *              files: the block of the single-process read, bit for bit,
  *              and the same info
+ *   bare       a NERSC file with FLOATING_POINT = IEEE32 (no byte order)
+ *              written little endian: read again that way, as one process
+ *   report     WD_GAUGE_READ_REPORT_ONLY on a wrong PLAQUETTE: read, the
+ *              mismatch in info as one process records it
  *   errors     a missing file, a corrupted checksum, a wrong plaquette,
  *              wrong extents, a NaN in a spinor file, a NaN in a spinor to
  *              write, an existing output: the status of the single-process
@@ -300,6 +304,58 @@ static void run_grid(const int procs[4], const refs *r, uint64_t seed, int *case
         check(ok && same_bits(u, ref, 72 * nl), what);
     }
 
+    /* a bare FLOATING_POINT = IEEE64 file written little endian: the
+     * checksum holds only the other byte order, read again that way */
+    char bare[400];
+    snprintf(bare, sizeof bare, "%s/c%d.bare", dir, *case_no);
+    if (rank == 0) {
+        char little[400];
+        snprintf(little, sizeof little, "%s/c%d_3.single", dir, *case_no);
+        FILE *in = fopen(little, "rb"), *out = fopen(bare, "wb");
+        char line[256];
+        while (in && out && fgets(line, sizeof line, in)) {
+            fputs(strncmp(line, "FLOATING_POINT", 14) ? line : "FLOATING_POINT = IEEE32\n", out);
+            if (!strcmp(line, "END_HEADER\n"))
+                break;
+        }
+        int c;
+        while (in && out && (c = fgetc(in)) != EOF)
+            fputc(c, out);
+        if (in)
+            fclose(in);
+        if (out)
+            fclose(out);
+    }
+    wd_comm_agree(WD_OK);
+    {
+        wd_gauge_info i1, ib;
+        memset(&i1, 0, sizeof i1);
+        ok = wd_gauge_read(bare, r->dims, 0, &whole, &i1) == WD_OK && !i1.big_endian;
+        if (ok)
+            extract(ref, whole, &lat, 72);
+        free(whole);
+        whole = NULL;
+        memset(u, 0, 72 * nl * sizeof *u);
+        ok &= wd_gauge_read_block(bare, &lat, 0, u, &ib) == WD_OK;
+        snprintf(what, 150, "%s: read a bare IEEE32 file written little endian", g);
+        check(ok && same_bits(u, ref, 72 * nl) && memcmp(&i1, &ib, sizeof i1) == 0, what);
+    }
+
+    /* report only: a wrong PLAQUETTE is recorded, the field read */
+    {
+        wd_gauge_info i1, ib;
+        memset(&i1, 0, sizeof i1);
+        ok = wd_gauge_read(bad_plaq, r->dims, WD_GAUGE_READ_REPORT_ONLY, &whole, &i1) == WD_OK;
+        if (ok)
+            extract(ref, whole, &lat, 72);
+        free(whole);
+        whole = NULL;
+        ok &= wd_gauge_read_block(bad_plaq, &lat, WD_GAUGE_READ_REPORT_ONLY, u, &ib) == WD_OK;
+        snprintf(what, 150, "%s: report only on a wrong PLAQUETTE: read, info as one process", g);
+        check(ok && same_bits(u, ref, 72 * nl) && memcmp(&i1, &ib, sizeof i1) == 0 &&
+                  ib.plaquette_header == 0.123, what);
+    }
+
     /* a NaN in a spinor to write: refused, nothing written; in a file:
      * refused on read */
     extract(psi, r->psi, &lat, 24);
@@ -331,6 +387,7 @@ static void run_grid(const int procs[4], const refs *r, uint64_t seed, int *case
     check(ok && memcmp(psi, pref, 24 * nl * sizeof *psi) == 0, what);
 
     snprintf(path, sizeof path, "%s/c%d_0.block", dir, *case_no);
+    memset(u, 0x5a, 72 * nl * sizeof *u);
     ok = agreed(wd_gauge_write_block(path, u, &lat, NULL), WD_ERR_INVALID);
     snprintf(what, 150, "%s: write a non-SU(3) field: WD_ERR_INVALID everywhere", g);
     check(ok, what);
