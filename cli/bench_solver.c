@@ -36,6 +36,7 @@
 
 #include "gauge_tools.h"
 #include "cli_bench.h"
+#include "cli_util.h"
 #include "wdirac_gauge.h"
 #include "wd_version.h"
 #include "wdirac.h"
@@ -88,7 +89,8 @@ static void usage(FILE *f)
             "  --seed N              source and heatbath seed (default 1)\n"
             "  --verbose N           solver verbosity: 2 every true-residual check, 3 every iteration\n"
             "  --save-gauge FILE     write the generated gauge field (NERSC) for later --gauge\n"
-            "  --json FILE           also write the results as JSON\n");
+            "  --json FILE           also write the results as JSON\n"
+            "  --grid Px Py Pz Pt    process grid under mpirun (default automatic); rank 0 prints\n");
 }
 
 static int parse_list(const char *s, double *v, int max)
@@ -166,6 +168,9 @@ static int write_json(const char *path, const char *device, const int dims[4],
                                      device, seed),
            *res = json_array();
     json_object_set_new(root, "dims", json_pack("[iiii]", dims[0], dims[1], dims[2], dims[3]));
+    json_object_set_new(root, "grid", json_pack("[iiii]", base->grid[0], base->grid[1],
+                                                base->grid[2], base->grid[3]));
+    json_object_set_new(root, "ranks", json_integer(wd_ranks()));
     json_object_set_new(root, "gauge", json_string(gauge_desc));
     json_object_set_new(root, "plaquette", json_real(plaquette));
     json_object_set_new(root, "tbc", json_integer(base->tbc));
@@ -210,43 +215,36 @@ static int write_json(const char *path, const char *device, const int dims[4],
     return rc == 0;
 }
 
-/* The gauge field: read, generated, or unit; *desc says which. */
-static double *make_gauge(const int dims[4], const char *file, int unit, double beta,
+/* This rank's block of the gauge field: read, generated, or unit; *desc
+ * says which.  Collective: NULL on every rank when one fails. */
+static double *make_gauge(const wd_lattice *lat, const char *file, int unit, double beta,
                           int sweeps, uint64_t seed, char *desc, size_t len, double *plaq)
 {
-    const size_t vol = wd_volume(dims);
-    double *u = NULL;
-    wd_status st;
-    if (file) {
-        if ((st = wd_gauge_read(file, dims, 0, &u, NULL)) != WD_OK) {
-            fprintf(stderr, "wdirac bench solver: %s\n", wd_last_error());
-            return NULL;
-        }
+    const size_t vol = wd_volume(lat->local);
+    double *u = malloc(vol * 72 * sizeof *u);
+    wd_status st = wd_agree(u ? WD_OK : WD_ERR_NOMEM);
+    if (st == WD_OK && file) {
+        st = wd_gauge_read_block(file, lat, 0, u, NULL);
         snprintf(desc, len, "file %s", file);
-    } else {
-        u = malloc(vol * 72 * sizeof *u);
-        if (!u) {
-            fprintf(stderr, "wdirac bench solver: out of memory for the gauge field\n");
-            return NULL;
-        }
-        if (unit) {
-            wd_gauge_unit((double complex *)u, dims);
-            snprintf(desc, len, "unit");
-        } else {
-            st = wd_gauge_init(u, dims, WD_START_HOT, seed);
-            for (int i = 0; i < sweeps && st == WD_OK; ++i)
-                st = wd_gauge_heatbath_sweep(u, dims, beta, seed, (uint64_t)i, 4);
-            if (st != WD_OK) {
-                fprintf(stderr, "wdirac bench solver: %s\n", wd_last_error());
-                free(u);
-                return NULL;
-            }
-            snprintf(desc, len, "heatbath beta %g, %d sweeps from a hot start, seed %llu", beta,
-                     sweeps, (unsigned long long)seed);
-        }
+    } else if (st == WD_OK && unit) {
+        st = wd_gauge_init_block(u, lat, WD_START_COLD, 0);
+        snprintf(desc, len, "unit");
+    } else if (st == WD_OK) {
+        st = wd_gauge_init_block(u, lat, WD_START_HOT, seed);
+        for (int i = 0; i < sweeps && st == WD_OK; ++i)
+            st = wd_gauge_heatbath_sweep_block(u, lat, beta, seed, (uint64_t)i, 4);
+        snprintf(desc, len, "heatbath beta %g, %d sweeps from a hot start, seed %llu", beta,
+                 sweeps, (unsigned long long)seed);
     }
     wd_gauge_obs obs;
-    *plaq = wd_gauge_observables(u, dims, &obs) == WD_OK ? obs.plaquette : 0;
+    if (st == WD_OK)
+        st = wd_gauge_observables_block(u, lat, &obs);
+    if (st != WD_OK) {
+        fprintf(stderr, "wdirac bench solver: %s\n", wd_last_error());
+        free(u);
+        return NULL;
+    }
+    *plaq = obs.plaquette;
     return u;
 }
 
@@ -254,7 +252,7 @@ int wd_bench_solver_main(int argc, char **argv)
 {
     int dims[4] = {8, 8, 8, 16};
     const char *gauge_file = NULL, *json_path = NULL, *save_path = NULL;
-    int unit = 0, sweeps = 40, reps = 1, warmup = 0, use_masses = 0;
+    int unit = 0, sweeps = 40, reps = 1, warmup = 0, use_masses = 0, have_grid = 0, grid[4];
     double beta = 6.0;
     uint64_t seed = 1;
     double kappas[MAX_LIST] = {0.145, 0.150, 0.153, 0.155};
@@ -353,6 +351,10 @@ int wd_bench_solver_main(int argc, char **argv)
             seed = strtoull(argv[++k], NULL, 0);
         } else if (!strcmp(a, "--json") && more) {
             json_path = argv[++k];
+        } else if (!strcmp(a, "--grid")) {
+            if (!wd_cli_parse_grid("wdirac bench solver", argc, argv, &k, grid))
+                return 2;
+            have_grid = 1;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
@@ -362,41 +364,61 @@ int wd_bench_solver_main(int argc, char **argv)
             return 2;
         }
     }
-    if (wd_check_dims(dims) != WD_OK || reps < 1) {
-        fprintf(stderr, "wdirac bench solver: %s\n",
-                reps < 1 ? "--reps must be >= 1" : wd_last_error());
+    if (reps < 1) {
+        fprintf(stderr, "wdirac bench solver: --reps must be >= 1\n");
         return 2;
     }
+    if (gauge_file) {
+        /* the extents are the file's */
+        wd_gauge_info info;
+        const wd_status st = wd_agree(wd_gauge_read_header(gauge_file, &info));
+        if (st != WD_OK) {
+            fprintf(stderr, "wdirac bench solver: %s\n", wd_last_error());
+            return wd_cli_exit_code(st);
+        }
+        memcpy(dims, info.dims, sizeof dims);
+    }
+    wd_lattice lat;
+    if (wd_lattice_make(&lat, dims, have_grid ? grid : NULL) != WD_OK) {
+        fprintf(stderr, "wdirac bench solver: %s\n", wd_last_error());
+        return 2;
+    }
+    memcpy(base.grid, lat.procs, sizeof base.grid);
 
     char device[256], gauge_desc[512];
     wd_bench_device(device, sizeof device, base.backend == WD_BACKEND_CUDA);
     double plaq = 0;
-    double *u = make_gauge(dims, gauge_file, unit, beta, sweeps, seed, gauge_desc,
+    double *u = make_gauge(&lat, gauge_file, unit, beta, sweeps, seed, gauge_desc,
                            sizeof gauge_desc, &plaq);
     if (u && save_path) {
         wd_gauge_write_opts wo = wd_gauge_write_defaults();
         wo.overwrite = 1;
-        if (wd_gauge_write(save_path, u, dims, &wo) != WD_OK)
+        if (wd_gauge_write_block(save_path, u, &lat, &wo) != WD_OK)
             fprintf(stderr, "wdirac bench solver: %s\n", wd_last_error());
     }
-    const size_t vol = wd_volume(dims);
+    const size_t vol = wd_volume(lat.local);
     double complex *b = malloc(vol * 12 * sizeof *b), *x = malloc(vol * 12 * sizeof *x);
     row *rows = calloc((size_t)nk * ns * nc, sizeof *rows);
     double *times = malloc((size_t)reps * sizeof *times);
-    if (!u || !b || !x || !rows || !times) {
+    const wd_status mem = wd_agree(b && x && rows && times ? WD_OK : WD_ERR_NOMEM);
+    if (!u || mem != WD_OK) {
         free(u), free(b), free(x), free(rows), free(times);
         if (u)
             fprintf(stderr, "wdirac bench solver: out of memory\n");
         return u ? 3 : 1;
     }
-    wd_rng rng;
-    wd_rng_seed(&rng, seed);
-    wd_spinor_random(b, dims, &rng);
+    /* the field wd_spinor_random(seed) makes on one process, this rank's block */
+    wd_spinor_fill_random_block((double *)b, &lat, seed);
 
     printf("wdirac bench solver  backend %s  device \"%s\"  threads %d\n",
            base.backend == WD_BACKEND_CPU ? "cpu" : "cuda", device, omp_get_max_threads());
     printf("lattice %dx%dx%dx%d  gauge: %s  plaquette %.6f\n", dims[0], dims[1], dims[2], dims[3],
            gauge_desc, plaq);
+    if (lat.size > 1)
+        printf("grid %d %d %d %d: %d ranks, blocks %dx%dx%dx%d; Gflops and MB per rank, "
+               "aggregate Gflops = %d x\n", lat.procs[0], lat.procs[1], lat.procs[2],
+               lat.procs[3], lat.size, lat.local[0], lat.local[1], lat.local[2], lat.local[3],
+               lat.size);
     printf("tol %.0e  %s (delta %g, tol_inner %g)  time bc %s  seed %llu  reps %d  commit %s\n\n",
            base.tol, mixed_name(base.mixed), base.delta, base.tol_inner,
            base.tbc == WD_TIME_PERIODIC ? "periodic" : "antiperiodic", (unsigned long long)seed,
@@ -419,7 +441,7 @@ int wd_bench_solver_main(int argc, char **argv)
         s.sloppy_gauge_fix = cfg[ci].sloppy.gauge_fix;
         wd_solver *sv = NULL;
         const double t0 = wd_bench_now();
-        wd_status st = wd_solver_create(&sv, u, dims, &s);
+        wd_status st = wd_solver_create(&sv, u, dims, &s);   /* dims global, u the block */
         const double setup = wd_bench_now() - t0;
         if (st != WD_OK) {
             printf("%-8s %-10s %s: %s\n", "-", cfg[ci].name, wd_status_string(st), wd_last_error());
@@ -464,7 +486,7 @@ int wd_bench_solver_main(int argc, char **argv)
            "krylov_s: the iteration alone; Gflops: its flops / krylov_s\n", reps,
            warmup ? ", after one untimed solve" : "");
     int rc = failed ? 1 : 0;
-    if (json_path && !write_json(json_path, device, dims, gauge_desc, plaq, &base, seed, reps, cfg,
+    if (json_path && wd_rank() == 0 && !write_json(json_path, device, dims, gauge_desc, plaq, &base, seed, reps, cfg,
                                  rows, n))
         rc = 1;
     free(u), free(b), free(x), free(rows), free(times);

@@ -18,6 +18,12 @@
  *   3  internal error: out of memory, a failed CUDA call
  *   4  --backend cuda and no usable GPU
  *
+ * Under mpirun every rank runs this with the same options on its block of
+ * the lattice (--grid, default automatic): the gauge field, the source and
+ * the solution files are read and written by rank 0 for the whole lattice
+ * (wd_gauge_read_block, wd_npy_*_block), every failure is agreed by all
+ * ranks (wd_agree) so they exit with the same code, and rank 0 prints.
+ *
  * Order of work, so that bad input fails fast and loses nothing: options;
  * every output path checked (an existing file is refused without
  * --overwrite, and a file must be creatable beside it) before the
@@ -83,6 +89,10 @@ static const char usage_text[] =
     "  --tol T               target ||b - M x|| / ||b|| (default 1e-10)\n"
     "  --max-iter N          limit on iterations k + l (default 10000)\n"
     "  --backend auto|cpu|cuda  auto (default): the GPU when one is usable, else the CPU\n"
+    "processes (under mpirun, one per GPU; docs/multi-gpu.md):\n"
+    "  --grid Px Py Pz Pt    split the lattice over this process grid (default: automatic,\n"
+    "                        T first, then Z, Y, X, every local extent even and >= 4);\n"
+    "                        files are the whole lattice whatever the grid; rank 0 prints\n"
     "output:\n"
     "  --out FILE.npy        the solution x, complex128 (T, Z, Y, X, 4, 3) (default: not saved)\n"
     "  --save-source FILE.npy  the source b\n"
@@ -110,6 +120,7 @@ typedef struct options {
     double kappa;
     enum backend_choice backend;
     int overwrite, quiet;
+    int have_grid, grid[4];
     wd_solver_settings s;
 } options;
 
@@ -356,6 +367,10 @@ static int parse_options(int argc, char **argv, options *o)
             o->s.verbosity = (int)v;
         } else if (!strcmp(a, "--quiet")) {
             o->quiet = 1;
+        } else if (!strcmp(a, "--grid")) {
+            if (!wd_cli_parse_grid("wdirac solve", argc, argv, &i, o->grid))
+                return WD_EXIT_USAGE;
+            o->have_grid = 1;
         } else {
             return fail_usage("unknown option '%s'", a);
         }
@@ -455,34 +470,39 @@ static void draw_progress(void *arg, int iterations, double residual)
 
 /* ---- the command ---------------------------------------------------------- */
 
-static double *make_source(const options *o, const int dims[4], wd_status *st)
+/* This rank's block of the source; NULL with *st on failure (agreed). */
+static double *make_source(const options *o, const wd_lattice *lat, wd_status *st)
 {
-    const size_t vol = wd_volume(dims);
-    if (o->source == SRC_FILE) {
-        double *b = NULL;
-        *st = wd_npy_read_spinor(o->source_file, dims, &b, NULL);
-        return b;
-    }
+    const size_t vol = wd_volume(lat->local);
     double *b = calloc(vol * 24, sizeof *b);
-    if (!b) {
-        *st = WD_ERR_NOMEM;
-        fprintf(stderr, "wdirac solve: out of memory for the source (%zu sites)\n", vol);
+    *st = b ? WD_OK : WD_ERR_NOMEM;
+    if ((*st = wd_agree(*st)) != WD_OK) {
+        fprintf(stderr, "wdirac solve: out of memory for the source (%zu sites a rank)\n", vol);
+        free(b);
         return NULL;
     }
-    if (o->source == SRC_RANDOM) {
-        *st = wd_spinor_fill_random(b, dims, o->seed);
-        if (*st != WD_OK) {
-            free(b);
-            return NULL;
+    if (o->source == SRC_FILE)
+        *st = wd_npy_read_spinor_block(o->source_file, lat, b);
+    else if (o->source == SRC_RANDOM)
+        *st = wd_spinor_fill_random_block(b, lat, o->seed);
+    else {
+        /* the rank holding the point sets it */
+        int x[4], in = 1;
+        for (int mu = 0; mu < 4; mu++) {
+            x[mu] = o->point[mu] - lat->origin[mu];
+            in &= x[mu] >= 0 && x[mu] < lat->local[mu];
         }
-        return b;
-    } else {
-        const int *p = o->point;
-        const size_t site = (size_t)p[0] + (size_t)dims[0] * ((size_t)p[1] + (size_t)dims[1] *
-                            ((size_t)p[2] + (size_t)dims[2] * (size_t)p[3]));
-        b[24 * site + 6 * (size_t)p[4] + 2 * (size_t)p[5]] = 1.0;
+        const int *L = lat->local;
+        if (in)
+            b[24 * ((size_t)x[0] + (size_t)L[0] * ((size_t)x[1] + (size_t)L[1] *
+              ((size_t)x[2] + (size_t)L[2] * (size_t)x[3]))) + 6 * (size_t)o->point[4] +
+              2 * (size_t)o->point[5]] = 1.0;
     }
-    *st = WD_OK;
+    if (*st != WD_OK) {
+        fprintf(stderr, "wdirac solve: %s\n", wd_last_error());
+        free(b);
+        return NULL;
+    }
     return b;
 }
 
@@ -498,14 +518,16 @@ static void describe_source(const options *o, char *buf, size_t len)
         snprintf(buf, len, "file %s", o->source_file);
 }
 
-/* Where the solve runs.  auto takes the GPU when the CUDA backend opens,
- * and otherwise the CPU, saying why when a GPU is there but unusable. */
+/* Where the solve runs.  auto takes the GPU when the CUDA backend opens on
+ * every rank, and otherwise the CPU, saying why when a GPU is there but
+ * unusable.  Returns -1 when the choice is made, else the exit code (the
+ * same on every rank). */
 static int choose_backend(const options *o, wd_backend_kind *kind)
 {
     *kind = WD_BACKEND_CPU;
     if (o->backend == BE_CPU)
         return -1;
-    const wd_status st = wd_backend_probe(WD_BACKEND_CUDA);
+    const wd_status st = wd_agree(wd_backend_probe(WD_BACKEND_CUDA));
     if (st == WD_OK) {
         *kind = WD_BACKEND_CUDA;
         return -1;
@@ -562,7 +584,54 @@ static json_t *json_record(const options *o, const char *device, int threads, co
         json_object_set_new(root, "out", json_string(o->out));
     if (o->save_source)
         json_object_set_new(root, "saved_source", json_string(o->save_source));
+    json_object_set_new(root, "grid", json_pack("[iiii]", s->grid[0], s->grid[1], s->grid[2],
+                                                s->grid[3]));
+    json_object_set_new(root, "ranks", json_integer(wd_ranks()));
     return root;
+}
+
+/* Rank 0 checks the output paths (it writes them); every rank learns the
+ * verdict.  Returns -1, or the exit code. */
+static int check_outputs(const options *o)
+{
+    wd_status st = WD_OK;
+    if (wd_rank() == 0) {
+        const char *outs[2] = {o->out, o->save_source};
+        for (int k = 0; k < 2 && st == WD_OK; k++)
+            if (outs[k] && (st = wd_npy_check_writable(outs[k], o->overwrite)) != WD_OK)
+                fprintf(stderr, "wdirac solve: %s%s\n", wd_last_error(),
+                        st == WD_ERR_IO && o->overwrite == 0 && access(outs[k], F_OK) == 0
+                            ? "; give --overwrite to replace it" : "");
+        if (st == WD_OK && o->json && !json_check_writable(o->json, o->overwrite))
+            st = WD_ERR_INVALID;
+    }
+    st = wd_agree(st);
+    return st == WD_OK ? -1 : wd_cli_exit_code(st);
+}
+
+/* The lattice: the extents of --dims or of the file, on --grid (or the
+ * automatic grid).  Returns -1, or the exit code. */
+static int make_lattice(const options *o, wd_lattice *lat)
+{
+    int dims[4];
+    if (o->have_dims) {
+        memcpy(dims, o->dims, sizeof dims);
+    } else {
+        wd_gauge_info info;
+        const wd_status st = wd_agree(wd_gauge_read_header(o->gauge, &info));
+        if (st != WD_OK) {
+            fprintf(stderr, "wdirac solve: %s\n", wd_last_error());
+            return wd_cli_exit_code(st);
+        }
+        memcpy(dims, info.dims, sizeof dims);
+    }
+    const wd_status st = wd_lattice_make(lat, dims, o->have_grid ? o->grid : NULL);
+    if (st != WD_OK) {
+        fprintf(stderr, "wdirac solve: %s%s\n", wd_last_error(),
+                o->have_grid ? "" : " (give --grid Px Py Pz Pt)");
+        return wd_cli_exit_code(st);
+    }
+    return -1;
 }
 
 int wd_cli_solve_main(int argc, char **argv)
@@ -573,53 +642,44 @@ int wd_cli_solve_main(int argc, char **argv)
         return rc;
 
     /* outputs first: a refusal now costs nothing, after the solve it costs the solve */
-    const char *outs[2] = {o.out, o.save_source};
-    for (int k = 0; k < 2; k++) {
-        wd_status st;
-        if (outs[k] && (st = wd_npy_check_writable(outs[k], o.overwrite)) != WD_OK) {
-            fprintf(stderr, "wdirac solve: %s%s\n", wd_last_error(),
-                    st == WD_ERR_IO && o.overwrite == 0 && access(outs[k], F_OK) == 0
-                        ? "; give --overwrite to replace it" : "");
-            return wd_cli_exit_code(st);
-        }
-    }
-    if (o.json && !json_check_writable(o.json, o.overwrite))
-        return WD_EXIT_USAGE;
+    if ((rc = check_outputs(&o)) >= 0)
+        return rc;
     if ((rc = choose_backend(&o, &o.s.backend)) >= 0)
         return rc;
+    wd_lattice lat;
+    if ((rc = make_lattice(&o, &lat)) >= 0)
+        return rc;
+    memcpy(o.s.grid, lat.procs, sizeof o.s.grid);
+    const int *dims = lat.dims;
+    const size_t vol = wd_volume(lat.local);
 
-    /* the gauge field */
-    int dims[4];
-    double *u = NULL;
-    wd_status st = WD_OK;
+    /* the gauge field, this rank's block */
+    double *u = malloc(vol * 72 * sizeof *u);
+    wd_status st = wd_agree(u ? WD_OK : WD_ERR_NOMEM);
+    if (st != WD_OK) {
+        fprintf(stderr, "wdirac solve: out of memory for the gauge field (%zu sites a rank)\n",
+                vol);
+        free(u);
+        return WD_EXIT_INTERNAL;
+    }
     char gauge_desc[300];
     if (o.unit) {
-        memcpy(dims, o.dims, sizeof dims);
-        u = malloc(wd_volume(dims) * 72 * sizeof *u);
-        if (!u) {
-            fprintf(stderr, "wdirac solve: out of memory for the gauge field\n");
-            return WD_EXIT_INTERNAL;
-        }
-        st = wd_gauge_init(u, dims, WD_START_COLD, 0);
-        if (st != WD_OK) {
-            free(u);
-            fprintf(stderr, "wdirac solve: %s\n", wd_last_error());
-            return wd_cli_exit_code(st);
-        }
+        st = wd_gauge_init_block(u, &lat, WD_START_COLD, 0);
         snprintf(gauge_desc, sizeof gauge_desc, "unit (free field)");
     } else {
         wd_gauge_info info;
-        st = wd_gauge_read(o.gauge, o.have_dims ? o.dims : NULL, 0, &u, &info);
-        if (st != WD_OK) {
-            fprintf(stderr, "wdirac solve: %s\n", wd_last_error());
-            return wd_cli_exit_code(st);
-        }
-        memcpy(dims, info.dims, sizeof dims);
+        st = wd_gauge_read_block(o.gauge, &lat, 0, u, &info);
         snprintf(gauge_desc, sizeof gauge_desc, "%s (%s, %d-bit)", o.gauge,
                  info.format == WD_GAUGE_NERSC ? "NERSC" : "ILDG", info.precision);
     }
+    if (st != WD_OK) {
+        fprintf(stderr, "wdirac solve: %s\n", wd_last_error());
+        free(u);
+        return wd_cli_exit_code(st);
+    }
     wd_gauge_obs obs;
-    const double plaquette = wd_gauge_observables(u, dims, &obs) == WD_OK ? obs.plaquette : NAN;
+    const double plaquette =
+        wd_gauge_observables_block(u, &lat, &obs) == WD_OK ? obs.plaquette : NAN;
 
     /* the source */
     if (o.source == SRC_POINT) {
@@ -633,19 +693,16 @@ int wd_cli_solve_main(int argc, char **argv)
             return WD_EXIT_USAGE;
         }
     }
-    double *b = make_source(&o, dims, &st);
-    const size_t vol = wd_volume(dims);
+    double *b = make_source(&o, &lat, &st);
     double *x = b ? malloc(vol * 24 * sizeof *x) : NULL;
-    if (!b || !x) {
-        if (b)
-            fprintf(stderr, "wdirac solve: out of memory for the solution (%zu sites)\n", vol);
-        else if (st != WD_ERR_NOMEM)
-            fprintf(stderr, "wdirac solve: %s\n", wd_last_error());
-        free(u);
-        free(b);
-        return b ? WD_EXIT_INTERNAL : wd_cli_exit_code(st);
+    if (b && (st = wd_agree(x ? WD_OK : WD_ERR_NOMEM)) != WD_OK)
+        fprintf(stderr, "wdirac solve: out of memory for the solution (%zu sites a rank)\n", vol);
+    if (!b || st != WD_OK) {
+        free(u), free(b), free(x);
+        return wd_cli_exit_code(st);
     }
-    if (o.save_source && (st = wd_npy_write_spinor(o.save_source, b, dims, o.overwrite)) != WD_OK) {
+    if (o.save_source &&
+        (st = wd_npy_write_spinor_block(o.save_source, b, &lat, o.overwrite)) != WD_OK) {
         fprintf(stderr, "wdirac solve: %s\n", wd_last_error());
         free(u), free(b), free(x);
         return wd_cli_exit_code(st);
@@ -663,8 +720,12 @@ int wd_cli_solve_main(int argc, char **argv)
     if (!o.quiet) {
         printf("wdirac solve  backend %s  device \"%s\"  threads %d  commit %s\n",
                s->backend == WD_BACKEND_CUDA ? "cuda" : "cpu", device, threads, WD_GIT_COMMIT);
-        printf("lattice    %dx%dx%dx%d (X Y Z T)\n", dims[0], dims[1], dims[2], dims[3]);
-        printf("gauge      %s, plaquette %.10f\n", gauge_desc, plaquette);
+        printf("lattice    %dx%dx%dx%d (X Y Z T)", dims[0], dims[1], dims[2], dims[3]);
+        if (lat.size > 1)
+            printf(" on grid %d %d %d %d: %d ranks, blocks %dx%dx%dx%d", lat.procs[0],
+                   lat.procs[1], lat.procs[2], lat.procs[3], lat.size, lat.local[0],
+                   lat.local[1], lat.local[2], lat.local[3]);
+        printf("\ngauge      %s, plaquette %.10f\n", gauge_desc, plaquette);
         printf("source     %s\n", source_desc);
         printf("operator   mass %.10g  kappa %.10g  time boundary %s\n", s->mass, kappa,
                s->tbc == WD_TIME_PERIODIC ? "periodic" : "antiperiodic");
@@ -682,7 +743,7 @@ int wd_cli_solve_main(int argc, char **argv)
     }
 
     progress_state prog = {now_seconds(), 0, s->tol, 0};
-    const int show_progress = !o.quiet && isatty(STDERR_FILENO);
+    const int show_progress = !o.quiet && wd_rank() == 0 && isatty(STDERR_FILENO);
     if (show_progress) {
         o.s.progress = draw_progress;
         o.s.progress_arg = &prog;
@@ -701,11 +762,12 @@ int wd_cli_solve_main(int argc, char **argv)
                stats.iterations, stats.sloppy_iterations, stats.updates);
         printf("residual   ||b - M x|| / ||b|| = %.3e (full lattice, double; target %.1e)\n",
                stats.true_residual, s->tol);
-        printf("time       %.3f s (Krylov iteration %.3f s), %.2f Gflops\n", stats.seconds,
-               stats.solve_seconds, stats.gflops);
-        printf("memory     %.1f MiB on the backend (gauge fields %.1f MiB), %.1f MiB host fields\n",
-               stats.bytes_allocated / 1048576.0, stats.bytes_gauge / 1048576.0,
-               (double)vol * (72 + 48) * sizeof(double) / 1048576.0);
+        printf("time       %.3f s (Krylov iteration %.3f s), %.2f Gflops%s\n", stats.seconds,
+               stats.solve_seconds, stats.gflops, lat.size > 1 ? " (rank 0's share)" : "");
+        printf("memory     %.1f MiB on the backend (gauge fields %.1f MiB), %.1f MiB host fields"
+               "%s\n", stats.bytes_allocated / 1048576.0, stats.bytes_gauge / 1048576.0,
+               (double)vol * (72 + 48) * sizeof(double) / 1048576.0,
+               lat.size > 1 ? ", each rank" : "");
     }
     rc = wd_cli_exit_code(solve_st);
     if (solve_st != WD_OK)
@@ -713,7 +775,7 @@ int wd_cli_solve_main(int argc, char **argv)
 
     /* the best iterate of a failed solve is still worth having */
     if (solved && o.out) {
-        st = wd_npy_write_spinor(o.out, x, dims, o.overwrite);
+        st = wd_npy_write_spinor_block(o.out, x, &lat, o.overwrite);
         if (st != WD_OK) {
             fprintf(stderr, "wdirac solve: %s\n", wd_last_error());
             rc = wd_cli_exit_code(st);
@@ -728,11 +790,19 @@ int wd_cli_solve_main(int argc, char **argv)
                 "(no --out)\n", stats.true_residual);
     }
     if (o.json) {
-        json_t *root = json_record(&o, device, threads, dims, plaquette, source_desc, solve_st,
-                                   message, &stats);
-        if (!root || !json_write(o.json, root, o.overwrite))
-            rc = rc ? rc : root ? WD_EXIT_USAGE : WD_EXIT_INTERNAL;
-        json_decref(root);
+        int jrc = 0;
+        if (wd_rank() == 0) {
+            json_t *root = json_record(&o, device, threads, dims, plaquette, source_desc,
+                                       solve_st, message, &stats);
+            if (!root || !json_write(o.json, root, o.overwrite))
+                jrc = root ? WD_EXIT_USAGE : WD_EXIT_INTERNAL;
+            json_decref(root);
+        }
+        /* every rank exits with rank 0's verdict on the record */
+        const wd_status jst = wd_agree(jrc == 0 ? WD_OK : jrc == WD_EXIT_USAGE ? WD_ERR_IO
+                                                                             : WD_ERR_NOMEM);
+        if (jst != WD_OK && !rc)
+            rc = wd_cli_exit_code(jst);
     }
     free(u), free(b), free(x);
     return rc;

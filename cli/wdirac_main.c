@@ -108,6 +108,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "wdirac: %s\n", wd_last_error());
         return wd_cli_exit_code(st);
     }
+    /* rank 0 speaks for all: failures are agreed (wd_agree), so its
+     * message is the lowest failing rank's */
+    if (wd_rank() != 0) {
+        /* a rank that cannot be silenced just prints too */
+        FILE *out = freopen("/dev/null", "w", stdout), *err = freopen("/dev/null", "w", stderr);
+        (void)out;
+        (void)err;
+    }
     const int rc = run(argc, argv);
     wd_finalize();
     return rc;

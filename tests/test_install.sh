@@ -36,15 +36,17 @@ cflags=$(pkg-config --cflags wdirac)
 libs=$(pkg-config --libs wdirac)
 check "pkg-config --cflags --libs wdirac" $? "$cflags $libs"
 
-incdir=$(pkg-config --variable=includedir wdirac)
-headers=$(cd "$tmp/root$incdir" && ls wdirac*.h wd_*.h 2>/dev/null | sort | tr '\n' ' ')
+# pkgconf puts the sysroot in front of variables, pkg-config 0.29 does not
+inroot() { case "$1" in "$tmp/root"*) echo "$1" ;; *) echo "$tmp/root$1" ;; esac; }
+incdir=$(inroot "$(pkg-config --variable=includedir wdirac)")
+headers=$(cd "$incdir" && ls wdirac*.h wd_*.h 2>/dev/null | sort | tr '\n' ' ')
 want=$(cd "$src/include" && ls *.h | sort | tr '\n' ' ')
 check "installed headers are include/*.h alone" "$([ "$headers" = "$want" ]; echo $?)" "$headers"
 
-libdir=$(pkg-config --variable=libdir wdirac)
-so=$(ls "$tmp/root$libdir"/libwdirac.so.* 2>/dev/null | head -1)
+libdir=$(inroot "$(pkg-config --variable=libdir wdirac)")
+so=$(ls "$libdir"/libwdirac.so.* 2>/dev/null | head -1)
 check "shared library installed" "$([ -n "$so" ]; echo $?)" "${so#"$tmp/root"}"
-check "static library installed" "$([ -f "$tmp/root$libdir/libwdirac.a" ]; echo $?)"
+check "static library installed" "$([ -f "$libdir/libwdirac.a" ]; echo $?)"
 exported=$(nm -D --defined-only "$so" | awk '$2 == "T" {print $3}' | sort | tr '\n' ' ')
 python3 "$src/runtime/export_map.py" "$tmp/map" "$src"/include/*.h
 declared=$(grep -oE 'wd_[A-Za-z0-9_]+' "$tmp/map" | sort | tr '\n' ' ')
@@ -56,13 +58,13 @@ check "the .so exports exactly the public functions" "$([ "$exported" = "$declar
 cc -std=c11 -O2 -Wall -Wextra -Werror $cflags "$src/examples/solve_point.c" $libs -lm \
     -o "$tmp/solve_point" > "$tmp/cc.log" 2>&1
 check "examples/solve_point.c builds with pkg-config" $? "$(head -3 "$tmp/cc.log")"
-LD_LIBRARY_PATH="$tmp/root$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     OMP_NUM_THREADS=2 "$tmp/solve_point" 6 > "$tmp/run.log" 2>&1
 rc=$?
 check "solve_point runs, converges, checks itself" $rc "$(grep -E '^(solve|check)' "$tmp/run.log" | tr '\n' ' ')"
 [ $rc -eq 0 ] || cat "$tmp/run.log"
 check "it ran on the installed .so" \
-    "$(LD_LIBRARY_PATH="$tmp/root$libdir" ldd "$tmp/solve_point" | grep -q "$tmp/root"; echo $?)"
+    "$(LD_LIBRARY_PATH="$libdir" ldd "$tmp/solve_point" | grep -q "$tmp/root"; echo $?)"
 
 echo "$failed of $run failed"
 [ "$failed" -eq 0 ]

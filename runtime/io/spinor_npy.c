@@ -440,8 +440,10 @@ wd_status wd_npy_open_data(const char *path, const int expect_dims[4], FILE **f,
 {
     int dims[4];
     wd_status st = open_file(path, f);
-    if (st == WD_OK && (st = read_header(*f, path, expect_dims, dims, swap)) != WD_OK)
+    if (st == WD_OK && (st = read_header(*f, path, expect_dims, dims, swap)) != WD_OK) {
         fclose(*f);
+        *f = NULL;   /* the caller's cleanup must not close it again */
+    }
     return st;
 }
 

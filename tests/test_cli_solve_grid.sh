@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# test_cli_solve_grid.sh WDIRAC MPIEXEC [MPIEXEC_ARGS...]: `wdirac solve` on
+# a process grid (issue 11) against one process, on the CPU backend.
+#   - a configuration from `wdirac gauge generate` (one process), a random
+#     and a point source;
+#   - one rank, then 2 ranks (--grid 1 1 1 2, 2 1 1 1) and 4 ranks
+#     (--grid 1 1 2 2, automatic): iterations within 1, true residual within
+#     2x, ||x_grid - x_1|| / ||x_1|| <= 100 tol (numpy on the .npy files);
+#   - the source written by a grid (--save-source) byte-identical to one
+#     process's; the same grid twice: byte-identical solutions;
+#   - bad grids (not dividing, wrong product, odd local extent): exit 2 from
+#     every rank, the dimension named, no output file.
+# One line per check; "N of M failed" last; exit 1 on any failure.
+set -u
+wdirac=$1
+shift
+mpi=("$@")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+run=0
+failed=0
+check() {   # check NAME STATUS [DETAIL]
+    run=$((run + 1))
+    if [ "$2" -eq 0 ]; then
+        printf '%-66s OK   %s\n' "$1" "${3:-}"
+    else
+        failed=$((failed + 1))
+        printf '%-66s FAIL %s\n' "$1" "${3:-}"
+    fi
+}
+export OMP_NUM_THREADS=1
+
+"$wdirac" gauge generate --dims 8 8 8 8 --beta 5.8 --therm 4 --sweeps 2 --seed 3 \
+    --format nersc --out "$tmp/cfg" --backend cpu > "$tmp/gen.log" 2>&1
+check "gauge generate 8^4 (one process)" $? "$(tail -1 "$tmp/gen.log")"
+
+# solve NAME NRANKS [ARGS...]: one solve, JSON and .npy under $tmp/NAME
+solve() {
+    local name=$1 n=$2
+    shift 2
+    "${mpi[@]}" -n "$n" "$wdirac" solve --gauge "$tmp/cfg" --kappa 0.12 --tol 1e-10 \
+        --backend cpu --quiet --out "$tmp/$name.npy" --json "$tmp/$name.json" \
+        --save-source "$tmp/$name.src.npy" "$@" > "$tmp/$name.log" 2>&1
+}
+
+compare() {   # compare NAME REF: numpy's verdict on iterations, residual, x
+    python3 - "$tmp/$1" "$tmp/$2" <<'PY'
+import json, sys
+import numpy as np
+a, b = sys.argv[1], sys.argv[2]
+ja, jb = json.load(open(a + ".json")), json.load(open(b + ".json"))
+ra, rb = ja["result"], jb["result"]
+xa, xb = np.load(a + ".npy"), np.load(b + ".npy")
+diff = np.linalg.norm(xa - xb) / np.linalg.norm(xb)
+ok = (ra["status"] == "ok" and abs(ra["iterations"] - rb["iterations"]) <= 1
+      and ra["true_residual"] <= 2 * rb["true_residual"] and diff <= 100 * ja["tol"]
+      and ja["ranks"] > 0)
+print(f"it {ra['iterations']} vs {rb['iterations']}, true {ra['true_residual']:.2e} vs "
+      f"{rb['true_residual']:.2e}, |dx|/|x| {diff:.1e}, ranks {ja['ranks']}, grid {ja['grid']}")
+sys.exit(0 if ok else 1)
+PY
+}
+
+for src in "--random 11" "--point 3,5,2,6,1,2"; do
+    tag=$(echo "$src" | cut -c3-7)
+    # shellcheck disable=SC2086
+    solve "$tag-1" 1 $src
+    check "$tag: one process solves" $? "$(tail -1 "$tmp/$tag-1.log")"
+    for g in "2 1 1 1 2" "2 2 1 1 1" "4 1 1 2 2" "4 auto"; do
+        set -- $g
+        n=$1
+        shift
+        name="$tag-$n-$(echo "$*" | tr ' ' '_')"
+        if [ "$1" = auto ]; then
+            # shellcheck disable=SC2086
+            solve "$name" "$n" $src
+        else
+            # shellcheck disable=SC2086
+            solve "$name" "$n" $src --grid "$@"
+        fi
+        rc=$?
+        out=$(compare "$name" "$tag-1" 2>&1)
+        crc=$?
+        check "$tag: $n ranks, grid $*: the one-process solution" $((rc | crc)) "$out"
+        cmp -s "$tmp/$name.src.npy" "$tmp/$tag-1.src.npy"
+        check "$tag: $n ranks, grid $*: --save-source bytes = one process's" $?
+    done
+done
+# the same grid twice: the same bits
+solve again 2 --random 11 --grid 1 1 1 2
+cmp -s "$tmp/again.npy" "$tmp/rando-2-1_1_1_2.npy"
+check "random: grid 1 1 1 2 twice: byte-identical solutions" $?
+
+# bad grids: exit 2, the dimension named, nothing written
+bad() {   # bad NRANKS WORD GRID...
+    local n=$1 word=$2
+    shift 2
+    "${mpi[@]}" -n "$n" "$wdirac" solve --gauge "$tmp/cfg" --kappa 0.12 --random 1 \
+        --backend cpu --out "$tmp/bad.npy" --grid "$@" > "$tmp/bad.log" 2>&1
+    local rc=$?
+    grep -q "$word" "$tmp/bad.log" && [ $rc -eq 2 ] && [ ! -e "$tmp/bad.npy" ]
+    check "bad grid $* on $n ranks: exit 2, '$word' named, no file" $? \
+        "rc $rc: $(grep -m1 wdirac "$tmp/bad.log")"
+}
+bad 2 X 3 1 1 1
+bad 2 ranks 2 2 2 1
+bad 2 T 1 1 1 8
+bad 4 Z 1 1 4 1
+
+echo "$failed of $run failed"
+[ "$failed" -eq 0 ]
