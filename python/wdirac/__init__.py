@@ -1,0 +1,245 @@
+"""wdirac for Python: Wilson-Dirac solves on numpy arrays.
+
+    import numpy as np, wdirac
+    u = wdirac.GaugeField.generate((8, 8, 8, 16), beta=6.0, sweeps=20, seed=1)
+    solver = wdirac.Solver(u, kappa=0.155, precision="d", sloppy="s")
+    b = np.zeros(u.spinor_shape, complex); b[0, 0, 0, 0, 0, 0] = 1
+    x, stats = solver.solve(b)
+
+Conventions (DESIGN.md): gauge arrays are complex128 of shape
+(T, Z, Y, X, 4, 3, 3) (direction x, y, z, t, then row, column), spinors
+(T, Z, Y, X, 4, 3) (DeGrand-Rossi spin, colour), both C-contiguous;
+M = (4 + m) - D/2 with kappa = 1 / (2 (4 + m)).  Every failure of the C
+library raises wdirac.Error with its status and message; arrays of the
+wrong shape, dtype or memory order raise ValueError or TypeError before
+anything runs.  Solves and heatbath sweeps release the GIL.
+
+docs/python.md has a worked example from nothing to a pion mass.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _core
+
+__all__ = ["Error", "GaugeField", "Solver", "SolveStats", "variants", "cuda_available"]
+
+_PRECISION = {"d": 8, "s": 4, "h": 2}
+_SOLVER = {"cg": 1, "bicgstab": 2}
+_MIXED = {"none": 0, "reliable": 1, "defect": 2}
+_ACCUM = {"auto": 0, "sloppy": 1, "outer": 2}
+_TBC = {"periodic": 1, "antiperiodic": -1}
+
+
+class Error(RuntimeError):
+    """A failure of the C library: .status ('invalid argument', ...), .code
+    (the wd_status number) and .message (the library's message)."""
+
+    def __init__(self, status: str, code: int, message: str):
+        super().__init__(f"{message} [{status}]")
+        self.status, self.code, self.message = status, code, message
+
+
+def _call(fn, *args, **kw):
+    try:
+        return fn(*args, **kw)
+    except _core.Error as e:
+        raise Error(*e.args) from None
+
+
+def variants() -> list:
+    """The Dslash variants this build of the library holds."""
+    return _core.variants()
+
+
+def cuda_available() -> Tuple[bool, str]:
+    """(True, '') when this process can use a GPU, else (False, why)."""
+    return _core.backend_ok(True)
+
+
+def _dims_of(shape: Sequence[int]) -> Tuple[int, int, int, int]:
+    t, z, y, x = shape[:4]
+    return (int(x), int(y), int(z), int(t))
+
+
+def _field(a, shape: Tuple[int, ...], what: str) -> np.ndarray:
+    """The array itself when it is complex128, C-contiguous and of `shape`."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{what}: need a numpy.ndarray, got {type(a).__name__}")
+    if a.dtype != np.complex128:
+        raise TypeError(f"{what}: dtype {a.dtype}, need complex128")
+    if tuple(a.shape) != tuple(shape):
+        raise ValueError(f"{what}: shape {a.shape}, need {tuple(shape)}")
+    if not a.flags.c_contiguous:
+        raise ValueError(f"{what}: not C-contiguous (use numpy.ascontiguousarray)")
+    return a
+
+
+class GaugeField:
+    """An SU(3) gauge field on the host: .array is (T, Z, Y, X, 4, 3, 3)
+    complex128, .dims (X, Y, Z, T)."""
+
+    def __init__(self, array: np.ndarray):
+        if not isinstance(array, np.ndarray) or array.ndim != 7 or array.shape[4:] != (4, 3, 3):
+            raise ValueError("GaugeField: need an array of shape (T, Z, Y, X, 4, 3, 3)")
+        self.array = _field(array, array.shape, "GaugeField")
+        self.dims = _dims_of(array.shape)
+        _call(_core.gauge_observables, self.array, self.dims)   # checks the extents
+
+    @property
+    def spinor_shape(self) -> Tuple[int, ...]:
+        """The shape of a spinor on this lattice: (T, Z, Y, X, 4, 3)."""
+        return self.array.shape[:4] + (4, 3)
+
+    @classmethod
+    def load(cls, path: str) -> "GaugeField":
+        """Read a NERSC or ILDG file (the format from its first bytes),
+        checked as `wdirac gauge info` checks it."""
+        h = _call(_core.gauge_header, str(path))
+        x, y, z, t = h["dims"]
+        a = np.empty((t, z, y, x, 4, 3, 3), np.complex128)
+        _call(_core.gauge_read, str(path), (x, y, z, t), a)
+        return cls(a)
+
+    def save(self, path: str, format: str = "nersc", precision: int = 64,
+             two_row: bool = False, little_endian: bool = False,
+             overwrite: bool = False) -> None:
+        """Write a NERSC or ILDG file through wdirac's safe write (an existing
+        file is refused unless overwrite)."""
+        _call(_core.gauge_write, str(path), self.array, self.dims, format=format,
+              precision=precision, two_row=two_row, little_endian=little_endian,
+              overwrite=overwrite)
+
+    @classmethod
+    def generate(cls, dims: Sequence[int], beta: float, sweeps: int, seed: int = 1,
+                 n_or: int = 4, backend: str = "cpu") -> "GaugeField":
+        """A quenched configuration: a hot start, then `sweeps` compound
+        heatbath sweeps (one heatbath, n_or overrelaxation) at coupling beta,
+        on the CPU or the GPU ('cuda'); the same seed gives the same field on
+        either.  dims = (X, Y, Z, T)."""
+        x, y, z, t = (int(d) for d in dims)
+        if backend not in ("cpu", "cuda"):
+            raise ValueError(f"backend '{backend}': must be 'cpu' or 'cuda'")
+        a = np.empty((t, z, y, x, 4, 3, 3), np.complex128)
+        _call(_core.gauge_generate, a, (x, y, z, t), float(beta), int(sweeps), int(seed),
+              int(n_or), backend == "cuda")
+        return cls(a)
+
+    def observables(self) -> dict:
+        """plaquette (and its space and time parts), link trace, Polyakov loop."""
+        return _call(_core.gauge_observables, self.array, self.dims)
+
+    def plaquette(self) -> float:
+        """Re tr P / 3 averaged over all plaquettes."""
+        return self.observables()["plaquette"]
+
+
+@dataclasses.dataclass
+class SolveStats:
+    """What one solve did: the true residual is ||b - M x|| / ||b|| on the
+    full lattice in double, seconds host source to host solution."""
+    status: str
+    iterations: int
+    sloppy_iterations: int
+    updates: int
+    true_residual: float
+    solver_residual: float
+    seconds: float
+    solve_seconds: float
+    gflops: float
+    flops: float
+    bytes_allocated: int
+    message: str = ""
+
+
+class Solver:
+    """A solver for M x = b on one gauge field, uploaded once.
+
+    kappa or mass fixes M; solver 'bicgstab' or 'cg' (on the normal
+    equations); precision and sloppy 'd', 's' or 'h'; mixed 'reliable',
+    'defect' or 'none'; backend 'auto' (the GPU when usable), 'cpu' or
+    'cuda'.  Further keywords are wd_solver_settings fields (delta,
+    tol_inner, max_iter, recon, sloppy_recon, gauge_fix, sloppy_gauge_fix,
+    max_stall, divergence, accumulator, tbc, pad, verbosity).
+    """
+
+    def __init__(self, gauge: GaugeField, kappa: Optional[float] = None,
+                 mass: Optional[float] = None, solver: str = "bicgstab",
+                 precision: str = "d", sloppy: str = "s", mixed: str = "reliable",
+                 tol: float = 1e-10, backend: str = "auto", **settings):
+        if not isinstance(gauge, GaugeField):
+            raise TypeError("Solver: gauge must be a wdirac.GaugeField")
+        if (kappa is None) == (mass is None):
+            raise ValueError("Solver: give kappa or mass (one of them)")
+        self.gauge = gauge      # the C solver borrows its array: keep it alive
+        self.mass = float(mass) if mass is not None else 1.0 / (2.0 * float(kappa)) - 4.0
+        self.kappa = 1.0 / (2.0 * (4.0 + self.mass))
+        if backend == "auto":
+            backend = "cuda" if cuda_available()[0] else "cpu"
+        if backend not in ("cpu", "cuda"):
+            raise ValueError(f"backend '{backend}': must be 'auto', 'cpu' or 'cuda'")
+        self.backend = backend
+        s = {"mass": self.mass, "tol": float(tol), "backend": 1 if backend == "cuda" else 0}
+        for key, table, value in (("solver", _SOLVER, solver), ("precision", _PRECISION, precision),
+                                  ("sloppy_precision", _PRECISION, sloppy),
+                                  ("mixed", _MIXED, mixed)):
+            if value not in table:
+                raise ValueError(f"{key} '{value}': must be one of {sorted(table)}")
+            s[key] = table[value]
+        for key, value in settings.items():
+            if key == "tbc" and isinstance(value, str):
+                value = _TBC[value]
+            elif key == "accumulator" and isinstance(value, str):
+                value = _ACCUM[value]
+            s[key] = value
+        self.settings = s
+        self._solver = _call(_core.solver_create, gauge.array, gauge.dims, s)
+
+    def solve(self, b: np.ndarray, progress: Optional[Callable[[int, float], None]] = None,
+              **changes) -> Tuple[np.ndarray, SolveStats]:
+        """x with M x = b, and the stats.  b is (T, Z, Y, X, 4, 3) complex128,
+        or (N, T, Z, Y, X, 4, 3) for N sources solved one after another.
+        progress(iterations, residual) is called as the solver goes.
+        Keywords change per-solve settings (kappa, mass, tol, solver, ...).
+        A solve that does not converge raises Error; its .x and .stats hold
+        the best iterate and its true residual."""
+        shape = self.gauge.spinor_shape
+        if isinstance(b, np.ndarray) and b.ndim == 7:
+            xs, stats = [], []
+            for k in range(b.shape[0]):
+                x, st = self.solve(b[k], progress, **changes)
+                xs.append(x)
+                stats.append(st)
+            return np.stack(xs), stats
+        b = _field(b, shape, "solve b")
+        s = dict(self.settings)
+        if "kappa" in changes:
+            s["mass"] = 1.0 / (2.0 * float(changes.pop("kappa"))) - 4.0
+        for key, value in changes.items():
+            if key == "solver":
+                value = _SOLVER[value]
+            elif key == "mixed":
+                value = _MIXED[value]
+            s[key] = value
+        x = np.empty(shape, np.complex128)
+        d = _call(_core.solver_solve, self._solver, x, b, s, progress)
+        code = d.pop("code")
+        stats = SolveStats(**d)
+        if code != 0:
+            err = Error(stats.status, code, stats.message)
+            # a solve that stopped (diverged, stagnated, iteration limit)
+            # still returns its best iterate and its true residual
+            err.x, err.stats = x, stats
+            raise err
+        return x, stats
+
+    def apply(self, x: np.ndarray, dagger: bool = False) -> np.ndarray:
+        """M x (or M^dagger x) in double on the CPU, for users' own algorithms."""
+        x = _field(x, self.gauge.spinor_shape, "apply x")
+        out = np.empty_like(x)
+        _call(_core.apply, self.gauge.array, self.gauge.dims, x, out, self.mass,
+              int(self.settings.get("tbc", -1)), bool(dagger))
+        return out

@@ -1,0 +1,518 @@
+/*
+ * _core.c: the CPython extension under the wdirac Python package, a thin
+ * layer over the public C API (include/wdirac.h, wdirac_gauge.h) and
+ * nothing else.  Written by hand against the stable C API rather than with
+ * a binding generator: it needs no build dependency beyond Python's own
+ * headers, and it controls the GIL exactly (released during heatbath
+ * sweeps and solves, taken back only to call a Python progress callback).
+ * Arrays arrive through the buffer protocol: C-contiguous, complex double
+ * (format 'Zd'), of the exact size the lattice needs; wdirac/__init__.py
+ * checks shapes and dtypes first and builds the numpy arrays, so this file
+ * needs no numpy headers.
+ *
+ * The externally accessible functions are (module wdirac._core)
+ *   gauge_header(path) -> dict          wd_gauge_read_header
+ *   gauge_read(path, dims, out)         wd_gauge_read into out
+ *   gauge_write(path, u, dims, opts)    wd_gauge_write
+ *   gauge_generate(u, dims, beta, sweeps, seed, n_or, cuda)
+ *                                       hot start and heatbath sweeps
+ *   gauge_observables(u, dims) -> dict  wd_gauge_observables
+ *   solver_create(u, dims, settings) -> capsule   wd_solver_create
+ *   solver_solve(capsule, x, b, settings, progress) -> dict   wd_solver_solve
+ *   apply(u, dims, x, out, mass, tbc, dagger)   out = M x (or M^dag x) with
+ *                                       wd_dslash_cpu, in double (recon 18,
+ *                                       or 12 where 18 is not built)
+ *   variants() -> list                  the built Dslash variants
+ *   backend_ok(cuda) -> (bool, message) wd_backend_probe
+ * Every failure raises wdirac.Error(status, message) with the C message;
+ * nothing here exits or aborts.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "wdirac.h"
+#include "wdirac_gauge.h"
+
+static PyObject *wd_py_error;
+
+/* raise wdirac.Error(status name, message) and return NULL */
+static PyObject *raise_status(wd_status st)
+{
+    PyObject *args = Py_BuildValue("(sis)", wd_status_string(st), (int)st, wd_last_error());
+    if (args) {
+        PyErr_SetObject(wd_py_error, args);
+        Py_DECREF(args);
+    }
+    return NULL;
+}
+
+static int parse_dims(PyObject *o, int dims[4])
+{
+    if (!PyArg_ParseTuple(o, "iiii", &dims[0], &dims[1], &dims[2], &dims[3]))
+        return 0;
+    const wd_status st = wd_check_dims(dims);
+    if (st != WD_OK) {
+        raise_status(st);
+        return 0;
+    }
+    return 1;
+}
+
+/* A C-contiguous complex128 buffer of exactly `count` complex numbers. */
+static int get_field(PyObject *o, Py_buffer *v, int writable, size_t count, const char *what)
+{
+    if (PyObject_GetBuffer(o, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT |
+                                     (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return 0;
+    const char *fmt = v->format ? v->format : "B";
+    if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@')
+        fmt++;
+    if (strcmp(fmt, "Zd") || v->itemsize != 16 || (size_t)v->len != count * 16) {
+        PyErr_Format(PyExc_ValueError, "%s: need %zu complex128 values in C order, got %zd "
+                     "bytes of format '%s'", what, count, v->len, v->format ? v->format : "B");
+        PyBuffer_Release(v);
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- gauge fields -------------------------------------------------------- */
+
+static PyObject *info_dict(const wd_gauge_info *info)
+{
+    return Py_BuildValue("{s:(iiii), s:s, s:i, s:i, s:O}", "dims", info->dims[0], info->dims[1],
+                         info->dims[2], info->dims[3], "format",
+                         info->format == WD_GAUGE_NERSC ? "nersc" : "ildg", "precision",
+                         info->precision, "rows", info->rows, "big_endian",
+                         info->big_endian ? Py_True : Py_False);
+}
+
+static PyObject *py_gauge_header(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s", &path))
+        return NULL;
+    wd_gauge_info info;
+    const wd_status st = wd_gauge_read_header(path, &info);
+    return st == WD_OK ? info_dict(&info) : raise_status(st);
+}
+
+static PyObject *py_gauge_read(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *path;
+    PyObject *dims_o, *out_o;
+    int dims[4];
+    if (!PyArg_ParseTuple(args, "sOO", &path, &dims_o, &out_o) || !parse_dims(dims_o, dims))
+        return NULL;
+    Py_buffer out;
+    if (!get_field(out_o, &out, 1, wd_volume(dims) * 36, "gauge_read"))
+        return NULL;
+    double *u = NULL;
+    wd_gauge_info info;
+    wd_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = wd_gauge_read(path, dims, 0, &u, &info);
+    if (st == WD_OK)
+        memcpy(out.buf, u, (size_t)out.len);
+    Py_END_ALLOW_THREADS
+    free(u);
+    PyBuffer_Release(&out);
+    return st == WD_OK ? info_dict(&info) : raise_status(st);
+}
+
+static PyObject *py_gauge_write(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *names[] = {"path", "u", "dims", "format", "precision", "two_row",
+                            "little_endian", "overwrite", NULL};
+    const char *path, *format = "nersc";
+    PyObject *u_o, *dims_o;
+    int precision = 64, two_row = 0, little = 0, overwrite = 0, dims[4];
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sOO|sippp", names, &path, &u_o, &dims_o,
+                                     &format, &precision, &two_row, &little, &overwrite) ||
+        !parse_dims(dims_o, dims))
+        return NULL;
+    wd_gauge_write_opts o = wd_gauge_write_defaults();
+    if (!strcmp(format, "nersc"))
+        o.format = WD_GAUGE_NERSC;
+    else if (!strcmp(format, "ildg"))
+        o.format = WD_GAUGE_ILDG;
+    else
+        return PyErr_Format(PyExc_ValueError, "format '%s': must be 'nersc' or 'ildg'", format);
+    o.precision = precision;
+    o.two_row = two_row;
+    o.little_endian = little;
+    o.overwrite = overwrite;
+    Py_buffer u;
+    if (!get_field(u_o, &u, 0, wd_volume(dims) * 36, "gauge_write"))
+        return NULL;
+    wd_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = wd_gauge_write(path, u.buf, dims, &o);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&u);
+    if (st != WD_OK)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_gauge_generate(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *u_o, *dims_o;
+    double beta;
+    int sweeps, n_or, cuda, dims[4];
+    unsigned long long seed;
+    if (!PyArg_ParseTuple(args, "OOdiKip", &u_o, &dims_o, &beta, &sweeps, &seed, &n_or, &cuda) ||
+        !parse_dims(dims_o, dims))
+        return NULL;
+    Py_buffer u;
+    if (!get_field(u_o, &u, 1, wd_volume(dims) * 36, "gauge_generate"))
+        return NULL;
+    double *f = u.buf;
+    wd_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = wd_gauge_init(f, dims, WD_START_HOT, seed);
+    if (cuda) {
+        if (st == WD_OK)
+            st = wd_gauge_gpu_open(f, dims);
+        for (int i = 0; i < sweeps && st == WD_OK; i++)
+            st = wd_gauge_gpu_sweep(beta, seed, (uint64_t)i, n_or, NULL);
+        if (st == WD_OK)
+            st = wd_gauge_gpu_fetch(f);
+        wd_gauge_gpu_close();
+    } else {
+        for (int i = 0; i < sweeps && st == WD_OK; i++)
+            st = wd_gauge_heatbath_sweep(f, dims, beta, seed, (uint64_t)i, n_or);
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&u);
+    if (st != WD_OK)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_gauge_observables(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *u_o, *dims_o;
+    int dims[4];
+    if (!PyArg_ParseTuple(args, "OO", &u_o, &dims_o) || !parse_dims(dims_o, dims))
+        return NULL;
+    Py_buffer u;
+    if (!get_field(u_o, &u, 0, wd_volume(dims) * 36, "observables"))
+        return NULL;
+    wd_gauge_obs obs;
+    wd_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = wd_gauge_observables(u.buf, dims, &obs);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&u);
+    if (st != WD_OK)
+        return raise_status(st);
+    return Py_BuildValue("{s:d, s:d, s:d, s:d, s:(dd)}", "plaquette", obs.plaquette,
+                         "plaquette_space", obs.plaquette_space, "plaquette_time",
+                         obs.plaquette_time, "link_trace", obs.link_trace, "polyakov",
+                         obs.poly_re, obs.poly_im);
+}
+
+/* ---- solvers ------------------------------------------------------------- */
+
+/* settings from a dict whose keys are wd_solver_settings' field names (the
+ * Python layer has turned names into numbers); unknown keys are an error */
+static int parse_settings(PyObject *d, wd_solver_settings *s)
+{
+    wd_solver_default_settings(s);
+    if (!PyDict_Check(d)) {
+        PyErr_SetString(PyExc_TypeError, "settings must be a dict");
+        return 0;
+    }
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(d, &pos, &key, &value)) {
+        const char *k = PyUnicode_AsUTF8(key);
+        if (!k)
+            return 0;
+#define INT(name, field)                                                                     \
+    if (!strcmp(k, name)) {                                                                   \
+        const long v = PyLong_AsLong(value);                                                  \
+        if (v == -1 && PyErr_Occurred())                                                      \
+            return 0;                                                                         \
+        s->field = v;                                                                         \
+        continue;                                                                             \
+    }
+#define REAL(name, field)                                                                    \
+    if (!strcmp(k, name)) {                                                                   \
+        const double v = PyFloat_AsDouble(value);                                             \
+        if (v == -1 && PyErr_Occurred())                                                      \
+            return 0;                                                                         \
+        s->field = v;                                                                         \
+        continue;                                                                             \
+    }
+        INT("solver", solver)
+        INT("backend", backend)
+        REAL("mass", mass)
+        INT("tbc", tbc)
+        REAL("tol", tol)
+        INT("max_iter", max_iter)
+        INT("precision", precision)
+        INT("recon", recon)
+        INT("gauge_fix", gauge_fix)
+        INT("sloppy_precision", sloppy_precision)
+        INT("sloppy_recon", sloppy_recon)
+        INT("sloppy_gauge_fix", sloppy_gauge_fix)
+        INT("mixed", mixed)
+        REAL("delta", delta)
+        REAL("tol_inner", tol_inner)
+        INT("max_stall", max_stall)
+        REAL("divergence", divergence)
+        INT("accumulator", accumulator)
+        INT("pad", pad)
+        INT("verbosity", verbosity)
+#undef INT
+#undef REAL
+        PyErr_Format(PyExc_KeyError, "unknown solver setting '%s'", k);
+        return 0;
+    }
+    return 1;
+}
+
+typedef struct solver_box {
+    wd_solver *sv;
+    int dims[4];
+} solver_box;
+
+static void solver_capsule_free(PyObject *cap)
+{
+    solver_box *b = PyCapsule_GetPointer(cap, "wdirac.solver");
+    if (b) {
+        wd_solver_destroy(b->sv);
+        free(b);
+    }
+}
+
+/* The Python layer keeps the gauge array alive as long as the capsule:
+ * wd_solver borrows it (the float64 residual check reads it). */
+static PyObject *py_solver_create(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *u_o, *dims_o, *set_o;
+    int dims[4];
+    if (!PyArg_ParseTuple(args, "OOO", &u_o, &dims_o, &set_o) || !parse_dims(dims_o, dims))
+        return NULL;
+    wd_solver_settings s;
+    if (!parse_settings(set_o, &s))
+        return NULL;
+    Py_buffer u;
+    if (!get_field(u_o, &u, 0, wd_volume(dims) * 36, "Solver gauge field"))
+        return NULL;
+    solver_box *b = calloc(1, sizeof *b);
+    if (!b) {
+        PyBuffer_Release(&u);
+        return PyErr_NoMemory();
+    }
+    memcpy(b->dims, dims, sizeof dims);
+    wd_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = wd_solver_create(&b->sv, u.buf, dims, &s);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&u);
+    if (st != WD_OK) {
+        free(b);
+        return raise_status(st);
+    }
+    PyObject *cap = PyCapsule_New(b, "wdirac.solver", solver_capsule_free);
+    if (!cap) {
+        wd_solver_destroy(b->sv);
+        free(b);
+    }
+    return cap;
+}
+
+/* the progress callback: runs on the solving thread, takes the GIL for
+ * the Python call; an exception is kept and raised after the solve */
+typedef struct progress_ctx {
+    PyObject *fn;
+    PyObject *exc_type, *exc_value, *exc_tb;
+} progress_ctx;
+
+static void progress_trampoline(void *arg, int iterations, double residual)
+{
+    progress_ctx *p = arg;
+    PyGILState_STATE g = PyGILState_Ensure();
+    if (!p->exc_type) {
+        PyObject *r = PyObject_CallFunction(p->fn, "id", iterations, residual);
+        if (r)
+            Py_DECREF(r);
+        else
+            PyErr_Fetch(&p->exc_type, &p->exc_value, &p->exc_tb);
+    }
+    PyGILState_Release(g);
+}
+
+static PyObject *py_solver_solve(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *cap, *x_o, *b_o, *set_o, *progress;
+    if (!PyArg_ParseTuple(args, "OOOOO", &cap, &x_o, &b_o, &set_o, &progress))
+        return NULL;
+    solver_box *box = PyCapsule_GetPointer(cap, "wdirac.solver");
+    if (!box)
+        return NULL;
+    wd_solver_settings s;
+    if (!parse_settings(set_o, &s))
+        return NULL;
+    const size_t n = wd_volume(box->dims) * 12;
+    Py_buffer x, b;
+    if (!get_field(x_o, &x, 1, n, "solve x"))
+        return NULL;
+    if (!get_field(b_o, &b, 0, n, "solve b")) {
+        PyBuffer_Release(&x);
+        return NULL;
+    }
+    progress_ctx p = {progress, NULL, NULL, NULL};
+    if (progress != Py_None) {
+        s.progress = progress_trampoline;
+        s.progress_arg = &p;
+    }
+    wd_solver_stats stats;
+    wd_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = wd_solver_solve(box->sv, x.buf, b.buf, &s, &stats);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&b);
+    if (p.exc_type) {
+        PyErr_Restore(p.exc_type, p.exc_value, p.exc_tb);
+        return NULL;
+    }
+    PyObject *d = Py_BuildValue(
+        "{s:s, s:s, s:i, s:i, s:i, s:d, s:d, s:d, s:d, s:d, s:d, s:n}", "status",
+        wd_status_string(st), "message", st == WD_OK ? "" : wd_last_error(), "iterations",
+        stats.iterations, "sloppy_iterations", stats.sloppy_iterations, "updates", stats.updates,
+        "true_residual", stats.true_residual, "solver_residual", stats.solver_residual,
+        "seconds", stats.seconds, "solve_seconds", stats.solve_seconds, "gflops", stats.gflops,
+        "flops", stats.flops, "bytes_allocated", (Py_ssize_t)stats.bytes_allocated);
+    if (d && PyDict_SetItemString(d, "code", PyLong_FromLong((long)st)) < 0) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    return d;
+}
+
+static PyObject *py_apply(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *u_o, *dims_o, *x_o, *out_o;
+    double mass;
+    int tbc, dagger, dims[4];
+    if (!PyArg_ParseTuple(args, "OOOOdip", &u_o, &dims_o, &x_o, &out_o, &mass, &tbc, &dagger) ||
+        !parse_dims(dims_o, dims))
+        return NULL;
+    const size_t vol = wd_volume(dims);
+    Py_buffer u, x, out;
+    if (!get_field(u_o, &u, 0, vol * 36, "apply gauge field"))
+        return NULL;
+    if (!get_field(x_o, &x, 0, vol * 12, "apply x")) {
+        PyBuffer_Release(&u);
+        return NULL;
+    }
+    if (!get_field(out_o, &out, 1, vol * 12, "apply out")) {
+        PyBuffer_Release(&u);
+        PyBuffer_Release(&x);
+        return NULL;
+    }
+    /* M x = (4+m) (x - D x / (2 (4+m))): a double xpay variant on each
+     * parity, recon 18 where built, else 12 (exact for SU(3) links) */
+    static const char *names[2][2] = {
+        {"dslash_d_r18_gf0_dag0_xpay1", "dslash_d_r12_gf0_dag0_xpay1"},
+        {"dslash_d_r18_gf0_dag1_xpay1", "dslash_d_r12_gf0_dag1_xpay1"}};
+    const double a = -0.5 / (4.0 + mass);
+    wd_status st = WD_ERR_NOT_BUILT;
+    Py_BEGIN_ALLOW_THREADS
+    for (int k = 0; k < 2 && st == WD_ERR_NOT_BUILT; k++) {
+        st = WD_OK;
+        for (int parity = 0; parity < 2 && st == WD_OK; parity++)
+            st = wd_dslash_cpu(names[dagger][k], out.buf, u.buf, x.buf, x.buf, a, dims, parity,
+                               (wd_time_bc)tbc, 0);
+    }
+    if (st == WD_OK) {
+        double *o = out.buf;
+        for (size_t i = 0; i < vol * 24; i++)
+            o[i] *= 4.0 + mass;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&u);
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&out);
+    if (st != WD_OK)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_variants(PyObject *self, PyObject *args)
+{
+    (void)self;
+    (void)args;
+    PyObject *l = PyList_New(0);
+    for (int i = 0; l && i < wd_variant_count_built(); i++) {
+        PyObject *s = PyUnicode_FromString(wd_variant_name(i));
+        if (!s || PyList_Append(l, s) < 0) {
+            Py_XDECREF(s);
+            Py_DECREF(l);
+            return NULL;
+        }
+        Py_DECREF(s);
+    }
+    return l;
+}
+
+static PyObject *py_backend_ok(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int cuda;
+    if (!PyArg_ParseTuple(args, "p", &cuda))
+        return NULL;
+    const wd_status st = wd_backend_probe(cuda ? WD_BACKEND_CUDA : WD_BACKEND_CPU);
+    return Py_BuildValue("(Os)", st == WD_OK ? Py_True : Py_False,
+                         st == WD_OK ? "" : wd_last_error());
+}
+
+static PyMethodDef methods[] = {
+    {"gauge_header", py_gauge_header, METH_VARARGS, "header of a NERSC or ILDG file"},
+    {"gauge_read", py_gauge_read, METH_VARARGS, "read a gauge file into a buffer"},
+    {"gauge_write", (PyCFunction)(void (*)(void))py_gauge_write, METH_VARARGS | METH_KEYWORDS,
+     "write a gauge file"},
+    {"gauge_generate", py_gauge_generate, METH_VARARGS, "hot start and heatbath sweeps"},
+    {"gauge_observables", py_gauge_observables, METH_VARARGS, "plaquettes and link trace"},
+    {"solver_create", py_solver_create, METH_VARARGS, "a solver for one gauge field"},
+    {"solver_solve", py_solver_solve, METH_VARARGS, "one solve"},
+    {"apply", py_apply, METH_VARARGS, "out = M x or M^dag x in double on the CPU"},
+    {"variants", py_variants, METH_NOARGS, "the built Dslash variants"},
+    {"backend_ok", py_backend_ok, METH_VARARGS, "can this process use the backend"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_core",
+                                    "wdirac's C library, through the public API", -1, methods,
+                                    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__core(void)
+{
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    wd_py_error = PyErr_NewException("wdirac._core.Error", PyExc_RuntimeError, NULL);
+    if (!wd_py_error || PyModule_AddObject(m, "Error", wd_py_error) < 0) {
+        Py_XDECREF(wd_py_error);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(wd_py_error);
+    return m;
+}

@@ -1,0 +1,201 @@
+"""test_python.py: the Python package wdirac (issue 14) against numpy.
+
+    PYTHONPATH=<build>/python python3 tests/test_python.py [--seed N]
+
+Checks, on fresh random data:
+  - GaugeField.generate: the same seed gives the same field; the plaquette
+    of a beta 6.0 field is in (0, 1); save and load (NERSC 64, ILDG 64)
+    give back the same array; load of a missing file raises wdirac.Error;
+  - Solver.solve: for BiCGstab and CG, pure double and mixed double-single
+    and double-half, both time boundaries, the solution checked by a
+    Wilson-Dirac operator written here in numpy from DESIGN.md (gammas
+    typed from its table, np.roll hops): ||b - M x|| / ||b|| <= tol, and
+    equal to the stats' true residual to 1e-3;
+  - Solver.apply equals the numpy operator (1e-13), dagger too;
+  - many sources: b of shape (N, T, Z, Y, X, 4, 3) gives N solutions;
+  - errors: complex64, wrong shape, non-contiguous b raise TypeError or
+    ValueError; NaN in b raises wdirac.Error naming the site; max_iter 3
+    raises wdirac.Error carrying the best x and its stats;
+  - progress: the callable is called with growing iteration counts; an
+    exception in it reaches the caller;
+  - the GIL is released during a solve: a Python thread keeps counting.
+One line per check; "N of M failed" last; exit 1 on any failure.
+"""
+import os
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+import wdirac
+
+RUN = FAILED = 0
+
+
+def check(what, ok, detail=""):
+    global RUN, FAILED
+    RUN += 1
+    FAILED += not ok
+    print(f"{what:<66} {'OK  ' if ok else 'FAIL'} {detail}")
+
+
+# DeGrand-Rossi gamma_1..gamma_4, typed from DESIGN.md's table
+I = 1j
+GAMMA = [
+    np.array([[0, 0, 0, I], [0, 0, I, 0], [0, -I, 0, 0], [-I, 0, 0, 0]]),
+    np.array([[0, 0, 0, -1], [0, 0, 1, 0], [0, 1, 0, 0], [-1, 0, 0, 0]]),
+    np.array([[0, 0, I, 0], [0, 0, 0, -I], [-I, 0, 0, 0], [0, I, 0, 0]]),
+    np.array([[0, 0, 1, 0], [0, 0, 0, 1], [1, 0, 0, 0], [0, 1, 0, 0]]),
+]
+AXIS = [3, 2, 1, 0]   # array axis of direction mu = x, y, z, t
+
+
+def wilson(u, x, mass, tbc=-1, dagger=False):
+    """M x = (4+m) x - D x / 2 (dagger: D^dag), numpy, whole lattice."""
+    one = np.eye(4)
+    d = np.zeros_like(x)
+    for mu in range(4):
+        ax = AXIS[mu]
+        s = -1 if dagger else 1
+        pf, pb = one - s * GAMMA[mu], one + s * GAMMA[mu]
+        xf = np.roll(x, -1, axis=ax)
+        xb = np.roll(x, 1, axis=ax)
+        if mu == 3:
+            xf[-1] *= tbc     # the hop from t = T-1 to t = 0
+            xb[0] *= tbc      # the hop from t = 0 to t = T-1
+        umu = u[..., mu, :, :]
+        ub = np.roll(umu, 1, axis=ax)
+        vf = np.einsum("...ab,...sb->...sa", umu, xf)
+        vb = np.einsum("...ba,...sb->...sa", ub.conj(), xb)
+        d += np.einsum("st,...tc->...sc", pf, vf) + np.einsum("st,...tc->...sc", pb, vb)
+    return (4 + mass) * x - 0.5 * d
+
+
+def rel(a, b):
+    return np.linalg.norm(a - b) / np.linalg.norm(b)
+
+
+def main():
+    seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else int(time.time())
+    print(f"test_python: seed {seed} (--seed N replays); variants built: {len(wdirac.variants())}")
+    rng = np.random.default_rng(seed)
+    dims = (4, 4, 4, 8)
+    u = wdirac.GaugeField.generate(dims, beta=6.0, sweeps=3, seed=seed % 1000)
+    u2 = wdirac.GaugeField.generate(dims, beta=6.0, sweeps=3, seed=seed % 1000)
+    check("generate: same seed, same field", np.array_equal(u.array, u2.array))
+    p = u.plaquette()
+    check("generate: plaquette of beta 6.0 in (0, 1)", 0 < p < 1, f"{p:.6f}")
+    check("generate: array shape (T, Z, Y, X, 4, 3, 3)", u.array.shape == (8, 4, 4, 4, 4, 3, 3))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for fmt in ("nersc", "ildg"):
+            path = os.path.join(tmp, "cfg." + fmt)
+            u.save(path, format=fmt)
+            v = wdirac.GaugeField.load(path)
+            check(f"save / load {fmt} 64-bit: the same array", np.array_equal(v.array, u.array))
+        try:
+            u.save(os.path.join(tmp, "cfg.nersc"))
+            check("save over an existing file without overwrite raises Error", False)
+        except wdirac.Error as e:
+            check("save over an existing file without overwrite raises Error", True, e.status)
+        try:
+            wdirac.GaugeField.load(os.path.join(tmp, "missing"))
+            check("load of a missing file raises Error", False)
+        except wdirac.Error as e:
+            check("load of a missing file raises Error", "cannot open" in e.message, e.message)
+
+    shape = u.spinor_shape
+    b = rng.normal(size=shape) + 1j * rng.normal(size=shape)
+    mass = 0.05
+    cases = [("bicgstab", "d", "d", 1e-10, -1), ("bicgstab", "d", "s", 1e-10, 1),
+             ("cg", "d", "h", 1e-10, -1), ("bicgstab", "s", "s", 1e-6, -1)]
+    for solver, prec, sloppy, tol, tbc in cases:
+        s = wdirac.Solver(u, mass=mass, solver=solver, precision=prec, sloppy=sloppy, tol=tol,
+                          backend="cpu", tbc=tbc)
+        x, st = s.solve(b)
+        r = rel(wilson(u.array, x, mass, tbc), b)
+        check(f"solve {solver} {prec}-{sloppy} tbc {tbc:+d}: numpy residual <= tol",
+              r <= tol and abs(r - st.true_residual) <= 1e-3 * r,
+              f"it={st.iterations} numpy {r:.2e} stats {st.true_residual:.2e}")
+
+    s = wdirac.Solver(u, kappa=1 / (2 * (4 + mass)), backend="cpu")
+    for dag in (False, True):
+        got = s.apply(b, dagger=dag)
+        want = wilson(u.array, b, mass, -1, dagger=dag)
+        check(f"apply (dagger {dag}) = numpy M", rel(got, want) <= 1e-13, f"{rel(got, want):.1e}")
+
+    bs = np.stack([b, rng.normal(size=shape) + 0j])
+    xs, sts = s.solve(bs)
+    check("many sources: (2, T, Z, Y, X, 4, 3) gives two solutions",
+          xs.shape == bs.shape and all(st.status == "ok" for st in sts)
+          and all(rel(wilson(u.array, xs[k], mass), bs[k]) <= 1e-10 for k in range(2)))
+
+    for what, bad, exc in (("complex64", b.astype(np.complex64), TypeError),
+                           ("wrong shape", b[:4], ValueError),
+                           ("non-contiguous", np.asfortranarray(b), ValueError),
+                           ("a list", b.tolist(), TypeError)):
+        try:
+            s.solve(bad)
+            check(f"error: {what} b raises {exc.__name__}", False)
+        except exc as e:
+            check(f"error: {what} b raises {exc.__name__}", True, str(e)[:60])
+    bn = b.copy()
+    bn[3, 2, 1, 0, 2, 1] = np.nan
+    try:
+        s.solve(bn)
+        check("error: NaN in b raises wdirac.Error naming the site", False)
+    except wdirac.Error as e:
+        check("error: NaN in b raises wdirac.Error naming the site",
+              "site (0, 1, 2, 3)" in e.message, e.message)
+    try:
+        s.solve(b, max_iter=3)
+        check("error: max_iter 3 raises wdirac.Error with the best x", False)
+    except wdirac.Error as e:
+        check("error: max_iter 3 raises wdirac.Error with the best x",
+              e.x.shape == shape and abs(rel(wilson(u.array, e.x, mass), b)
+                                         - e.stats.true_residual) <= 1e-3 * e.stats.true_residual,
+              f"{e.status}, true residual {e.stats.true_residual:.2e}")
+
+    calls = []
+    s.solve(b, progress=lambda it, res: calls.append(it))
+    check("progress: called with growing iteration counts",
+          len(calls) > 3 and all(a <= c for a, c in zip(calls, calls[1:])), f"{len(calls)} calls")
+
+    def boom(it, res):
+        raise ValueError("stop here")
+    try:
+        s.solve(b, progress=boom)
+        check("progress: an exception in it reaches the caller", False)
+    except ValueError as e:
+        check("progress: an exception in it reaches the caller", str(e) == "stop here")
+
+    # the GIL: a thread counts while a larger solve runs
+    big = wdirac.GaugeField.generate((8, 8, 8, 8), beta=6.0, sweeps=1, seed=5)
+    sb = wdirac.Solver(big, mass=0.01, backend="cpu", sloppy="d", tol=1e-12)
+    bb = np.ones(big.spinor_shape, np.complex128)
+    count = [0]
+    done = threading.Event()
+
+    def counter():
+        while not done.is_set():
+            count[0] += 1
+    t = threading.Thread(target=counter)
+    t.start()
+    seen = []   # the counter at each progress call: between the first and the
+    # last one the solver runs in C; with the GIL held there, the counter
+    # could not move
+    _, st = sb.solve(bb, progress=lambda it, res: seen.append(count[0]))
+    done.set()
+    t.join()
+    during = seen[-1] - seen[0] if seen else 0
+    check("the GIL is released during a solve (a thread keeps counting)", during > 1000,
+          f"{during} counts over {len(seen)} iterations, {st.seconds:.3f} s")
+
+    print(f"{FAILED} of {RUN} failed")
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
