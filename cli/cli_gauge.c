@@ -67,7 +67,7 @@ static const char generate_usage[] =
     "  --seed S         random seed (default 1); --start cold (default) or hot\n"
     "  --precision      bits per stored real (default 64); --two-row, --little-endian: NERSC only\n"
     "  --backend        cpu (default) or cuda: the sweeps on the GPU, observables on the host\n"
-    "                   (one rank: cuda refuses a grid of more than one)\n"
+    "                   (cuda: one rank; a grid of more than one is refused)\n"
     "  --grid Px Py Pz Pt  under mpirun, split the lattice over this process grid (default:\n"
     "                   automatic, T first); the file is the same as one process writes\n";
 
