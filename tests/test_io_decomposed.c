@@ -5,7 +5,8 @@
  *   mpirun -n N test_io_decomposed [--seed N]   (default seed: the time, printed)
  *
  * For every grid of N ranks on an 8x8x8x8 lattice (each of X, Y, Z, T
- * split alone and, with 4 ranks, two at once), every rank computes the
+ * split alone and, with 4 ranks, two at once) and on 8x8x4x16 (T split in
+ * four among others), every rank computes the
  * whole-lattice reference with the single-process functions and compares
  * its block of the decomposed result with the same block of it:
  *   heatbath   a hot start, two compound sweeps (heatbath + 1
@@ -434,39 +435,49 @@ int main(int argc, char **argv)
         printf("test_io_decomposed: %d rank(s), seed %llu (--seed %llu replays)\n", nranks,
                (unsigned long long)seed, (unsigned long long)seed);
 
-    refs r = {NULL, NULL, {8, 8, 8, 8}};
-    const size_t V = wd_volume(r.dims);
-    double *u = xalloc(72 * V * sizeof *u), *psi = xalloc(24 * V * sizeof *psi);
-    wd_gauge_init(u, r.dims, WD_START_HOT, seed);
-    wd_gauge_heatbath_sweep(u, r.dims, 5.9, seed, 0, 1);
-    wd_gauge_heatbath_sweep(u, r.dims, 5.9, seed, 1, 1);
-    wd_gauge_overrelax_sweep(u, r.dims, 1);
-    wd_spinor_fill_random(psi, r.dims, seed ^ 0x5eed);
-    r.u = u;
-    r.psi = psi;
-
-    /* every grid of nranks ranks with local extents even and >= 4 */
+    /* 8^4: every dimension split alone and two at once; 8x8x4x16: T in
+     * four (a rank's two T neighbours differ), non-cubic */
+    static const int lattices[2][4] = {{8, 8, 8, 8}, {8, 8, 4, 16}};
     int case_no = 0;
-    int p[4];
-    for (p[3] = 1; p[3] <= nranks; p[3]++)
-        for (p[2] = 1; p[2] <= nranks; p[2]++)
-            for (p[1] = 1; p[1] <= nranks; p[1]++)
-                for (p[0] = 1; p[0] <= nranks; p[0]++) {
-                    if (p[0] * p[1] * p[2] * p[3] != nranks)
-                        continue;
-                    int fits = 1;
-                    for (int mu = 0; mu < 4; mu++)
-                        fits &= r.dims[mu] % p[mu] == 0 && (r.dims[mu] / p[mu]) % 2 == 0 &&
-                                r.dims[mu] / p[mu] >= 4;
-                    if (fits)
-                        run_grid(p, &r, seed, &case_no);
-                }
+    for (int n = 0; n < 2; n++) {
+        refs r = {NULL, NULL, {0, 0, 0, 0}};
+        memcpy(r.dims, lattices[n], sizeof r.dims);
+        const size_t V = wd_volume(r.dims);
+        double *u = xalloc(72 * V * sizeof *u), *psi = xalloc(24 * V * sizeof *psi);
+        wd_gauge_init(u, r.dims, WD_START_HOT, seed);
+        wd_gauge_heatbath_sweep(u, r.dims, 5.9, seed, 0, 1);
+        wd_gauge_heatbath_sweep(u, r.dims, 5.9, seed, 1, 1);
+        wd_gauge_overrelax_sweep(u, r.dims, 1);
+        wd_spinor_fill_random(psi, r.dims, seed ^ 0x5eed);
+        r.u = u;
+        r.psi = psi;
+        if (rank == 0)
+            printf("lattice %dx%dx%dx%d\n", r.dims[0], r.dims[1], r.dims[2], r.dims[3]);
+
+        /* every grid of nranks ranks with local extents even and >= 4 */
+        int p[4];
+        for (p[3] = 1; p[3] <= nranks; p[3]++)
+            for (p[2] = 1; p[2] <= nranks; p[2]++)
+                for (p[1] = 1; p[1] <= nranks; p[1]++)
+                    for (p[0] = 1; p[0] <= nranks; p[0]++) {
+                        if (p[0] * p[1] * p[2] * p[3] != nranks)
+                            continue;
+                        int fits = 1;
+                        for (int mu = 0; mu < 4; mu++)
+                            fits &= r.dims[mu] % p[mu] == 0 && (r.dims[mu] / p[mu]) % 2 == 0 &&
+                                    r.dims[mu] / p[mu] >= 4;
+                        if (fits)
+                            run_grid(p, &r, seed, &case_no);
+                    }
+        free(u);
+        free(psi);
+    }
 
     if (!checks_run) {
         /* a run that tests nothing must not pass */
         if (rank == 0)
-            printf("no grid of %d ranks fits %dx%dx%dx%d with even local extents >= 4\n",
-                   nranks, r.dims[0], r.dims[1], r.dims[2], r.dims[3]);
+            printf("no grid of %d ranks fits the lattices with even local extents >= 4\n",
+                   nranks);
         checks_failed = 1;
     }
     if (rank == 0) {
@@ -476,8 +487,6 @@ int main(int argc, char **argv)
             fprintf(stderr, "test_io_decomposed: could not remove %s\n", dir);
         printf("%d of %d failed\n", checks_failed, checks_run);
     }
-    free(u);
-    free(psi);
     wd_finalize();
     return checks_failed ? 1 : 0;
 }
