@@ -13,7 +13,9 @@
  * Every rank draws the same global fields from the seed, applies every
  * built variant on the whole lattice alone (wd_backend_open) and on its
  * block of each grid of N ranks that partitions X, Y, Z, T alone and
- * several at once (wd_backend_open_grid), for both parities and both time
+ * several at once (wd_backend_open_grid; on one rank also the 1x1x1x1 grid
+ * whose X, T or all faces are exchanged with itself, "self": the whole
+ * halo path on one process), for both parities and both time
  * boundary conditions, gauge-fixed variants on the field in temporal gauge.
  * The block of the decomposed result must equal the same block of the
  * one-process result bit for bit: halos carry the neighbours' stored
@@ -131,7 +133,11 @@ static wd_status apply(wd_backend *be, int v, const double *u, const double *in,
     return st;
 }
 
-static void run_grid(const int procs[4], const fields *fs, const int local[4])
+/* self: on one rank, dimensions (bit mu) whose faces are exchanged
+ * although the rank is its own neighbour there: the halo path (gather,
+ * exchange, scatter, ghost reads) on one process, which must give the
+ * periodic lattice exactly */
+static void run_grid(const int procs[4], const fields *fs, const int local[4], int self)
 {
     int dims[4];
     for (int mu = 0; mu < 4; mu++)
@@ -141,6 +147,8 @@ static void run_grid(const int procs[4], const fields *fs, const int local[4])
         check(0, wd_last_error());
         return;
     }
+    for (int mu = 0; mu < 4; mu++)
+        g.partitioned[mu] |= (self >> mu) & 1;
     const size_t vol = wd_volume(dims), lvol = wd_volume(g.local);
     double *ul = xalloc(72 * lvol * sizeof(double)), *ufl = xalloc(72 * lvol * sizeof(double));
     double *inl = xalloc(24 * lvol * sizeof(double)), *xl = xalloc(24 * lvol * sizeof(double));
@@ -162,8 +170,9 @@ static void run_grid(const int procs[4], const fields *fs, const int local[4])
                 const wd_variant *var = &wd_variants[v];
                 const double *u = var->gauge_fix ? fs->uf : fs->u;
                 char what[160];
-                snprintf(what, sizeof what, "%s grid %d%d%d%d %s parity %d", var->name, procs[0],
-                         procs[1], procs[2], procs[3], tbc < 0 ? "antiper" : "periodic", parity);
+                snprintf(what, sizeof what, "%s grid %d%d%d%d%s %s parity %d", var->name, procs[0],
+                         procs[1], procs[2], procs[3], self ? " self" : "",
+                         tbc < 0 ? "antiper" : "periodic", parity);
                 wd_status st = apply(&one, v, u, fs->in, fs->x, parity, tbc, whole);
                 if (st == WD_OK)
                     st = apply(&dec, v, var->gauge_fix ? ufl : ul, inl, xl, parity, tbc, part);
@@ -195,8 +204,9 @@ static void run_grid(const int procs[4], const fields *fs, const int local[4])
     double root[3] = {nd, cd.re, cd.im};
     wd_comm_bcast(root, sizeof root, 0);
     char what[160];
-    snprintf(what, sizeof what, "reductions grid %d%d%d%d: norm2 %.3e, cdot within 1e-13, "
-             "the same bits on every rank", procs[0], procs[1], procs[2], procs[3], n1);
+    snprintf(what, sizeof what, "reductions grid %d%d%d%d%s: norm2 %.3e, cdot within 1e-13, "
+             "the same bits on every rank", procs[0], procs[1], procs[2], procs[3],
+             self ? " self" : "", n1);
     const double cn = sqrt(c1.re * c1.re + c1.im * c1.im);
     check(fabs(nd - n1) <= 1e-13 * n1 && hypot(cd.re - c1.re, cd.im - c1.im) <= 1e-13 * cn &&
           dec.error == WD_OK && !memcmp(mine, root, sizeof mine),
@@ -263,8 +273,12 @@ int main(int argc, char **argv)
         {2, 2, 1, 1}, {1, 1, 2, 2}, {1, 2, 1, 2}, {2, 1, 1, 2}, {1, 1, 1, 4}, {4, 1, 1, 1},
         {2, 1, 2, 2}, {1, 1, 2, 4},
     };
-    for (size_t k = 0; k < sizeof grids / sizeof grids[0]; k++) {
-        const int *p = grids[k];
+    /* on one rank also the 1x1x1x1 grid exchanging X, T, and every face with itself */
+    static const int selfs[] = {0, 1, 8, 15};
+    const int nself = nranks == 1 ? 4 : 1;
+    for (size_t k = 0; k < sizeof grids / sizeof grids[0] * nself; k++) {
+        const int *p = grids[k % (sizeof grids / sizeof grids[0])];
+        const int self = selfs[k / (sizeof grids / sizeof grids[0])];
         if (p[0] * p[1] * p[2] * p[3] != nranks)
             continue;
         int dims[4];
@@ -281,7 +295,7 @@ int main(int argc, char **argv)
         wd_spinor_random(in, dims, &r);
         wd_spinor_random(x, dims, &r);
         const fields fs = {(double *)u, (double *)uf, (double *)in, (double *)x};
-        run_grid(p, &fs, local);
+        run_grid(p, &fs, local, self);
         free(u);
         free(uf);
         free(gt);

@@ -709,6 +709,12 @@ double wd_cuda_be_norm2(wd_backend *be, const wd_field *x)
 }
 
 
+/* a status agreed over the ranks of the grid (none to agree with on one) */
+static wd_status grid_agree(const wd_backend *be, wd_status st)
+{
+    return be->grid.size > 1 ? wd_comm_agree(st) : st;
+}
+
 /* Collective (every rank of the grid): the NCCL communicator, and the face
  * index tables of every partitioned dimension (idx, `total` entries, from
  * the host half: wd_face_site), [mu][last][parity] starting at off.  The
@@ -717,14 +723,14 @@ wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
                                const long off[4][2][2])
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
-    wd_status st = wd_nccl_open(&c->nccl);
+    wd_status st = wd_nccl_open(&c->nccl, be->grid.size, be->grid.rank);
     if (st != WD_OK)
         return st;
     memcpy(c->face_off, off, sizeof c->face_off);
     st = wd_cuda_malloc((void **)&c->face_idx, (size_t)total * sizeof(int), "the face index tables");
     if (st == WD_OK)
         st = wd_cuda_h2d(c->face_idx, idx, (size_t)total * sizeof(int));
-    return wd_comm_agree(st);
+    return grid_agree(be, st);
 }
 
 /* wd_face_bytes: one face's elements, then its norms (half precision) */
@@ -798,7 +804,7 @@ wd_status wd_cuda_be_halo(wd_backend *be, const wd_field *in, int out_parity, wd
         f->recv[WD_BWD] = b + 3 * slot;
     }
     /* every rank enters the exchange, or none */
-    if ((st = wd_comm_agree(st)) != WD_OK)
+    if ((st = grid_agree(be, st)) != WD_OK)
         return st;
     if ((st = wd_nccl_halo(c->nccl, &be->grid, faces, nf, s)) != WD_OK)
         return st;
@@ -898,7 +904,7 @@ wd_status wd_backend_cuda_time_exchange(wd_backend *be, int mu, size_t bytes, in
     cudaEvent_t e0 = NULL, e1 = NULL;
     if (st == WD_OK && (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess))
         st = wd_fail(WD_ERR_CUDA, "NCCL exchange timing: cudaEventCreate failed");
-    if ((st = wd_comm_agree(st)) == WD_OK) {
+    if ((st = grid_agree(be, st)) == WD_OK) {
         cudaStream_t s = (cudaStream_t)wd_cuda_stream();
         wd_nccl_face f;
         f.mu = mu;

@@ -201,7 +201,7 @@ wd_status wd_backend_cuda_time_dslash(wd_backend *be, int variant, wd_field *out
     int block = 0;
     if (st == WD_OK)
         st = wd_tune_dslash(variant, &args, be->pad, &block);
-    if ((st = wd_comm_agree(st)) != WD_OK)
+    if (be->grid.size > 1 && (st = wd_comm_agree(st)) != WD_OK)
         return st;
     return wd_cuda_be_time(be, variant, &args, block, in, parity, reps, us, halo_us);
 }
@@ -281,7 +281,9 @@ static wd_status grid_open(wd_backend *be)
                 for (int f = 0; f < be->halo.face_cb[mu]; ++f)
                     p[f] = wd_face_site(be->dims, mu, coord, parity, f);
             }
-    if ((st = wd_comm_agree(st)) == WD_OK)
+    if (be->grid.size > 1)
+        st = wd_comm_agree(st);
+    if (st == WD_OK)
         st = wd_cuda_be_grid_open(be, idx, total, (const long(*)[2][2])off);
     free(idx);
     return st;
@@ -290,10 +292,11 @@ static wd_status grid_open(wd_backend *be)
 wd_status wd_backend_cuda_init(wd_backend *be)
 {
     wd_cuda_info info;
-    const int grid = be->grid.size > 1;
+    /* several ranks: every rank takes each step, or none; partitioned
+     * faces (also those of one rank wrapping onto itself): NCCL */
+    const int many = be->grid.size > 1, halo = be->halo.ghost_sites > 0;
     wd_status st = WD_OK;
-    /* on a grid every rank takes each step, or none */
-    if (grid && (st = wd_backend_cuda_select()) != WD_OK)
+    if (many && (st = wd_backend_cuda_select()) != WD_OK)
         return st;
     if (!wd_cuda_available())
         st = wd_fail(WD_ERR_NO_DEVICE, "CUDA backend: no usable GPU");
@@ -301,7 +304,9 @@ wd_status wd_backend_cuda_init(wd_backend *be)
         st = wd_cuda_device_info(&info);
     if (st == WD_OK)
         st = wd_cuda_be_open(be);
-    if (grid && (st = wd_comm_agree(st)) == WD_OK)
+    if (many)
+        st = wd_comm_agree(st);
+    if (halo && st == WD_OK)
         st = grid_open(be);
     if (st != WD_OK) {
         wd_cuda_be_close(be);

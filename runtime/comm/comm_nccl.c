@@ -91,13 +91,24 @@ static wd_status nccl_fail(ncclResult_t rc, const char *call)
                    ncclGetLastError(NULL) ? ncclGetLastError(NULL) : "");
 }
 
-wd_status wd_nccl_open(wd_nccl **out)
+/* agreed over every rank when the communicator spans them all; a
+ * communicator of one rank is this process's alone */
+static wd_status agree(int nranks, wd_status st)
+{
+    return nranks > 1 ? wd_comm_agree(st) : st;
+}
+
+wd_status wd_nccl_open(wd_nccl **out, int nranks, int rank)
 {
     *out = NULL;
     ncclUniqueId id;
     memset(&id, 0, sizeof id);
-    wd_status st = WD_OK;
-    if (wd_comm_rank() == 0) {
+    wd_status st = nranks == 1 || (nranks == wd_comm_size() && rank == wd_comm_rank())
+                       ? WD_OK
+                       : wd_fail(WD_ERR_INTERNAL, "NCCL: a communicator of %d ranks (rank %d) "
+                                 "must span all %d processes, or this one alone", nranks, rank,
+                                 wd_comm_size());
+    if (st == WD_OK && rank == 0) {
         const ncclResult_t rc = ncclGetUniqueId(&id);
         if (rc != ncclSuccess)
             st = nccl_fail(rc, "ncclGetUniqueId");
@@ -105,18 +116,19 @@ wd_status wd_nccl_open(wd_nccl **out)
     wd_nccl *c = calloc(1, sizeof *c);
     if (!c && st == WD_OK)
         st = wd_fail(WD_ERR_NOMEM, "NCCL: the communicator's handle");
-    if ((st = wd_comm_agree(st)) != WD_OK) {
+    if ((st = agree(nranks, st)) != WD_OK) {
         free(c);
         return st;
     }
-    st = wd_comm_agree(wd_comm_bcast(&id, sizeof id, 0));
+    if (nranks > 1)
+        st = wd_comm_agree(wd_comm_bcast(&id, sizeof id, 0));
     if (st == WD_OK) {
-        const ncclResult_t rc = ncclCommInitRank(&c->comm, wd_comm_size(), id, wd_comm_rank());
+        const ncclResult_t rc = ncclCommInitRank(&c->comm, nranks, id, rank);
         if (rc != ncclSuccess) {
             c->comm = NULL;
             st = nccl_fail(rc, "ncclCommInitRank");
         }
-        st = wd_comm_agree(st);
+        st = agree(nranks, st);
     }
     if (st != WD_OK) {
         if (c->comm)
@@ -187,8 +199,9 @@ wd_status wd_comm_local_rank(int *local, int *nlocal)
     return wd_comm_size() > 1 ? no_nccl() : WD_OK;
 }
 
-wd_status wd_nccl_open(wd_nccl **out)
+wd_status wd_nccl_open(wd_nccl **out, int nranks, int rank)
 {
+    (void)nranks, (void)rank;
     *out = NULL;
     return no_nccl();
 }

@@ -130,11 +130,14 @@ int wd_comm_has_nccl(void);
  * call (every rank must make it), remembered after; 0 and 1 on one rank. */
 wd_status wd_comm_local_rank(int *local, int *nlocal);
 
-/* Collective: an NCCL communicator over every rank of wd_comm_size(),
- * rank r of NCCL = rank r of MPI.  The caller has selected this rank's
- * device.  Agreed: every rank gets the same status. */
+/* An NCCL communicator of nranks ranks, this process being `rank`: either
+ * every process (nranks = wd_comm_size(), rank r of NCCL = rank r of MPI;
+ * collective, bootstrapped through wd_comm_bcast, agreed: every rank gets
+ * the same status) or this process alone (nranks 1: a grid whose
+ * partitioned faces wrap onto the process itself, sends to itself).  The
+ * caller has selected this rank's device. */
 typedef struct wd_nccl wd_nccl;
-wd_status wd_nccl_open(wd_nccl **c);
+wd_status wd_nccl_open(wd_nccl **c, int nranks, int rank);
 void wd_nccl_close(wd_nccl *c);
 
 /* One dimension's faces for wd_nccl_halo, device pointers, as
