@@ -8,6 +8,8 @@
  *   wdirac tune ...           fill the GPU tune cache ahead of time
  *   wdirac gauge ...          generate, inspect or convert gauge configurations (cli_gauge.c)
  *   wdirac solve ...          solve M x = b for one source (cli_solve.c)
+ *   wdirac propagator ...     12 columns of a point or wall source, meson
+ *                             correlators and effective masses (cli_propagator.c)
  *   wdirac version            the commit it was built from
  *
  * Exit codes, the same for every command (cli_util.h maps every status):
@@ -22,6 +24,7 @@
 #include <string.h>
 
 #include "cli_gauge.h"
+#include "cli_propagator.h"
 #include "cli_solve.h"
 #include "cli_bench.h"
 #include "cli_util.h"
@@ -40,6 +43,7 @@ static void usage(FILE *f)
             "  tune              tune GPU launch configurations ahead of time (wdirac tune --help)\n"
             "  gauge             generate, inspect (info) or convert a configuration (wdirac gauge --help)\n"
             "  solve             solve M x = b for a point, random or file source (wdirac solve --help)\n"
+            "  propagator        a point or wall propagator and its meson correlators (wdirac propagator --help)\n"
             "  version           print the commit this program was built from\n");
 }
 
@@ -82,6 +86,8 @@ static int run(int argc, char **argv)
         return wd_cli_gauge_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "solve"))
         return wd_cli_solve_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "propagator"))
+        return wd_cli_propagator_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "version")) {
         printf("wdirac %s\n", WD_GIT_COMMIT);
         return 0;
@@ -100,7 +106,8 @@ static int run(int argc, char **argv)
 int main(int argc, char **argv)
 {
     const int lattice = argc >= 2 && (!strcmp(argv[1], "bench") || !strcmp(argv[1], "tune") ||
-                                      !strcmp(argv[1], "gauge") || !strcmp(argv[1], "solve"));
+                                      !strcmp(argv[1], "gauge") || !strcmp(argv[1], "solve") ||
+                                      !strcmp(argv[1], "propagator"));
     if (!lattice)
         return run(argc, argv);
     const wd_status st = wd_init(&argc, &argv);

@@ -23,6 +23,7 @@ ALLOWED = {
     "gauge": {"core", "comm", "backends"},
     "numerics": {"core", "comm", "operator", "backends", "gauge"},
     "io": {"core", "comm", "gauge"},
+    "physics": {"core", "comm", "numerics"},
     "python": set(),
     "cli": set(),
 }

@@ -1,0 +1,131 @@
+"""test_cli_propagator.py WDIRAC [MPIEXEC ARGS...]: `wdirac propagator`.
+
+Without MPIEXEC (one process):
+  - free quarks (--unit-gauge, 4x4x4x8, antiperiodic time): the
+    pseudoscalar C(t) against the one from the analytic free propagator,
+    S(x; 0) = (1/V) sum_p e^{ipx} M(p)^-1 with
+    M(p) = (4+m) - sum_mu cos p_mu + i sum_mu g_mu sin p_mu (DeGrand-Rossi,
+    p_t = 2 pi (k + 1/2) / T), summed by numpy's FFT: 1e-8 relative;
+  - a moved source (--site 1,2,3,5) gives the same C(t) (translation
+    invariance of the free field), the JSON, CSV and PNG are written, the
+    CSV holds the JSON's numbers;
+  - bad input: a site outside the lattice, an existing output without
+    --overwrite: exit 2, nothing written.
+With MPIEXEC (e.g. `mpiexec --oversubscribe`): a heatbath configuration,
+one rank against 2 ranks (--grid 1 1 1 2): the same correlators (1e-10
+relative) and iterations.
+One line per check; "N of M failed" last; exit 1 on any failure.
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+RUN = FAILED = 0
+
+
+def check(what, ok, detail=""):
+    global RUN, FAILED
+    RUN += 1
+    FAILED += not ok
+    print(f"{what:<66} {'OK  ' if ok else 'FAIL'} {detail}")
+
+
+I = 1j
+GAMMA = [np.array([[0, 0, 0, I], [0, 0, I, 0], [0, -I, 0, 0], [-I, 0, 0, 0]]),
+         np.array([[0, 0, 0, -1], [0, 0, 1, 0], [0, 1, 0, 0], [-1, 0, 0, 0]]),
+         np.array([[0, 0, I, 0], [0, 0, 0, -I], [-I, 0, 0, 0], [0, I, 0, 0]]),
+         np.array([[0, 0, 1, 0], [0, 0, 0, 1], [1, 0, 0, 0], [0, 1, 0, 0]])]
+
+
+def free_pseudoscalar(dims, mass):
+    """sum_x tr[S S^dag](t) of free Wilson quarks, source at the origin."""
+    X, Y, Z, T = dims
+    k = [2 * np.pi * np.fft.fftfreq(n) * n / n for n in (T, Z, Y, X)]
+    pt = 2 * np.pi * (np.arange(T) + 0.5) / T
+    P = np.meshgrid(pt, k[1], k[2], k[3], indexing="ij")     # (t, z, y, x) momenta
+    mom = [P[3], P[2], P[1], P[0]]                            # mu = x, y, z, t
+    m = (4 + mass - sum(np.cos(p) for p in mom))[..., None, None] * np.eye(4)
+    for mu in range(4):
+        m = m + 1j * np.sin(mom[mu])[..., None, None] * GAMMA[mu]
+    minv = np.linalg.inv(m)
+    # S(t, z, y, x) = (1/V) sum_p e^{i p x} minv(p): the antiperiodic half
+    # step in p_t only multiplies by a phase e^{i pi t / T}
+    s = np.fft.ifftn(minv, axes=(0, 1, 2, 3))
+    return 3 * np.einsum("tzyxab->t", np.abs(s) ** 2)
+
+
+def run(cmd):
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def main():
+    wdirac, mpi = sys.argv[1], sys.argv[2:]
+    tmp = tempfile.mkdtemp()
+    kappa = 0.12
+    mass = 1 / (2 * kappa) - 4
+    dims = (4, 4, 4, 8)
+    base = [wdirac, "propagator", "--unit-gauge", "--dims", *map(str, dims), "--kappa",
+            str(kappa), "--tol", "1e-12", "--backend", "cpu", "--quiet"]
+    if not mpi:
+        j1, c1, p1 = (os.path.join(tmp, n) for n in ("a.json", "a.csv", "a.png"))
+        r = run(base + ["--json", j1, "--csv", c1, "--png", p1])
+        check("free field: runs", r.returncode == 0, r.stderr.strip()[-200:])
+        rec = json.load(open(j1))
+        got = np.array(rec["mesons"]["pseudoscalar"]["C"])
+        want = free_pseudoscalar(dims, mass)
+        err = np.max(np.abs(got - want) / want)
+        check("free field: pseudoscalar C(t) = the FFT free propagator's", err <= 1e-8,
+              f"max rel {err:.1e}")
+        check("free field: every column converged to 1e-12",
+              all(c["true_residual"] <= 1e-12 for c in rec["columns"]))
+        rows = list(csv.DictReader(open(c1)))
+        csv_c = np.array([float(row["C_pseudoscalar"]) for row in rows])
+        check("CSV holds the JSON's C(t)", np.array_equal(csv_c, got))
+        check("PNG written", os.path.getsize(p1) > 1000, f"{os.path.getsize(p1)} bytes")
+        j2 = os.path.join(tmp, "b.json")
+        r = run(base + ["--site", "1,2,3,5", "--json", j2])
+        moved = np.array(json.load(open(j2))["mesons"]["pseudoscalar"]["C"])
+        check("free field: a moved source gives the same C(t)",
+              r.returncode == 0 and np.max(np.abs(moved - got) / got) <= 1e-9,
+              f"max rel {np.max(np.abs(moved - got) / got):.1e}")
+        j3 = os.path.join(tmp, "c.json")
+        r = run(base + ["--site", "0,0,0,8", "--json", j3])
+        check("bad site 0,0,0,8 (T = 8): exit 2, nothing written",
+              r.returncode == 2 and not os.path.exists(j3), r.stderr.strip()[-120:])
+        r = run(base + ["--json", j1])
+        check("existing --json without --overwrite: exit 2", r.returncode == 2,
+              r.stderr.strip()[-120:])
+    else:
+        cfg = os.path.join(tmp, "cfg")
+        r = run([wdirac, "gauge", "generate", "--dims", "4", "4", "4", "8", "--beta", "5.8",
+                 "--therm", "5", "--sweeps", "1", "--seed", "9", "--format", "nersc",
+                 "--out", cfg, "--backend", "cpu"])
+        check("gauge generate", r.returncode == 0, r.stderr.strip()[-200:])
+        common = ["propagator", "--gauge", cfg, "--kappa", "0.13", "--tol", "1e-11",
+                  "--backend", "cpu", "--quiet", "--site", "1,0,2,3"]
+        j1, j2 = os.path.join(tmp, "one.json"), os.path.join(tmp, "two.json")
+        r1 = run(mpi + ["-n", "1", wdirac] + common + ["--json", j1])
+        r2 = run(mpi + ["-n", "2", wdirac] + common + ["--grid", "1", "1", "1", "2", "--json", j2])
+        check("one rank and two ranks run", r1.returncode == 0 and r2.returncode == 0,
+              (r1.stderr + r2.stderr).strip()[-200:])
+        a, b = json.load(open(j1)), json.load(open(j2))
+        worst = 0.0
+        for name in a["mesons"]:
+            ca, cb = np.array(a["mesons"][name]["C"]), np.array(b["mesons"][name]["C"])
+            worst = max(worst, np.max(np.abs(ca - cb)) / np.max(np.abs(ca)))
+        check("two ranks: every meson's C(t) = one rank's", worst <= 1e-10, f"max rel {worst:.1e}")
+        ia = [c["iterations"] for c in a["columns"]]
+        ib = [c["iterations"] for c in b["columns"]]
+        check("two ranks: iterations within 1 of one rank's",
+              all(abs(x - y) <= 1 for x, y in zip(ia, ib)), f"{ia} vs {ib}")
+    print(f"{FAILED} of {RUN} failed")
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
