@@ -18,7 +18,9 @@ Checks, on fresh random data:
     raises wdirac.Error carrying the best x and its stats;
   - progress: the callable is called with growing iteration counts; an
     exception in it reaches the caller;
-  - the GIL is released during a solve: a Python thread keeps counting.
+  - the GIL is released during a solve: a Python thread keeps counting;
+  - with --wdirac PROGRAM: the same bits as the program for the same
+    inputs (a generated configuration, a point-source solve).
 One line per check; "N of M failed" last; exit 1 on any failure.
 """
 import os
@@ -193,8 +195,35 @@ def main():
     check("the GIL is released during a solve (a thread keeps counting)", during > 1000,
           f"{during} counts over {len(seen)} iterations, {st.seconds:.3f} s")
 
+    if "--wdirac" in sys.argv:
+        same_as_cli(sys.argv[sys.argv.index("--wdirac") + 1], seed)
+
     print(f"{FAILED} of {RUN} failed")
     return 1 if FAILED else 0
+
+
+def same_as_cli(program, seed):
+    """The bindings against the program on the same inputs: bit for bit."""
+    import subprocess
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg, xf = os.path.join(tmp, "cfg"), os.path.join(tmp, "x.npy")
+        s = seed % 1000
+        r = subprocess.run([program, "gauge", "generate", "--dims", "4", "4", "4", "8", "--beta",
+                            "6.0", "--start", "hot", "--sweeps", "3", "--or", "4", "--seed",
+                            str(s), "--format", "nersc", "--out", cfg, "--backend", "cpu"],
+                           capture_output=True, text=True)
+        u = wdirac.GaugeField.generate((4, 4, 4, 8), beta=6.0, sweeps=3, seed=s, n_or=4)
+        v = wdirac.GaugeField.load(cfg) if r.returncode == 0 else None
+        check("same bits as `wdirac gauge generate` (hot, 3 sweeps)",
+              v is not None and np.array_equal(u.array, v.array), r.stderr.strip()[-100:])
+        r = subprocess.run([program, "solve", "--gauge", cfg, "--point", "1,2,3,4,2,1", "--kappa",
+                            "0.13", "--tol", "1e-11", "--backend", "cpu", "--quiet", "--out", xf],
+                           capture_output=True, text=True)
+        b = np.zeros(u.spinor_shape, np.complex128)
+        b[4, 3, 2, 1, 2, 1] = 1
+        x, _ = wdirac.Solver(u, kappa=0.13, tol=1e-11, backend="cpu").solve(b)
+        check("same bits as `wdirac solve --point` (default solver)",
+              r.returncode == 0 and np.array_equal(np.load(xf), x), r.stderr.strip()[-100:])
 
 
 if __name__ == "__main__":
