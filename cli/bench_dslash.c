@@ -38,6 +38,9 @@
  * the work is the decomposed lattice's, the values need not be.
  * --nccl-sweep adds the NCCL send/recv exchange alone, for buffers from
  * 4 KiB to 256 MiB and for the halo faces of every lattice timed.
+ * --wrap-halo AXES runs the halo path for axes the grid does not split
+ * (each rank exchanging with itself through NCCL): on one GPU, a rank's
+ * share of a larger grid with everything but the wire between GPUs.
  */
 #include <complex.h>
 #include <fnmatch.h>
@@ -309,7 +312,10 @@ static void usage(FILE *f)
             "                        backend, NCCL halos; the default under several ranks: the\n"
             "                        automatic grid); --dims are then global lattices\n"
             "  --nccl-sweep          with a grid: also time the NCCL exchange alone for 4 KiB to\n"
-            "                        256 MiB and for each lattice's halo faces\n");
+            "                        256 MiB and for each lattice's halo faces\n"
+            "  --wrap-halo AXES      on a grid (--grid 1 1 1 1 too): also exchange the faces of\n"
+            "                        AXES (letters of XYZT) that the grid does not split, each\n"
+            "                        rank with itself: the halo path's cost without a second GPU\n");
 }
 
 static void print_row(const bench_row *r, double copy, double base_us)
@@ -472,7 +478,7 @@ static void nccl_sweep(wd_backend *be, const size_t *extra, int nextra, int reps
 
 static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const char *glob, int reps,
                       uint64_t seed, int pad, const char *json_path, const char *tune_cache,
-                      int sweep_nccl)
+                      int sweep_nccl, int wrap)
 {
     const int printer = wd_cli_printer();
     wd_status st = wd_backend_cuda_select();
@@ -496,6 +502,10 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
         printf("seed %llu (+ rank)  reps %d  pad %d  commit %s  build %s\n",
                (unsigned long long)seed, reps, pad, WD_GIT_COMMIT, wd_tune_build_id());
         printf("copy bandwidth %.1f GB/s per GPU (read + write, rank 0)\n", copy);
+        if (wrap)
+            printf("--wrap-halo: faces of %s%s%s%s exchanged by each rank with itself where the "
+                   "grid does not split them\n", wrap & 1 ? "X" : "", wrap & 2 ? "Y" : "",
+                   wrap & 4 ? "Z" : "", wrap & 8 ? "T" : "");
         printf("time per call: halo exchange (gather, NCCL, scatter) then the kernel, one stream,\n"
                "the slowest rank; GB/s and copy: the kernel's bytes model on one rank's block\n\n");
         printf("%-28s %-14s %-8s %-13s %5s %10s %9s %9s %8s %6s %10s %8s\n", "variant", "lattice",
@@ -508,6 +518,7 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
     json_object_set_new(root, "reps", json_integer(reps));
     json_object_set_new(root, "pad", json_integer(pad));
     json_object_set_new(root, "ranks", json_integer(wd_ranks()));
+    json_object_set_new(root, "wrap_halo", json_integer(wrap));
     json_object_set_new(root, "copy_GBps", json_real(copy));
     int n = 0, failed = 0;
     for (int l = 0; l < nlat; ++l) {
@@ -522,7 +533,7 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
         wd_backend be;
         st = made ? WD_OK : WD_ERR_NOMEM;
         if (made)
-            st = wd_backend_open_lattice(&be, WD_BACKEND_CUDA, &lat, pad);
+            st = wd_backend_open_lattice(&be, WD_BACKEND_CUDA, &lat, pad, wrap);
         if (st != WD_OK) {
             if (printer)
                 fprintf(stderr, "wdirac bench dslash: %dx%dx%dx%d: %s\n", lat.dims[0], lat.dims[1],
@@ -607,7 +618,7 @@ int wd_bench_dslash_main(int argc, char **argv)
     int lat[MAX_LATTICES][4], nlat = 0, pads[MAX_PADS], npads = 0, reps = 0, sweep = 0;
     uint64_t seed = 1;
     const char *glob = "*", *json_path = NULL, *backend = "auto", *tune_cache = NULL;
-    int procs[4] = {0, 0, 0, 0}, grid_given = 0, sweep_nccl = 0;
+    int procs[4] = {0, 0, 0, 0}, grid_given = 0, sweep_nccl = 0, wrap = 0;
     for (int k = 0; k < argc; ++k) {
         if (!strcmp(argv[k], "--dims") && k + 4 < argc && nlat < MAX_LATTICES) {
             for (int mu = 0; mu < 4; ++mu)
@@ -635,6 +646,17 @@ int wd_bench_dslash_main(int argc, char **argv)
             grid_given = 1;
         } else if (!strcmp(argv[k], "--nccl-sweep")) {
             sweep_nccl = 1;
+        } else if (!strcmp(argv[k], "--wrap-halo") && k + 1 < argc) {
+            const char *d = argv[++k];
+            for (; *d; ++d) {
+                const char *axes = "XYZT", *at = strchr(axes, *d);
+                if (!at) {
+                    fprintf(stderr, "wdirac bench dslash: --wrap-halo takes letters of XYZT\n");
+                    return WD_EXIT_USAGE;
+                }
+                wrap |= 1 << (at - axes);
+            }
+            grid_given = 1;
         } else if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
             usage(stdout);
             return 0;
@@ -656,7 +678,7 @@ int wd_bench_dslash_main(int argc, char **argv)
             memcpy(lat[nlat++], d32, sizeof lat[0]);
         }
         return bench_grid(lat, nlat, procs, glob, reps ? reps : 100, seed, npads ? pads[0] : 0,
-                          json_path, tune_cache, sweep_nccl);
+                          json_path, tune_cache, sweep_nccl, wrap);
     }
     int gpu;
     if (!strcmp(backend, "auto"))

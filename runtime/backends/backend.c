@@ -51,7 +51,7 @@ wd_status wd_backend_open_grid(wd_backend *be, wd_backend_kind kind, const wd_gr
 }
 
 wd_status wd_backend_open_lattice(wd_backend *be, wd_backend_kind kind, const wd_lattice *lat,
-                                  int pad)
+                                  int pad, int wrap)
 {
     wd_grid grid;
     const wd_status st = wd_grid_make(&grid, lat->dims, lat->procs, lat->size, lat->rank, 4);
@@ -59,6 +59,8 @@ wd_status wd_backend_open_lattice(wd_backend *be, wd_backend_kind kind, const wd
         memset(be, 0, sizeof *be);
         return st;
     }
+    for (int mu = 0; mu < 4; ++mu)
+        grid.partitioned[mu] |= (wrap >> mu) & 1;
     return wd_backend_open_grid(be, kind, &grid, pad);
 }
 

@@ -188,9 +188,12 @@ wd_status wd_backend_open(wd_backend *be, wd_backend_kind kind, const int dims[4
 wd_status wd_backend_open_grid(wd_backend *be, wd_backend_kind kind, const wd_grid *grid,
                                int pad);
 /* The same from the public description of a decomposed lattice
- * (wd_lattice_make). */
+ * (wd_lattice_make).  wrap, bit mu: exchange mu's faces through the halo
+ * path even where the grid does not split mu (this rank is its own
+ * neighbour there): the decomposed code path on fewer processes, for tests
+ * and benchmarks; 0 for a plain run. */
 wd_status wd_backend_open_lattice(wd_backend *be, wd_backend_kind kind, const wd_lattice *lat,
-                                  int pad);
+                                  int pad, int wrap);
 /* For programs on a grid: every rank's status agreed (wd_comm_agree), so
  * that all take the same branch before the next collective call. */
 wd_status wd_backend_agree(wd_status st);
