@@ -29,6 +29,7 @@
 #include "wd_version.h"
 #include "wdirac.h"
 #include "wdirac_gauge.h"
+#include "wdirac_npy.h"
 #include "wdirac_physics.h"
 
 extern char **environ;
@@ -52,6 +53,8 @@ static const char usage_text[] =
     "  --max-iter N          per column (default 10000)\n"
     "  --backend auto|cpu|cuda  default auto\n"
     "  --grid Px Py Pz Pt    process grid under mpirun (default automatic)\n"
+    "  --out FILE.npy        the propagator, complex128 (T, Z, Y, X, 4, 3, 4, 3), sink spin\n"
+    "                        and colour before source spin and colour (2304 bytes a site)\n"
     "  --json FILE           settings, per-column stats, C(t) and m_eff(t)\n"
     "  --csv FILE            t, then C and m_eff of each meson\n"
     "  --png FILE            C(t) and m_eff(t) plotted (python3 with matplotlib)\n"
@@ -59,7 +62,7 @@ static const char usage_text[] =
     "  --quiet               no summary\n";
 
 typedef struct options {
-    const char *gauge, *json, *csv, *png;
+    const char *gauge, *json, *csv, *png, *out;
     int unit, have_dims, dims[4];
     double kappa, mass;
     int have_kappa, have_mass;
@@ -180,6 +183,8 @@ static int parse(int argc, char **argv, options *o)
             o->have_grid = 1;
         } else if (!strcmp(a, "--json") && next) {
             o->json = argv[++i];
+        } else if (!strcmp(a, "--out") && next) {
+            o->out = argv[++i];
         } else if (!strcmp(a, "--csv") && next) {
             o->csv = argv[++i];
         } else if (!strcmp(a, "--png") && next) {
@@ -202,9 +207,9 @@ static int parse(int argc, char **argv, options *o)
     o->s.mass = o->have_kappa ? 1.0 / (2.0 * o->kappa) - 4.0 : o->mass;
     if (o->s.sloppy_precision > o->s.precision)
         o->s.sloppy_precision = o->s.precision;
-    const char *outs[3] = {o->json, o->csv, o->png};
-    for (int k = 0; k < 3; k++)
-        for (int l = k + 1; l < 3; l++)
+    const char *outs[4] = {o->json, o->csv, o->png, o->out};
+    for (int k = 0; k < 4; k++)
+        for (int l = k + 1; l < 4; l++)
             if (outs[k] && outs[l] && !strcmp(outs[k], outs[l]))
                 return usage_error("two outputs name the same file", outs[k]);
     return -1;
@@ -283,8 +288,8 @@ int wd_cli_propagator_main(int argc, char **argv)
     /* outputs first, on rank 0, the verdict everywhere */
     wd_status st = WD_OK;
     if (wd_rank() == 0)
-        for (int k = 0; k < 3 && st == WD_OK; k++)
-            st = writable(k == 0 ? o.json : k == 1 ? o.csv : o.png, o.overwrite);
+        for (int k = 0; k < 4 && st == WD_OK; k++)
+            st = writable(k == 0 ? o.json : k == 1 ? o.csv : k == 2 ? o.png : o.out, o.overwrite);
     if ((st = wd_agree(st)) != WD_OK)
         return wd_cli_exit_code(st);
     /* the backend */
@@ -409,7 +414,14 @@ int wd_cli_propagator_main(int argc, char **argv)
                "a4-pseudoscalar) ratio of t and t+1\n", t0);
     }
 
-    /* the files, rank 0 */
+    /* the propagator file (collective: rank 0 writes what every rank sends) */
+    if (o.out && (st = wd_npy_write_propagator_block(o.out, prop, &lat, o.overwrite)) != WD_OK) {
+        fprintf(stderr, "wdirac propagator: %s\n", wd_last_error());
+        free(u), free(prop), free(corr), free(meff);
+        return wd_cli_exit_code(st);
+    }
+
+    /* the other files, rank 0 */
     if (wd_rank() == 0 && (o.json || o.csv || o.png)) {
         json_t *root = json_pack("{s:s, s:s, s:[iiii], s:s, s:f, s:s, s:[iiii], s:f, s:f, s:f, "
                                  "s:s, s:s, s:[iiii], s:i}",
@@ -494,6 +506,8 @@ int wd_cli_propagator_main(int argc, char **argv)
     } else {
         rc = WD_EXIT_OK;
         if (!o.quiet) {
+            if (o.out)
+                printf("propagator %s\n", o.out);
             if (o.json)
                 printf("json       %s\n", o.json);
             if (o.csv)

@@ -19,6 +19,7 @@
  *   wd_npy_check_writable  would a write to this path succeed: refuses an
  *                          existing file without overwrite, and creates
  *                          and removes a temporary file beside it
+ *   wd_npy_write_propagator_block  a propagator, (T, Z, Y, X, 4, 3, 4, 3)
  *   wd_npy_read_spinor_block / wd_npy_write_spinor_block   the same files
  *                          on a process grid (wdirac.h's wd_lattice): rank
  *                          0 reads or writes, one time slice at a time
@@ -84,6 +85,17 @@ wd_status wd_npy_read_spinor_block(const char *path, const wd_lattice *lat, doub
  */
 wd_status wd_npy_write_spinor_block(const char *path, const double *psi_block,
                                     const wd_lattice *lat, int overwrite);
+
+/*
+ * A propagator (wdirac_physics.h: 144 complex a site, sink spin and colour
+ * before source spin and colour) into a .npy of shape (T, Z, Y, X, 4, 3,
+ * 4, 3) complex128, written as wd_npy_write_spinor_block writes a spinor:
+ * collective, rank 0 writing safely one time slice at a time; NaN or Inf
+ * anywhere refused on every rank.  On one process lat is the whole lattice
+ * (wd_lattice_make with NULL).
+ */
+wd_status wd_npy_write_propagator_block(const char *path, const double *prop_block,
+                                        const wd_lattice *lat, int overwrite);
 
 #ifdef __cplusplus
 }

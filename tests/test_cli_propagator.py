@@ -8,12 +8,13 @@ Without MPIEXEC (one process):
     p_t = 2 pi (k + 1/2) / T), summed by numpy's FFT: 1e-8 relative;
   - a moved source (--site 1,2,3,5) gives the same C(t) (translation
     invariance of the free field), the JSON, CSV and PNG are written, the
-    CSV holds the JSON's numbers;
+    CSV holds the JSON's numbers, --out's propagator has the documented
+    shape and order and sums to the pseudoscalar C(t);
   - bad input: a site outside the lattice, an existing output without
     --overwrite: exit 2, nothing written.
 With MPIEXEC (e.g. `mpiexec --oversubscribe`): a heatbath configuration,
 one rank against 2 ranks (--grid 1 1 1 2): the same correlators (1e-10
-relative) and iterations.
+relative), iterations and propagator file bytes.
 One line per check; "N of M failed" last; exit 1 on any failure.
 """
 import csv
@@ -72,8 +73,8 @@ def main():
     base = [wdirac, "propagator", "--unit-gauge", "--dims", *map(str, dims), "--kappa",
             str(kappa), "--tol", "1e-12", "--backend", "cpu", "--quiet"]
     if not mpi:
-        j1, c1, p1 = (os.path.join(tmp, n) for n in ("a.json", "a.csv", "a.png"))
-        r = run(base + ["--json", j1, "--csv", c1, "--png", p1])
+        j1, c1, p1, o1 = (os.path.join(tmp, n) for n in ("a.json", "a.csv", "a.png", "a.npy"))
+        r = run(base + ["--json", j1, "--csv", c1, "--png", p1, "--out", o1])
         check("free field: runs", r.returncode == 0, r.stderr.strip()[-200:])
         rec = json.load(open(j1))
         got = np.array(rec["mesons"]["pseudoscalar"]["C"])
@@ -87,6 +88,17 @@ def main():
         csv_c = np.array([float(row["C_pseudoscalar"]) for row in rows])
         check("CSV holds the JSON's C(t)", np.array_equal(csv_c, got))
         check("PNG written", os.path.getsize(p1) > 1000, f"{os.path.getsize(p1)} bytes")
+        prop = np.load(o1)
+        ps = np.einsum("tzyxabcd->t", np.abs(prop) ** 2)
+        check("--out: (T, Z, Y, X, 4, 3, 4, 3) complex128 whose sum |S|^2 is C_ps(t)",
+              prop.shape == (8, 4, 4, 4, 4, 3, 4, 3) and prop.dtype == np.complex128
+              and np.max(np.abs(ps - got) / got) <= 1e-12, str(prop.shape))
+        # sink before source: column (spin 1, colour 2) solves M x = e_(1,2) at the origin,
+        # so its sink (1, 2) entry at the source site is the largest of that column
+        col = prop[..., 1, 2]
+        peak = np.unravel_index(np.argmax(np.abs(col)), col.shape)
+        check("--out: the column of source (1, 2) peaks at the source, sink (1, 2)",
+              tuple(peak) == (0, 0, 0, 0, 1, 2), str(peak))
         j2 = os.path.join(tmp, "b.json")
         r = run(base + ["--site", "1,2,3,5", "--json", j2])
         moved = np.array(json.load(open(j2))["mesons"]["pseudoscalar"]["C"])
@@ -109,8 +121,10 @@ def main():
         common = ["propagator", "--gauge", cfg, "--kappa", "0.13", "--tol", "1e-11",
                   "--backend", "cpu", "--quiet", "--site", "1,0,2,3"]
         j1, j2 = os.path.join(tmp, "one.json"), os.path.join(tmp, "two.json")
-        r1 = run(mpi + ["-n", "1", wdirac] + common + ["--json", j1])
-        r2 = run(mpi + ["-n", "2", wdirac] + common + ["--grid", "1", "1", "1", "2", "--json", j2])
+        o1, o2 = os.path.join(tmp, "one.npy"), os.path.join(tmp, "two.npy")
+        r1 = run(mpi + ["-n", "1", wdirac] + common + ["--json", j1, "--out", o1])
+        r2 = run(mpi + ["-n", "2", wdirac] + common + ["--grid", "1", "1", "1", "2", "--json", j2,
+                                                      "--out", o2])
         check("one rank and two ranks run", r1.returncode == 0 and r2.returncode == 0,
               (r1.stderr + r2.stderr).strip()[-200:])
         a, b = json.load(open(j1)), json.load(open(j2))
@@ -121,6 +135,8 @@ def main():
         check("two ranks: every meson's C(t) = one rank's", worst <= 1e-10, f"max rel {worst:.1e}")
         ia = [c["iterations"] for c in a["columns"]]
         ib = [c["iterations"] for c in b["columns"]]
+        check("two ranks: the propagator file byte for byte one rank's",
+              open(o1, "rb").read() == open(o2, "rb").read())
         check("two ranks: iterations within 1 of one rank's",
               all(abs(x - y) <= 1 for x, y in zip(ia, ib)), f"{ia} vs {ib}")
     print(f"{FAILED} of {RUN} failed")

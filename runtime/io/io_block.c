@@ -12,6 +12,8 @@
  *   wd_gauge_write_block      unitarity, observables and the NERSC checksum
  *                             over the blocks; rank 0 writes the header and
  *                             receives the slices as the writer asks for them
+ *   wd_npy_write_propagator_block  a propagator's 144 complex a site, the
+ *                          same way as a spinor
  *   wd_npy_read_spinor_block / wd_npy_write_spinor_block   the same for
  *                             spinor files
  *
@@ -527,6 +529,7 @@ typedef struct npy_write_job {
     const int *dims;
     size_t slice_reals;
     gather_ctx *gc;
+    const char *site_shape;   /* "4, 3" (spinor), "4, 3, 4, 3" (propagator) */
 } npy_write_job;
 
 /* wd_npy_write_spinor's bytes: the header, then the slices in turn */
@@ -535,7 +538,7 @@ static wd_status write_spinor_body(FILE *f, const char *path, void *vjob)
     const npy_write_job *j = vjob;
     char head[256];
     size_t hlen;
-    wd_npy_header(head, sizeof head, j->dims, &hlen);
+    wd_npy_header_shape(head, sizeof head, j->dims, j->site_shape, &hlen);
     int ok = fwrite(head, 1, hlen, f) == hlen;
     for (int t = 0; t < j->dims[3] && ok; t++) {
         const double *psi;
@@ -550,36 +553,60 @@ static wd_status write_spinor_body(FILE *f, const char *path, void *vjob)
     return WD_OK;
 }
 
-wd_status wd_npy_write_spinor_block(const char *path, const double *psi_block,
-                                    const wd_lattice *lat, int overwrite)
+/* A field of `reals` doubles a site into a .npy of shape (T, Z, Y, X,
+ * site_shape), rank 0 writing slice by slice; a NaN or Inf anywhere is
+ * refused on every rank, naming its global site (and, for a spinor, spin
+ * and colour). */
+static wd_status write_npy_block(const char *fn, const char *path, const double *block,
+                                 const wd_lattice *lat, int overwrite, size_t reals,
+                                 const char *site_shape)
 {
-    static const char fn[] = "wd_npy_write_spinor_block";
     slices s;
     memset(&s, 0, sizeof s);
     wd_status st = wd_gauge_grid_of(&s.g, lat, fn);
-    if (st == WD_OK && (!path || !*path || !psi_block))
-        st = wd_fail(WD_ERR_INVALID, "%s: path and psi_block must be given", fn);
+    if (st == WD_OK && (!path || !*path || !block))
+        st = wd_fail(WD_ERR_INVALID, "%s: path and the field must be given", fn);
     if (st == WD_OK)
-        st = slices_alloc(&s, SPINOR_REALS, fn, path);
+        st = slices_alloc(&s, reals, fn, path);
     if ((st = verdict(st)) != WD_OK) {
         slices_free(&s);
         return st;
     }
     /* the first NaN or Inf of the whole field, by its index in the file */
-    const size_t nreals = SPINOR_REALS * wd_volume(s.g.local);
-    const long long k = wd_npy_first_nonfinite(psi_block, nreals);
-    const double none = (double)(SPINOR_REALS * wd_volume(s.g.dims));
+    const size_t nreals = reals * wd_volume(s.g.local);
+    const long long k = wd_npy_first_nonfinite(block, nreals);
+    const double none = (double)(reals * wd_volume(s.g.dims));
     double bad = k < 0 ? none
-                       : (double)(SPINOR_REALS * wd_grid_global_site(&s.g, (size_t)k /
-                                                                     SPINOR_REALS) +
-                                  (size_t)k % SPINOR_REALS);
-    if ((st = reduce_min(&bad, 1)) == WD_OK && bad < none)
-        st = wd_npy_refuse_nonfinite(path, (long long)bad, s.g.dims);
-    gather_ctx gc = {&s, psi_block, 0};
-    npy_write_job job = {s.g.dims, s.slice_sites * SPINOR_REALS, &gc};
+                       : (double)(reals * wd_grid_global_site(&s.g, (size_t)k / reals) +
+                                  (size_t)k % reals);
+    if ((st = reduce_min(&bad, 1)) == WD_OK && bad < none) {
+        if (reals == SPINOR_REALS)
+            st = wd_npy_refuse_nonfinite(path, (long long)bad, s.g.dims);
+        else
+            st = wd_fail(WD_ERR_INVALID, "'%s' not written: the field holds NaN or Inf at "
+                         "site %lld (host order), real %lld of the site", path,
+                         (long long)bad / (long long)reals, (long long)bad % (long long)reals);
+    }
+    gather_ctx gc = {&s, block, 0};
+    npy_write_job job = {s.g.dims, s.slice_sites * reals, &gc, site_shape};
     if ((st = verdict(st)) == WD_OK)
-        st = write_file(&s, psi_block, path, "spinor file", overwrite, write_spinor_body, &job,
-                        &gc);
+        st = write_file(&s, block, path, reals == SPINOR_REALS ? "spinor file"
+                                                                : "propagator file",
+                        overwrite, write_spinor_body, &job, &gc);
     slices_free(&s);
     return st;
+}
+
+wd_status wd_npy_write_spinor_block(const char *path, const double *psi_block,
+                                    const wd_lattice *lat, int overwrite)
+{
+    return write_npy_block("wd_npy_write_spinor_block", path, psi_block, lat, overwrite,
+                           SPINOR_REALS, "4, 3");
+}
+
+wd_status wd_npy_write_propagator_block(const char *path, const double *prop_block,
+                                        const wd_lattice *lat, int overwrite)
+{
+    return write_npy_block("wd_npy_write_propagator_block", path, prop_block, lat, overwrite,
+                           288, "4, 3, 4, 3");
 }

@@ -15,6 +15,7 @@
  *   wd_npy_refuse_nonfinite  the writer's refusal of a field with a NaN or
  *                            Inf at double `bad` of the whole field
  *   wd_npy_header            preamble and header of a version 1.0 file
+ *   wd_npy_header_shape      the same for another shape per site
  */
 #ifndef WDIRAC_NPY_INTERNAL_H
 #define WDIRAC_NPY_INTERNAL_H
@@ -30,5 +31,8 @@ wd_status wd_npy_check_data(const char *path, double *v, size_t n, long long fir
 long long wd_npy_first_nonfinite(const double *v, size_t n);
 wd_status wd_npy_refuse_nonfinite(const char *path, long long bad, const int dims[4]);
 void wd_npy_header(char *buf, size_t cap, const int dims[4], size_t *len);
+/* the same for (T, Z, Y, X, <site_shape>), site_shape e.g. "4, 3, 4, 3" */
+void wd_npy_header_shape(char *buf, size_t cap, const int dims[4], const char *site_shape,
+                         size_t *len);
 
 #endif

@@ -505,13 +505,19 @@ wd_status wd_npy_check_writable(const char *path, int overwrite)
  * of 64 (numpy's alignment, so the data can be memory-mapped). */
 void wd_npy_header(char *buf, size_t cap, const int dims[4], size_t *len)
 {
+    wd_npy_header_shape(buf, cap, dims, "4, 3", len);
+}
+
+void wd_npy_header_shape(char *buf, size_t cap, const int dims[4], const char *site_shape,
+                         size_t *len)
+{
     memcpy(buf, MAGIC, MAGIC_LEN);
     buf[6] = 1;
     buf[7] = 0;
     const int k = 10 + snprintf(buf + 10, cap - 10, "{'descr': '%cc16', 'fortran_order': False, "
-                                "'shape': (%d, %d, %d, %d, 4, 3), }",
+                                "'shape': (%d, %d, %d, %d, %s), }",
                                 host_little_endian() ? '<' : '>', dims[3], dims[2], dims[1],
-                                dims[0]);
+                                dims[0], site_shape);
     const size_t n = ((size_t)k + 1 + 63) / 64 * 64; /* + 1: the closing '\n' */
     memset(buf + k, ' ', n - 1 - (size_t)k);
     buf[n - 1] = '\n';
