@@ -25,7 +25,8 @@ import numpy as np
 
 from . import _core
 
-__all__ = ["Error", "GaugeField", "Solver", "SolveStats", "variants", "cuda_available"]
+__all__ = ["Error", "GaugeField", "Solver", "SolveStats", "variants", "cuda_available",
+           "propagator", "meson_correlators"]
 
 _PRECISION = {"d": 8, "s": 4, "h": 2}
 _SOLVER = {"cg": 1, "bicgstab": 2}
@@ -243,3 +244,34 @@ class Solver:
         _call(_core.apply, self.gauge.array, self.gauge.dims, x, out, self.mass,
               int(self.settings.get("tbc", -1)), bool(dagger))
         return out
+
+
+def propagator(solver: "Solver", source: str = "point",
+               site: Sequence[int] = (0, 0, 0, 0)) -> Tuple[np.ndarray, list]:
+    """The 12 columns of M^-1 for a point source at site = (x, y, z, t), or a
+    wall source on the time slice site[3], solved with the solver's settings
+    (wd_propagator: one solver for all 12).  Returns the propagator,
+    (T, Z, Y, X, 4, 3, 4, 3) complex128 with sink spin and colour before
+    source spin and colour, and the 12 columns' stats (dicts, order 3 spin +
+    colour)."""
+    if source not in ("point", "wall"):
+        raise ValueError(f"source '{source}': must be 'point' or 'wall'")
+    u = solver.gauge
+    prop = np.empty(u.spinor_shape + (4, 3), np.complex128)
+    stats = _call(_core.propagator, u.array, u.dims, solver.settings, source == "wall",
+                  tuple(int(c) for c in site), prop)
+    return prop, stats
+
+
+def meson_correlators(prop: np.ndarray, t_source: int = 0) -> dict:
+    """Zero-momentum meson two-point functions of a propagator from
+    propagator(): {'pseudoscalar': C, 'a4-pseudoscalar': C, 'vector': C,
+    'scalar': C}, each C[t] for t counted from the source's time slice
+    (wdirac_physics.h gives the definition)."""
+    if not isinstance(prop, np.ndarray) or prop.ndim != 8 or prop.shape[4:] != (4, 3, 4, 3):
+        raise ValueError("meson_correlators: need a propagator of shape (T, Z, Y, X, 4, 3, 4, 3)")
+    _field(prop, prop.shape, "meson_correlators")
+    dims = _dims_of(prop.shape)
+    out = np.empty((4, dims[3]), np.float64)
+    names = _call(_core.meson_correlators, prop, dims, int(t_source), out)
+    return {name: out[k].copy() for k, (name, _) in enumerate(names)}

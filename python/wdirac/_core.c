@@ -22,6 +22,10 @@
  *   apply(u, dims, x, out, mass, tbc, dagger)   out = M x (or M^dag x) with
  *                                       wd_dslash_cpu, in double (recon 18,
  *                                       or 12 where 18 is not built)
+ *   propagator(u, dims, settings, wall, site, out) -> list of stats dicts
+ *                                       wd_propagator into out
+ *   meson_correlators(prop, dims, t0, out) -> list of (name, sign)
+ *                                       wd_meson_correlators into out
  *   variants() -> list                  the built Dslash variants
  *   backend_ok(cuda) -> (bool, message) wd_backend_probe
  * Every failure raises wdirac.Error(status, message) with the C message;
@@ -35,6 +39,7 @@
 
 #include "wdirac.h"
 #include "wdirac_gauge.h"
+#include "wdirac_physics.h"
 
 static PyObject *wd_py_error;
 
@@ -455,6 +460,102 @@ static PyObject *py_apply(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *stats_dict(wd_status st, const wd_solver_stats *stats)
+{
+    return Py_BuildValue("{s:s, s:i, s:i, s:i, s:d, s:d, s:d, s:d, s:d}", "status",
+                         wd_status_string(st), "iterations", stats->iterations,
+                         "sloppy_iterations", stats->sloppy_iterations, "updates",
+                         stats->updates, "true_residual", stats->true_residual, "seconds",
+                         stats->seconds, "solve_seconds", stats->solve_seconds, "gflops",
+                         stats->gflops, "flops", stats->flops);
+}
+
+static PyObject *py_propagator(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *u_o, *dims_o, *set_o, *out_o;
+    int wall, site[4], dims[4];
+    if (!PyArg_ParseTuple(args, "OOOp(iiii)O", &u_o, &dims_o, &set_o, &wall, &site[0], &site[1],
+                          &site[2], &site[3], &out_o) ||
+        !parse_dims(dims_o, dims))
+        return NULL;
+    wd_solver_settings s;
+    if (!parse_settings(set_o, &s))
+        return NULL;
+    wd_lattice lat;
+    wd_status st = wd_lattice_make(&lat, dims, NULL);
+    if (st != WD_OK)
+        return raise_status(st);
+    const size_t vol = wd_volume(dims);
+    Py_buffer u, out;
+    if (!get_field(u_o, &u, 0, vol * 36, "propagator gauge field"))
+        return NULL;
+    if (!get_field(out_o, &out, 1, vol * 144, "propagator out")) {
+        PyBuffer_Release(&u);
+        return NULL;
+    }
+    wd_source src = {wall ? WD_SOURCE_WALL : WD_SOURCE_POINT, {site[0], site[1], site[2], site[3]}};
+    wd_solver_stats stats[12];
+    memset(stats, 0, sizeof stats);
+    Py_BEGIN_ALLOW_THREADS
+    st = wd_propagator(out.buf, u.buf, &lat, &src, &s, stats);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&u);
+    PyBuffer_Release(&out);
+    if (st != WD_OK)
+        return raise_status(st);
+    PyObject *l = PyList_New(12);
+    for (int k = 0; l && k < 12; k++) {
+        PyObject *d = stats_dict(WD_OK, &stats[k]);
+        if (!d) {
+            Py_DECREF(l);
+            return NULL;
+        }
+        PyList_SET_ITEM(l, k, d);
+    }
+    return l;
+}
+
+static PyObject *py_meson_correlators(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *p_o, *dims_o, *out_o;
+    int t0, dims[4];
+    if (!PyArg_ParseTuple(args, "OOiO", &p_o, &dims_o, &t0, &out_o) || !parse_dims(dims_o, dims))
+        return NULL;
+    wd_lattice lat;
+    wd_status st = wd_lattice_make(&lat, dims, NULL);
+    if (st != WD_OK)
+        return raise_status(st);
+    Py_buffer p, out;
+    if (!get_field(p_o, &p, 0, wd_volume(dims) * 144, "meson_correlators propagator"))
+        return NULL;
+    if (PyObject_GetBuffer(out_o, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&p);
+        return NULL;
+    }
+    if ((size_t)out.len != sizeof(double) * WD_MESON_COUNT * (size_t)dims[3]) {
+        PyBuffer_Release(&p);
+        PyBuffer_Release(&out);
+        return PyErr_Format(PyExc_ValueError, "meson_correlators: out must hold %d doubles",
+                            WD_MESON_COUNT * dims[3]);
+    }
+    Py_BEGIN_ALLOW_THREADS
+    st = wd_meson_correlators(out.buf, p.buf, &lat, t0);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&p);
+    PyBuffer_Release(&out);
+    if (st != WD_OK)
+        return raise_status(st);
+    PyObject *l = PyList_New(WD_MESON_COUNT);
+    for (int m = 0; l && m < WD_MESON_COUNT; m++) {
+        int sign;
+        const char *name = wd_meson_name(m, &sign);
+        PyList_SET_ITEM(l, m, Py_BuildValue("(si)", name, sign));
+    }
+    return l;
+}
+
 static PyObject *py_variants(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -493,6 +594,8 @@ static PyMethodDef methods[] = {
     {"solver_create", py_solver_create, METH_VARARGS, "a solver for one gauge field"},
     {"solver_solve", py_solver_solve, METH_VARARGS, "one solve"},
     {"apply", py_apply, METH_VARARGS, "out = M x or M^dag x in double on the CPU"},
+    {"propagator", py_propagator, METH_VARARGS, "the 12 columns of a point or wall source"},
+    {"meson_correlators", py_meson_correlators, METH_VARARGS, "zero-momentum meson C(t)"},
     {"variants", py_variants, METH_NOARGS, "the built Dslash variants"},
     {"backend_ok", py_backend_ok, METH_VARARGS, "can this process use the backend"},
     {NULL, NULL, 0, NULL},
