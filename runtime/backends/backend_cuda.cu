@@ -21,14 +21,16 @@
  * ranks in rank order (wd_backend_allsum), on every rank whatever its own
  * state, so that the ranks stay in step.
  *
- * Halos (a process grid): wd_cuda_be_grid_open makes the NCCL communicator
- * and the face index tables; wd_cuda_be_halo enqueues, on the one stream,
- * a gather kernel per partitioned dimension (the two faces of the input's
+ * Halos (a process grid): wd_cuda_be_grid_open makes the NCCL communicator,
+ * the face index tables and the exchange's own stream; the exchange is a
+ * gather kernel per partitioned dimension (the two faces of the input's
  * parity into contiguous buffers, in the face order and stored values of
  * wd_face_gather: the index tables come from wd_face_site), the NCCL
  * exchange of every dimension in one group, and a scatter kernel per
- * dimension into the ghost faces (wd_ghost_scatter's layout).  The Dslash
- * launched after it on the same stream reads the ghosts.
+ * dimension into the ghost faces (wd_ghost_scatter's layout).
+ * wd_cuda_be_dslash_grid runs it on the exchange's stream while the main
+ * stream computes the interior sites, then the boundary slices (T alone
+ * partitioned), or before the whole kernel on the main stream (otherwise).
  */
 #include <algorithm>
 #include <cuda_runtime.h>
@@ -436,6 +438,9 @@ typedef struct cuda_ctx {
     long face_off[4][2][2];    /* [mu][last][parity]: first entry in face_idx */
     void *halo;                /* device: per partitioned mu 4 face slots */
     size_t halo_bytes;
+    cudaStream_t comm;         /* the exchange's stream, when it overlaps the interior */
+    cudaEvent_t ev_start, ev_halo;  /* input ready; exchange done (timed) */
+    int overlap;               /* overlap the exchange with the interior where possible */
 } cuda_ctx;
 
 static int grid_for(int n)
@@ -517,6 +522,12 @@ void wd_cuda_be_close(wd_backend *be)
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     if (c) {
         wd_nccl_close(c->nccl);
+        if (c->comm)
+            cudaStreamDestroy(c->comm);
+        if (c->ev_start)
+            cudaEventDestroy(c->ev_start);
+        if (c->ev_halo)
+            cudaEventDestroy(c->ev_halo);
         wd_cuda_free(c->face_idx);
         wd_cuda_free(c->halo);
         wd_cuda_free(c->partial);
@@ -727,7 +738,22 @@ wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
     if (st != WD_OK)
         return st;
     memcpy(c->face_off, off, sizeof c->face_off);
-    st = wd_cuda_malloc((void **)&c->face_idx, (size_t)total * sizeof(int), "the face index tables");
+    c->overlap = 1;
+    /* the exchange's stream at the highest priority: its gather, NCCL and
+     * scatter blocks go ahead of the interior's waiting blocks */
+    int lowest = 0, highest = 0;
+    cudaError_t err = cudaDeviceGetStreamPriorityRange(&lowest, &highest);
+    if (err == cudaSuccess)
+        err = cudaStreamCreateWithPriority(&c->comm, cudaStreamNonBlocking, highest);
+    if (err == cudaSuccess)
+        err = cudaEventCreateWithFlags(&c->ev_start, cudaEventDisableTiming);
+    if (err == cudaSuccess)
+        err = cudaEventCreate(&c->ev_halo);
+    st = err == cudaSuccess ? WD_OK
+                            : wd_fail(WD_ERR_CUDA, "CUDA backend: the exchange's stream and events: %s",
+                                      cudaGetErrorString(err));
+    if (st == WD_OK)
+        st = wd_cuda_malloc((void **)&c->face_idx, (size_t)total * sizeof(int), "the face index tables");
     if (st == WD_OK)
         st = wd_cuda_h2d(c->face_idx, idx, (size_t)total * sizeof(int));
     return grid_agree(be, st);
@@ -747,11 +773,12 @@ static size_t face_slot(const wd_backend *be, const wd_field *f, int mu)
     return (face_bytes(be, f, mu) + 255) / 256 * 256;
 }
 
-/* Enqueue on the stream the exchange of the ghost faces of `in` (the
+/* Enqueue on stream s the exchange of the ghost faces of `in` (the
  * parity opposite out_parity) with the neighbours, gather, NCCL, scatter.
  * Collective over the ranks of the grid; `pending`, a failure of the
  * caller's, is agreed with the others before the exchange (and stops it). */
-wd_status wd_cuda_be_halo(wd_backend *be, const wd_field *in, int out_parity, wd_status pending)
+static wd_status halo_on(wd_backend *be, const wd_field *in, int out_parity, wd_status pending,
+                         cudaStream_t s)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     wd_status st = pending;
@@ -770,7 +797,6 @@ wd_status wd_cuda_be_halo(wd_backend *be, const wd_field *in, int out_parity, wd
         if (st == WD_OK)
             c->halo_bytes = need;
     }
-    cudaStream_t s = (cudaStream_t)wd_cuda_stream();
     const int in_parity = 1 - out_parity;
     const size_t eb = (size_t)in->width * in->precision;
     wd_nccl_face faces[4];
@@ -827,6 +853,70 @@ wd_status wd_cuda_be_halo(wd_backend *be, const wd_field *in, int out_parity, wd
     return st;
 }
 
+void wd_cuda_be_set_overlap(wd_backend *be, int on)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    if (c)
+        c->overlap = on;
+}
+
+/* T alone partitioned: its boundary sites are the first and the last
+ * slice_cb checkerboard indices (t is the slowest coordinate), so the
+ * interior is one contiguous range */
+static int overlappable(const wd_backend *be)
+{
+    const cuda_ctx *c = (const cuda_ctx *)be->ctx;
+    return c->overlap && c->comm && !be->halo.part[0] && !be->halo.part[1] && !be->halo.part[2] &&
+           be->halo.part[3] && be->dims[3] > 2;
+}
+
+/* The decomposed Dslash, enqueued: the exchange of in's ghosts and the
+ * kernel.  Overlapped where overlappable(): the exchange on the comm
+ * stream (after the input is ready on the main stream) while the main
+ * stream computes the interior sites, which read no ghost; then the two
+ * boundary slices once the exchange is done.  Otherwise the exchange, then
+ * the whole kernel, on the main stream.  Either way c->ev_halo marks the
+ * end of the exchange and every site's arithmetic is the same.  `pending`
+ * (a failure of the caller's) is agreed with the other ranks before the
+ * exchange and stops it.  Collective over the ranks of the grid. */
+wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_args *args,
+                                 int block, const wd_field *in, int parity, wd_status pending)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    cudaStream_t s = (cudaStream_t)wd_cuda_stream();
+    wd_status st;
+    if (!overlappable(be)) {
+        st = halo_on(be, in, parity, pending, s);
+        if (st == WD_OK && cudaEventRecord(c->ev_halo, s) != cudaSuccess)
+            st = wd_fail(WD_ERR_CUDA, "CUDA backend: cudaEventRecord after the exchange failed");
+        return st == WD_OK ? wd_cuda_dslash_async(variant, args, block) : st;
+    }
+    /* the interior first, so that the main stream never waits for the host
+     * (the exchange's agreement and NCCL calls) */
+    const int slice = be->halo.face_cb[3], n = be->volume_cb;
+    cudaError_t err = cudaEventRecord(c->ev_start, s);
+    if (err == cudaSuccess)
+        err = cudaStreamWaitEvent(c->comm, c->ev_start, 0);
+    if (err != cudaSuccess && pending == WD_OK)
+        pending = wd_fail(WD_ERR_CUDA, "CUDA backend: ordering the exchange after the input: %s",
+                          cudaGetErrorString(err));
+    if (pending == WD_OK)
+        pending = wd_cuda_dslash_range_async(variant, args, block, slice, n - slice, s);
+    st = halo_on(be, in, parity, pending, c->comm);
+    if (st != WD_OK)
+        return st;
+    err = cudaEventRecord(c->ev_halo, c->comm);
+    if (err == cudaSuccess)
+        err = cudaStreamWaitEvent(s, c->ev_halo, 0);
+    if (err != cudaSuccess)
+        return wd_fail(WD_ERR_CUDA, "CUDA backend: waiting for the exchange: %s",
+                       cudaGetErrorString(err));
+    st = wd_cuda_dslash_range_async(variant, args, block, 0, slice, s);
+    if (st == WD_OK)
+        st = wd_cuda_dslash_range_async(variant, args, block, n - slice, n, s);
+    return st;
+}
+
 
 static double median(std::vector<double> &t)
 {
@@ -835,8 +925,9 @@ static double median(std::vector<double> &t)
     return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
-/* wd_backend_cuda_time_dslash's timing: per call, events before the halo
- * exchange, between it and the kernel, and after the kernel */
+/* wd_backend_cuda_time_dslash's timing: per call, events before the
+ * Dslash (exchange and kernel) and after it; the exchange ends at
+ * c->ev_halo (on the comm stream when overlapped) */
 wd_status wd_cuda_be_time(wd_backend *be, int variant, const wd_dslash_args *args, int block,
                           const wd_field *in, int parity, int reps, double *us, double *halo_us)
 {
@@ -847,17 +938,16 @@ wd_status wd_cuda_be_time(wd_backend *be, int variant, const wd_dslash_args *arg
         if (cudaEventCreate(&e[k]) != cudaSuccess)
             st = wd_fail(WD_ERR_CUDA, "CUDA backend: cudaEventCreate failed");
     std::vector<double> total, halo;
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    const int grid = be->halo.ghost_sites > 0;
     for (int r = -2; r < reps && st == WD_OK; ++r) {
         cudaError_t err = cudaEventRecord(e[0], s);
-        if (err == cudaSuccess && be->halo.ghost_sites) {
-            st = wd_cuda_be_halo(be, in, parity, WD_OK);
+        if (err == cudaSuccess) {
+            st = grid ? wd_cuda_be_dslash_grid(be, variant, args, block, in, parity, WD_OK)
+                      : wd_cuda_dslash_async(variant, args, block);
             if (st != WD_OK)
                 break;
         }
-        if (err == cudaSuccess)
-            err = cudaEventRecord(e[1], s);
-        if (err == cudaSuccess && (st = wd_cuda_dslash_async(variant, args, block)) != WD_OK)
-            break;
         if (err == cudaSuccess)
             err = cudaEventRecord(e[2], s);
         if (err == cudaSuccess)
@@ -865,8 +955,8 @@ wd_status wd_cuda_be_time(wd_backend *be, int variant, const wd_dslash_args *arg
         float t_all = 0, t_halo = 0;
         if (err == cudaSuccess)
             err = cudaEventElapsedTime(&t_all, e[0], e[2]);
-        if (err == cudaSuccess)
-            err = cudaEventElapsedTime(&t_halo, e[0], e[1]);
+        if (err == cudaSuccess && grid)
+            err = cudaEventElapsedTime(&t_halo, e[0], c->ev_halo);
         if (err != cudaSuccess)
             st = wd_fail(WD_ERR_CUDA, "CUDA backend: timing %s: %s", wd_variants[variant].name,
                          cudaGetErrorString(err));

@@ -8,9 +8,10 @@
  *
  * On a process grid (one GPU per rank, NCCL between them) fields carry the
  * ghost faces of wd_halo, the gauge field its backward ghost links, and
- * before each Dslash backend_cuda.cu's wd_cuda_be_halo fills the input's
- * ghosts on the stream the kernel then runs on; reductions are summed over
- * the ranks.  The result equals one GPU's bit for bit.
+ * each Dslash runs backend_cuda.cu's wd_cuda_be_dslash_grid: the exchange
+ * of the input's ghosts, overlapped with the interior sites' kernel where
+ * only T is partitioned, then the boundary; reductions are summed over the
+ * ranks.  The result equals one GPU's bit for bit.
  *
  * The externally accessible functions are
  *   wd_backend_cuda_init    fill in the ops table, open the device context
@@ -21,6 +22,8 @@
  *                           any other CUDA work)
  *   wd_backend_cuda_time_dslash  median time of the halo exchange and the
  *                           Dslash together, and of the exchange alone
+ *   wd_backend_cuda_set_overlap  overlap the exchange with the interior
+ *                           (the default) or not
  * Compiled only in builds with CUDA; cuda_rt_none.c answers otherwise.
  */
 #include <complex.h>
@@ -50,7 +53,9 @@ void wd_cuda_be_accumulate(wd_backend *be, wd_complex a, const wd_field *x, wd_c
 wd_status wd_cuda_be_staging(wd_backend *be, size_t bytes, void **buf);
 wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
                                const long off[4][2][2]);
-wd_status wd_cuda_be_halo(wd_backend *be, const wd_field *in, int out_parity, wd_status pending);
+wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_args *args,
+                                 int block, const wd_field *in, int parity, wd_status pending);
+void wd_cuda_be_set_overlap(wd_backend *be, int on);
 wd_status wd_cuda_be_time(wd_backend *be, int variant, const wd_dslash_args *args, int block,
                           const wd_field *in, int parity, int reps, double *us, double *halo_us);
 void wd_cuda_be_caxpbypz(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
@@ -184,10 +189,17 @@ static wd_status dslash(wd_backend *be, int variant, wd_field *out, const wd_gau
     int block = 0;
     if (st == WD_OK)
         st = wd_tune_dslash(variant, &args, be->pad, &block);
-    /* every rank enters the exchange, or none (the halo agrees st) */
-    if (be->halo.ghost_sites)
-        st = wd_cuda_be_halo(be, in, parity, st);
-    return st == WD_OK ? wd_cuda_dslash(variant, &args, block) : st;
+    if (!be->halo.ghost_sites)
+        return st == WD_OK ? wd_cuda_dslash(variant, &args, block) : st;
+    /* every rank enters the exchange, or none (it agrees st first) */
+    st = wd_cuda_be_dslash_grid(be, variant, &args, block, in, parity, st);
+    return st == WD_OK ? wd_cuda_sync() : st;
+}
+
+void wd_backend_cuda_set_overlap(wd_backend *be, int on)
+{
+    if (be->ops && !strcmp(be->ops->name, "cuda"))
+        wd_cuda_be_set_overlap(be, on);
 }
 
 wd_status wd_backend_cuda_time_dslash(wd_backend *be, int variant, wd_field *out,

@@ -17,6 +17,12 @@
 #include "wd_operator.h"
 #include "wd_operator_cuda.h"
 
+/* the generated registry's launchers over a range of output sites
+ * (templates/wd_registry_cuda.cu.j2), indexed like wd_cuda_launchers */
+typedef cudaError_t (*wd_cuda_range_launcher)(const wd_dslash_args *a, int block,
+                                               cudaStream_t stream, int cb0, int cb1);
+extern "C" const wd_cuda_range_launcher wd_cuda_range_launchers[];
+
 #define CHECK(call)                                                                    \
     do {                                                                               \
         cudaError_t err_ = (call);                                                     \
@@ -172,6 +178,24 @@ static wd_status launch(int index, const wd_dslash_args *a, int block, cudaStrea
     if (err != cudaSuccess)
         return wd_fail(WD_ERR_CUDA, "launch of %s (block %d, %d sites) failed: %s",
                        wd_variants[index].name, block, a->volume_cb, cudaGetErrorString(err));
+    return WD_OK;
+}
+
+extern "C" wd_status wd_cuda_dslash_range_async(int index, const wd_dslash_args *a, int block,
+                                               int cb0, int cb1, void *stream_or_null)
+{
+    cudaStream_t s = (cudaStream_t)stream_or_null;
+    wd_status st = s ? WD_OK : stream(&s);
+    if (st != WD_OK)
+        return st;
+    if (index < 0 || index >= wd_cuda_launcher_count || cb0 < 0 || cb1 > a->volume_cb)
+        return wd_fail(WD_ERR_INVALID, "variant index %d, sites [%d, %d): this build has %d CUDA "
+                       "variants, the lattice %d sites", index, cb0, cb1, wd_cuda_launcher_count,
+                       a->volume_cb);
+    cudaError_t err = wd_cuda_range_launchers[index](a, block, s, cb0, cb1);
+    if (err != cudaSuccess)
+        return wd_fail(WD_ERR_CUDA, "launch of %s (block %d, sites [%d, %d)) failed: %s",
+                       wd_variants[index].name, block, cb0, cb1, cudaGetErrorString(err));
     return WD_OK;
 }
 

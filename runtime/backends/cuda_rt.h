@@ -16,6 +16,8 @@
  *                       one GPU per rank), before its first stream
  *   wd_cuda_dslash      launch built variant `index` with a block size
  *   wd_cuda_dslash_async  the same, enqueued on the stream without waiting
+ *   wd_cuda_dslash_range_async  only the output sites [cb0, cb1), on the
+ *                       stream or on `stream` (a cudaStream_t) if not NULL
  *   wd_cuda_time_dslash median time (us) of `reps` launches, CUDA events
  *   wd_cuda_copy_gbps   device-to-device copy bandwidth (read + write)
  *   wd_cuda_sync        wait for the device, reporting asynchronous errors
@@ -59,6 +61,8 @@ wd_status wd_cuda_d2h_rows(void *dst, const void *src, size_t pitch, size_t widt
 wd_status wd_cuda_set_device(int dev, int nlocal);
 wd_status wd_cuda_dslash(int index, const wd_dslash_args *a, int block);
 wd_status wd_cuda_dslash_async(int index, const wd_dslash_args *a, int block);
+wd_status wd_cuda_dslash_range_async(int index, const wd_dslash_args *a, int block, int cb0,
+                                     int cb1, void *stream);
 wd_status wd_cuda_time_dslash(int index, const wd_dslash_args *a, int block, int reps,
                               double *median_us);
 wd_status wd_cuda_copy_gbps(size_t bytes, int reps, double *gbps);

@@ -40,6 +40,11 @@ wd_status wd_cuda_dslash_async(int i, const wd_dslash_args *a, int b)
     (void)i, (void)a, (void)b;
     return none();
 }
+wd_status wd_cuda_dslash_range_async(int i, const wd_dslash_args *a, int b, int c0, int c1, void *s)
+{
+    (void)i, (void)a, (void)b, (void)c0, (void)c1, (void)s;
+    return none();
+}
 wd_status wd_cuda_dslash(int i, const wd_dslash_args *a, int b) { (void)i, (void)a, (void)b; return none(); }
 wd_status wd_cuda_time_dslash(int i, const wd_dslash_args *a, int b, int r, double *t)
 {
@@ -65,3 +70,4 @@ wd_status wd_backend_cuda_time_exchange(wd_backend *be, int mu, size_t bytes, in
     (void)be, (void)mu, (void)bytes, (void)reps, (void)us;
     return none();
 }
+void wd_backend_cuda_set_overlap(wd_backend *be, int on) { (void)be, (void)on; }

@@ -220,11 +220,16 @@ wd_status wd_backend_cuda_select(void);
 
 /* A CUDA backend's Dslash timed with CUDA events, the median over `reps`
  * calls after two warm-ups: *us the halo exchange and the kernel together,
- * *halo_us the exchange alone (gather, NCCL, scatter; 0 off a grid).
- * Collective on a grid. */
+ * *halo_us from the start to the end of the exchange (gather, NCCL,
+ * scatter; overlapped or not; 0 off a grid).  Collective on a grid. */
 wd_status wd_backend_cuda_time_dslash(wd_backend *be, int variant, wd_field *out,
                                       const wd_gauge *g, const wd_field *in, const wd_field *x,
                                       double a, int parity, int reps, double *us, double *halo_us);
+
+/* On a CUDA backend's grid that partitions T alone: overlap the exchange
+ * with the interior sites' kernel (on, the default) or run it before the
+ * whole kernel (off); the results are the same bits.  No-op elsewhere. */
+void wd_backend_cuda_set_overlap(wd_backend *be, int on);
 
 /* The NCCL exchange alone on a CUDA backend's grid: both faces of the
  * partitioned dimension mu, `bytes` each way to each neighbour, from and to
