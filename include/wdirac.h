@@ -256,9 +256,9 @@ void wd_solver_default_settings(wd_solver_settings *s);
  * global extents, gauge, b and x this rank's block (wd_lattice_make), and
  * every rank calls with the same settings: the call is collective, every
  * rank returns the same status, message and stats (residuals and norms are
- * global).  Gauge fixing runs on one process for now (WD_ERR_INVALID on a
- * grid); an invalid grid returns WD_ERR_INVALID naming the dimension before
- * anything is allocated, x untouched.
+ * global; gauge fixing hands the time lines from rank to rank); an invalid
+ * grid returns WD_ERR_INVALID naming the dimension before anything is
+ * allocated, x untouched.
  */
 wd_status wd_solve(double *x, const double *gauge, const double *b, const int dims[4],
                    const wd_solver_settings *s, wd_solver_stats *stats);

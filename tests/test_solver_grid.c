@@ -13,11 +13,15 @@
  * reference on the whole lattice (ref_wilson: no face exchange, no code of
  * the solver's own check), agreeing with the solver's true residual to
  * 1e-3 relative, and match the first grid's solve (iterations within 1,
- * x within 100 tol).  wd_spinor_fill_random_block must give each rank exactly
- * its block of wd_spinor_fill_random's field.  Errors: a grid that does not fit, gauge fixing on a grid,
- * NaN in b on the last rank only: the same status on every rank, x zero
- * (or untouched where the grid is refused).  One line per case on rank 0;
- * "N of M failed" last; exit 1 on any failure.
+ * x within 100 tol); a gauge-fixed solve (both levels, the time lines
+ * handed from rank to rank) gives the plain solve's x within 100 tol, and
+ * the block temporal gauge equals the whole field's bit for bit.
+ * wd_spinor_fill_random_block must give each rank exactly its block of
+ * wd_spinor_fill_random's field.  Errors: a grid that does not fit, NaN in
+ * b on the last rank only: the same status on every rank, x zero (or
+ * untouched where the grid is refused); a solver's grid changed in a solve.
+ * One line per case on rank 0; "N of M failed" last; exit 1 on any
+ * failure.
  */
 #include <complex.h>
 #include <math.h>
@@ -186,6 +190,59 @@ static void solve_case(problem *p, int c, const wd_lattice *lat, const char *gri
           abs(st.iterations - it_first) <= 1 && diff <= 100 * tol, what, detail);
 }
 
+/* gauge fixing on the grid (both levels): x is the gauge-invariant
+ * solution of the plain solve of case 0, within 100 tol */
+static void solve_gf(problem *p, const wd_lattice *lat, const char *grid_name)
+{
+    wd_solver_settings s;
+    wd_solver_default_settings(&s);
+    memcpy(s.grid, lat->procs, sizeof s.grid);
+    s.gauge_fix = s.sloppy_gauge_fix = 1;
+    s.mass = 0.05;
+    s.tol = 1e-10;
+    wd_solver_stats st;
+    const wd_status rc = wd_solve(p->xb, p->ub, p->bb, dims, &s, &st);
+    gather(p->x, p->xb, lat);
+    double diff = 0;
+    if (rank == 0) {
+        const size_t n = wd_volume(dims) * 24;
+        double dn = 0, xn = 0;
+        for (size_t i = 0; i < n; i++) {
+            dn += (p->x[i] - p->x_first[0][i]) * (p->x[i] - p->x_first[0][i]);
+            xn += p->x_first[0][i] * p->x_first[0][i];
+        }
+        diff = sqrt(dn / xn);
+    }
+    wd_comm_bcast(&diff, sizeof diff, 0);
+    char what[128], detail[192];
+    snprintf(what, sizeof what, "grid %s BiCGstab d-s gauge-fixed (both levels)", grid_name);
+    snprintf(detail, sizeof detail, "it=%d true=%.2e |x-x_plain|/|x|=%.1e%s%s", st.iterations,
+             st.true_residual, diff, rc == WD_OK ? "" : " status: ",
+             rc == WD_OK ? "" : wd_last_error());
+    check(rc == WD_OK && st.true_residual <= s.tol && diff <= 100 * s.tol, what, detail);
+}
+
+/* the block temporal gauge: bit for bit the whole lattice's, on this block */
+static void temporal_block(problem *p, const wd_lattice *lat, const char *grid_name)
+{
+    const size_t vol = wd_volume(dims), n = wd_volume(lat->local);
+    double complex *uf = xalloc(vol * 36 * sizeof *uf), *g = xalloc(vol * 9 * sizeof *g);
+    double complex *ufb = xalloc(n * 36 * sizeof *ufb), *gb = xalloc(n * 9 * sizeof *gb);
+    double complex *want = xalloc(n * 36 * sizeof *want), *gwant = xalloc(n * 9 * sizeof *gwant);
+    wd_temporal_gauge_field(uf, g, (const double complex *)p->u, dims);
+    copy_block((double *)want, (double *)uf, lat, 72, 0);
+    copy_block((double *)gwant, (double *)g, lat, 18, 0);
+    wd_grid grid;
+    wd_grid_make(&grid, dims, lat->procs, nranks, rank, 4);
+    const wd_status st = wd_temporal_gauge_field_block(ufb, gb, (const double complex *)p->ub,
+                                                       &grid);
+    char what[128];
+    snprintf(what, sizeof what, "grid %s temporal gauge on blocks = the whole field's", grid_name);
+    check(st == WD_OK && !memcmp(ufb, want, n * 36 * sizeof *ufb) &&
+          !memcmp(gb, gwant, n * 9 * sizeof *gb), what, "bit for bit");
+    free(uf), free(g), free(ufb), free(gb), free(want), free(gwant);
+}
+
 static void errors(problem *p, const wd_lattice *lat)
 {
     const size_t n = wd_volume(lat->local) * 24;
@@ -223,15 +280,6 @@ static void errors(problem *p, const wd_lattice *lat)
           "error: NaN in b on the last rank -> invalid everywhere, x = 0", detail);
     free(bad);
 
-    /* gauge fixing on a grid of several ranks */
-    if (nranks > 1) {
-        wd_solver_default_settings(&s);
-        memcpy(s.grid, lat->procs, sizeof s.grid);
-        s.sloppy_gauge_fix = 1;
-        rc = wd_solve(p->xb, p->ub, p->bb, dims, &s, NULL);
-        snprintf(detail, sizeof detail, "[%s] %s", wd_status_string(rc), wd_last_error());
-        check(rc == WD_ERR_INVALID, "error: gauge fixing on a grid -> invalid", detail);
-    }
 
     /* a persistent solver: two solves, the second equal to the first */
     wd_solver_default_settings(&s);
@@ -322,6 +370,8 @@ int main(int argc, char **argv)
         solve_case(&p, 0, &lat, name, WD_SOLVER_BICGSTAB, 8, 4, WD_TIME_ANTIPERIODIC, 1e-10);
         solve_case(&p, 1, &lat, name, WD_SOLVER_CG, 8, 2, WD_TIME_PERIODIC, 1e-10);
         solve_case(&p, 2, &lat, name, WD_SOLVER_BICGSTAB, 4, 4, WD_TIME_ANTIPERIODIC, 1e-6);
+        solve_gf(&p, &lat, name);
+        temporal_block(&p, &lat, name);
         if (!grids[k][0])
             errors(&p, &lat);
         free(p.ub);

@@ -20,6 +20,10 @@
  *   wd_spinor_transform     psi(n) <- g(n) psi(n) (dagger: g(n)^dag psi(n))
  *   wd_temporal_gauge       g(x,y,z,0) = 1, g(t+1) = g(t) U_t(t)
  *   wd_temporal_gauge_field the transformed field, cleaned (gauge_tools.h)
+ *   wd_temporal_gauge_field_block  the same on a rank's block of a process
+ *                           grid: the time lines handed from rank to rank
+ *                           in T, g of the forward neighbours' first slices
+ *                           exchanged; the same bits as one process
  *   wd_su3_unitarity_error  max over links of max_ij |(U U^dag - 1)_ij| and
  *                           |det U - 1|
  * Notes: every boundary is periodic here; the fermion time boundary sign is
@@ -29,9 +33,11 @@
  */
 #include "gauge_tools.h"
 #include "heatbath_link.h"
+#include "wd_comm.h"
 #include "wd_core.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* 3x3 complex matrices as 9 contiguous row-major entries, the layout of one
@@ -341,6 +347,140 @@ void wd_temporal_gauge_field(double complex *uf, double complex *g, const double
 #pragma omp parallel for
     for (size_t site = 0; site < vol - slice; site++)
         mat_unit(uf + 9 * (4 * site + 3));
+}
+
+/* dst[f] = src's 9 complex of site f of the mu-slice `slice` (per_site
+ * complex a site at offset `offset`); face order: the other three
+ * coordinates, the lowest dimension fastest */
+static void face_of(double complex *dst, const double complex *src, const int L[4], int mu,
+                    int slice, size_t per_site, size_t offset)
+{
+    const size_t n = wd_volume(L) / (size_t)L[mu];
+    for (size_t f = 0; f < n; f++) {
+        int c[4];
+        size_t r = f;
+        for (int nu = 0; nu < 4; nu++)
+            if (nu != mu) {
+                c[nu] = (int)(r % (size_t)L[nu]);
+                r /= (size_t)L[nu];
+            }
+        c[mu] = slice;
+        const size_t site =
+            c[0] + (size_t)L[0] * (c[1] + (size_t)L[1] * (c[2] + (size_t)L[2] * (size_t)c[3]));
+        memcpy(dst + 9 * f, src + per_site * site + offset, 9 * sizeof *dst);
+    }
+}
+
+wd_status wd_temporal_gauge_field_block(double complex *uf, double complex *g,
+                                        const double complex *u, const wd_grid *grid)
+{
+    const int *L = grid->local;
+    const size_t vol = wd_volume(L), slice = vol / (size_t)L[3];
+    size_t face_max = 0;
+    for (int mu = 0; mu < 4; mu++)
+        if (vol / (size_t)L[mu] > face_max)
+            face_max = vol / (size_t)L[mu];
+    /* g(t) for the whole block; next: g at the first slice after it */
+    double complex *next = malloc(slice * 9 * sizeof *next);
+    double complex *send = malloc(face_max * 18 * sizeof *send);
+    /* four forward faces and one for the backward side, dropped */
+    double complex *ghost = malloc(face_max * 9 * 5 * sizeof *ghost);
+    wd_status st = wd_comm_agree(next && send && ghost ? WD_OK
+                                 : wd_fail(WD_ERR_NOMEM, "temporal gauge: cannot allocate the "
+                                           "faces of a %zu-site block", vol));
+    /* the time lines pass from rank to rank in T, in order: a rank starts
+     * from the unit matrix at global t = 0, else from its backward
+     * neighbour's product; the same multiplications as wd_temporal_gauge.
+     * Point to point only (a collective here would wait on a rank blocked
+     * in its receive); a rank whose receive failed still passes its lines
+     * on, so nobody waits forever, and the verdict is agreed after. */
+    if (st == WD_OK) {
+        wd_status my = WD_OK;
+        if (grid->coord[3] > 0)
+            my = wd_comm_recv(g, slice * 9 * sizeof *g, grid->nbr[3][WD_BWD], 41);
+        else
+            for (size_t s = 0; s < slice; s++)
+                mat_unit(g + 9 * s);
+#pragma omp parallel for
+        for (size_t s = 0; s < slice; s++)
+            for (int t = 0; t + 1 < L[3]; t++) {
+                const size_t here = s + slice * (size_t)t;
+                mat_mul(g + 9 * (here + slice), g + 9 * here, u + 9 * (4 * here + 3));
+            }
+        if (grid->coord[3] + 1 < grid->procs[3]) {
+#pragma omp parallel for
+            for (size_t s = 0; s < slice; s++) {
+                const size_t last = s + slice * (size_t)(L[3] - 1);
+                mat_mul(next + 9 * s, g + 9 * last, u + 9 * (4 * last + 3));
+            }
+            const wd_status sent = wd_comm_send(next, slice * 9 * sizeof *next,
+                                                grid->nbr[3][WD_FWD], 41);
+            if (my == WD_OK)
+                my = sent;
+        }
+        st = wd_comm_agree(my);
+    }
+    /* g at the forward neighbour's first slice of every partitioned mu */
+    double complex *fwd[4] = {NULL, NULL, NULL, NULL};
+    for (int mu = 0; mu < 4 && st == WD_OK; mu++) {
+        if (!grid->partitioned[mu])
+            continue;
+        const size_t n = vol / (size_t)L[mu];
+        fwd[mu] = ghost + 9 * face_max * (size_t)mu;
+        face_of(send, g, L, mu, 0, 9, 0);
+        face_of(send + 9 * n, g, L, mu, L[mu] - 1, 9, 0);
+        const void *out[2];
+        void *in[2];
+        out[WD_BWD] = send;
+        out[WD_FWD] = send + 9 * n;
+        in[WD_FWD] = fwd[mu];
+        in[WD_BWD] = ghost + 9 * face_max * 4;   /* the backward neighbour's last slice: unused */
+        wd_comm_halo h;
+        wd_status my = wd_comm_halo_start(&h, grid, mu, out, in, n * 9 * sizeof *send);
+        if (my == WD_OK)
+            my = wd_comm_halo_wait(&h);
+        st = wd_comm_agree(my);
+    }
+    if (st == WD_OK) {
+        /* U'_mu(n) = g(n) U_mu(n) g(n + mu)^dag, reunitarized; the temporal
+         * links below global t = T-1 exactly the unit matrix */
+        const int T = grid->dims[3];
+#pragma omp parallel for
+        for (size_t site = 0; site < vol; site++) {
+            int x[4];
+            size_t rest = site;
+            for (int mu = 0; mu < 4; mu++) {
+                x[mu] = (int)(rest % (size_t)L[mu]);
+                rest /= (size_t)L[mu];
+            }
+            for (int mu = 0; mu < 4; mu++) {
+                const double complex *gf;
+                if (x[mu] + 1 == L[mu] && grid->partitioned[mu]) {
+                    size_t f = 0;
+                    for (int nu = 3; nu >= 0; nu--)
+                        if (nu != mu)
+                            f = f * (size_t)L[nu] + (size_t)x[nu];
+                    gf = fwd[mu] + 9 * f;
+                } else {
+                    int y[4] = {x[0], x[1], x[2], x[3]};
+                    y[mu] = (y[mu] + 1) % L[mu];
+                    gf = g + 9 * ((size_t)y[0] + (size_t)L[0] * ((size_t)y[1] + (size_t)L[1] *
+                                  ((size_t)y[2] + (size_t)L[2] * (size_t)y[3])));
+                }
+                double complex *link = uf + 9 * (4 * site + (size_t)mu);
+                double complex tmp[9];
+                mat_mul(tmp, g + 9 * site, u + 9 * (4 * site + (size_t)mu));
+                mat_mul_dag(link, tmp, gf);
+                wd_su3_reunitarize((double *)link);
+                if (mu == 3 && grid->origin[3] + x[3] < T - 1)
+                    mat_unit(link);
+            }
+        }
+    }
+    free(next);
+    free(send);
+    free(ghost);
+    return st;
 }
 
 double wd_su3_unitarity_error(const double complex *u, size_t nlinks)

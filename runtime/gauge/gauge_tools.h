@@ -37,6 +37,7 @@
  *                           links exactly the unit matrix (the transform
  *                           leaves them unit to ~1e-14 only, an error the
  *                           kernels that skip them would not see)
+ *   wd_temporal_gauge_field_block  the same on a rank's block of a grid
  *   wd_su3_unitarity_error  max over links of the largest entry of
  *                           |U U^dag - 1| and of |det U - 1|; infinite when
  *                           a link holds a NaN
@@ -68,6 +69,14 @@ void wd_spinor_transform(double complex *psi, const double complex *g,
 void wd_temporal_gauge(double complex *g, const double complex *u, const int dims[4]);
 void wd_temporal_gauge_field(double complex *uf, double complex *g, const double complex *u,
                              const int dims[4]);
+
+/* wd_temporal_gauge_field on this rank's block of grid (uf, g, u: the
+ * block; collective over the grid's ranks).  The same field and g, bit for
+ * bit, as the whole-lattice function's block; WD_ERR_NOMEM (agreed) when
+ * the faces cannot be allocated. */
+struct wd_grid;
+wd_status wd_temporal_gauge_field_block(double complex *uf, double complex *g,
+                                        const double complex *u, const struct wd_grid *grid);
 
 double wd_su3_unitarity_error(const double complex *u, size_t nlinks);
 

@@ -209,12 +209,19 @@ static wd_status create(wd_solver *sv, const double *gauge)
         sv->gfix = malloc(vol * 9 * sizeof *sv->gfix);
         sv->bfix = malloc(vol * 12 * sizeof *sv->bfix);
         ufix = malloc(vol * 36 * sizeof *ufix);
-        if (!sv->gfix || !sv->bfix || !ufix) {
+        wd_status st = sv->gfix && sv->bfix && ufix
+                           ? WD_OK
+                           : wd_fail(WD_ERR_NOMEM, "solver: cannot allocate %zu bytes for the "
+                                     "gauge-fixed host fields", vol * 57 * sizeof(double complex));
+        if (sv->grid.size > 1 && (st = wd_comm_agree(st)) == WD_OK)
+            st = wd_temporal_gauge_field_block(ufix, sv->gfix, (const double complex *)gauge,
+                                               &sv->grid);
+        else if (st == WD_OK)
+            wd_temporal_gauge_field(ufix, sv->gfix, (const double complex *)gauge, sv->dims);
+        if (st != WD_OK) {
             free(ufix);
-            return wd_fail(WD_ERR_NOMEM, "solver: cannot allocate %zu bytes for the gauge-fixed "
-                           "host fields", vol * 57 * sizeof(double complex));
+            return st;
         }
-        wd_temporal_gauge_field(ufix, sv->gfix, (const double complex *)gauge, sv->dims);
         u_run = (const double *)ufix;
     }
     wd_status st = wd_host_block_open(&sv->hb, &sv->grid, gauge);
@@ -244,12 +251,7 @@ static wd_status create(wd_solver *sv, const double *gauge)
  * rank. */
 static wd_status solver_grid(wd_grid *g, const int dims[4], const wd_solver_settings *s)
 {
-    wd_status st = wd_grid_make(g, dims, s->grid, wd_comm_size(), wd_comm_rank(), 4);
-    if (st == WD_OK && g->size > 1 && (s->gauge_fix || s->sloppy_gauge_fix))
-        st = wd_fail(WD_ERR_INVALID, "gauge fixing (gauge_fix, sloppy_gauge_fix) runs on one "
-                     "process for now: grid %d %d %d %d has %d", g->procs[0], g->procs[1],
-                     g->procs[2], g->procs[3], g->size);
-    return st;
+    return wd_grid_make(g, dims, s->grid, wd_comm_size(), wd_comm_rank(), 4);
 }
 
 /* "site (x, y, z, t)" in global coordinates of local site `site` */
