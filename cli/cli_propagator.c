@@ -49,6 +49,9 @@ static const char usage_text[] =
     "  --tbc periodic|antiperiodic  fermion time boundary (default antiperiodic)\n"
     "  --solver cg|bicgstab  default bicgstab\n"
     "  --precision d|s|h, --sloppy d|s|h   outer and sloppy precision (default d, s)\n"
+    "  --recon 18|12|8, --sloppy-recon 18|12|8   gauge reconstruction (default 12, 12)\n"
+    "  --gauge-fix, --sloppy-gauge-fix   outer / sloppy operator in temporal gauge\n"
+    "  --mixed reliable|defect|none, --delta D   mixed-precision method (default reliable, 0.1)\n"
     "  --tol T               per column ||b - M x|| / ||b|| (default 1e-10)\n"
     "  --max-iter N          per column (default 10000)\n"
     "  --backend auto|cpu|cuda  default auto\n"
@@ -160,6 +163,30 @@ static int parse(int argc, char **argv, options *o)
                 o->s.precision = prec;
             else
                 o->s.sloppy_precision = prec;
+        } else if ((!strcmp(a, "--recon") || !strcmp(a, "--sloppy-recon")) && next) {
+            if (!number(argv[++i], &v) || (v != 18 && v != 12 && v != 8))
+                return usage_error("--recon and --sloppy-recon take 18, 12 or 8, got", argv[i]);
+            if (!strcmp(a, "--recon"))
+                o->s.recon = (wd_recon)v;
+            else
+                o->s.sloppy_recon = (wd_recon)v;
+        } else if (!strcmp(a, "--gauge-fix")) {
+            o->s.gauge_fix = 1;
+        } else if (!strcmp(a, "--sloppy-gauge-fix")) {
+            o->s.sloppy_gauge_fix = 1;
+        } else if (!strcmp(a, "--mixed") && next) {
+            i++;
+            if (!strcmp(argv[i], "reliable"))
+                o->s.mixed = WD_MIXED_RELIABLE;
+            else if (!strcmp(argv[i], "defect"))
+                o->s.mixed = WD_MIXED_DEFECT;
+            else if (!strcmp(argv[i], "none"))
+                o->s.mixed = WD_MIXED_NONE;
+            else
+                return usage_error("--mixed takes reliable, defect or none, got", argv[i]);
+        } else if (!strcmp(a, "--delta") && next) {
+            if (!number(argv[++i], &o->s.delta))
+                return usage_error("--delta needs a number, got", argv[i]);
         } else if (!strcmp(a, "--tol") && next) {
             if (!number(argv[++i], &o->s.tol))
                 return usage_error("--tol needs a number, got", argv[i]);
