@@ -14,6 +14,10 @@
  *                         neighbours after each (mu, parity) checkerboard
  *   wd_gauge_observables_block   the observables of the whole lattice,
  *                         added in wd_gauge_observables' order
+ *   wd_hb_halo_open / _close, wd_hb_exchange, wd_hb_block_store / _load
+ *                         (gauge_block.h) the stored field with border
+ *                         layers and its exchange, which the sweeps and
+ *                         the clover field (clover_field.c) share
  *
  * Notes.  Bit for bit against one process: a link's update reads the same
  * links (the border layers hold the neighbours' current values: the
@@ -94,12 +98,6 @@ wd_status wd_gauge_init_block(double *u_block, const wd_lattice *lat, wd_gauge_s
 
 /* ---- the sweeps --------------------------------------------------------- */
 
-typedef struct halo_ctx {
-    const wd_grid *grid;
-    const wd_hb_geom *geom;
-    double *buf[4]; /* send forward, send backward, from forward, from backward */
-} halo_ctx;
-
 /* sites of the stored field's layer x_d = const */
 static size_t layer_sites(const wd_hb_geom *g, int d)
 {
@@ -129,11 +127,36 @@ static void layer_copy(double *u, double *buf, const wd_hb_geom *g, int d, int l
     }
 }
 
-/* wd_hb_exchange_fn: the border layers of links mu (every link: mu < 0),
- * dimension by dimension; agreed, so that every rank stops together. */
-static wd_status exchange(void *vctx, double *u, int mu)
+wd_status wd_hb_halo_open(wd_hb_halo *h, const wd_grid *grid, const wd_hb_geom *geom)
 {
-    const halo_ctx *c = vctx;
+    h->grid = grid;
+    h->geom = geom;
+    size_t face = 0;
+    for (int d = 0; d < 4; d++)
+        if (geom->part[d] && layer_sites(geom, d) > face)
+            face = layer_sites(geom, d);
+    int ok = 1;
+    for (int k = 0; k < 4; k++) {
+        h->buf[k] = face ? malloc(72 * face * sizeof(double)) : NULL;
+        ok &= !face || h->buf[k] != NULL;
+    }
+    if (ok)
+        return WD_OK;
+    wd_hb_halo_close(h);
+    return wd_fail(WD_ERR_NOMEM, "no memory for the border faces (%zu sites each)", face);
+}
+
+void wd_hb_halo_close(wd_hb_halo *h)
+{
+    for (int k = 0; k < 4; k++) {
+        free(h->buf[k]);
+        h->buf[k] = NULL;
+    }
+}
+
+wd_status wd_hb_exchange(void *ctx, double *u, int mu)
+{
+    const wd_hb_halo *c = ctx;
     const wd_hb_geom *g = c->geom;
     const int lo = mu < 0 ? 0 : mu, hi = mu < 0 ? 4 : mu + 1;
     wd_status st = WD_OK;
@@ -157,6 +180,33 @@ static wd_status exchange(void *vctx, double *u, int mu)
     return wd_comm_agree(st);
 }
 
+/* the stored index of the block's n-th site */
+static size_t stored_of(const wd_hb_geom *g, size_t n)
+{
+    int x[4];
+    for (int mu = 0; mu < 4; mu++) {
+        x[mu] = (int)(n % (size_t)g->L[mu]);
+        n /= (size_t)g->L[mu];
+    }
+    return wd_hb_stored(g, x);
+}
+
+void wd_hb_block_store(double *stored, const double *u_block, const wd_hb_geom *g)
+{
+    const size_t n = block_volume(g->L);
+#pragma omp parallel for schedule(static)
+    for (size_t s = 0; s < n; s++)
+        memcpy(stored + 72 * stored_of(g, s), u_block + 72 * s, 72 * sizeof *stored);
+}
+
+void wd_hb_block_load(double *u_block, const double *stored, const wd_hb_geom *g)
+{
+    const size_t n = block_volume(g->L);
+#pragma omp parallel for schedule(static)
+    for (size_t s = 0; s < n; s++)
+        memcpy(u_block + 72 * s, stored + 72 * stored_of(g, s), 72 * sizeof *stored);
+}
+
 /* The compound sweep (heatbath != 0) or overrelaxation alone on the block:
  * copied into a stored field with border layers, swept, copied back (only
  * when every rank succeeded: else u_block is as it was). *failed = the
@@ -173,60 +223,34 @@ static wd_status sweep_block(double *u_block, const wd_lattice *lat, int heatbat
         st = wd_fail(WD_ERR_INVALID, "%s: null field", fn);
     wd_hb_geom geom = wd_hb_geom_make(g.local, g.partitioned, g.origin, g.dims);
     double *ext = NULL;
-    halo_ctx ctx = {&g, &geom, {NULL, NULL, NULL, NULL}};
+    wd_hb_halo ctx = {&g, &geom, {NULL, NULL, NULL, NULL}};
     if (st == WD_OK) {
-        size_t face = 0;
-        for (int d = 0; d < 4; d++)
-            if (geom.part[d] && layer_sites(&geom, d) > face)
-                face = layer_sites(&geom, d);
         ext = malloc(72 * geom.volume * sizeof *ext);
-        for (int k = 0; k < 4 && face; k++)
-            ctx.buf[k] = malloc(72 * face * sizeof(double));
-        if (!ext || (face && (!ctx.buf[0] || !ctx.buf[1] || !ctx.buf[2] || !ctx.buf[3])))
+        if (!ext || wd_hb_halo_open(&ctx, &g, &geom) != WD_OK)
             st = wd_fail(WD_ERR_NOMEM, "%s: no memory for the block with its border layers "
                          "(%zu sites)", fn, geom.volume);
     }
     st = wd_comm_agree(st);
 
     const int any = geom.part[0] || geom.part[1] || geom.part[2] || geom.part[3];
-    const size_t n = block_volume(g.local);
     long mine = 0;
     if (st == WD_OK) {
-#pragma omp parallel for schedule(static)
-        for (size_t s = 0; s < n; s++) {
-            int x[4];
-            size_t r = s;
-            for (int mu = 0; mu < 4; mu++) {
-                x[mu] = (int)(r % (size_t)g.local[mu]);
-                r /= (size_t)g.local[mu];
-            }
-            memcpy(ext + 72 * wd_hb_stored(&geom, x), u_block + 72 * s, 72 * sizeof *ext);
-        }
+        wd_hb_block_store(ext, u_block, &geom);
         if (any)
-            st = exchange(&ctx, ext, -1);
+            st = wd_hb_exchange(&ctx, ext, -1);
     }
     if (st == WD_OK)
-        st = wd_hb_sweeps(ext, &geom, heatbath, n_or, beta, seed, sweep, any ? exchange : NULL,
-                          &ctx, &mine);
+        st = wd_hb_sweeps(ext, &geom, heatbath, n_or, beta, seed, sweep,
+                          any ? wd_hb_exchange : NULL, &ctx, &mine);
     double total = (double)mine;
     if (st == WD_OK)
         st = wd_comm_sum(&total, 1);
     if ((st = wd_comm_agree(st)) == WD_OK) {
-#pragma omp parallel for schedule(static)
-        for (size_t s = 0; s < n; s++) {
-            int x[4];
-            size_t r = s;
-            for (int mu = 0; mu < 4; mu++) {
-                x[mu] = (int)(r % (size_t)g.local[mu]);
-                r /= (size_t)g.local[mu];
-            }
-            memcpy(u_block + 72 * s, ext + 72 * wd_hb_stored(&geom, x), 72 * sizeof *ext);
-        }
+        wd_hb_block_load(u_block, ext, &geom);
         *failed = (long)total;
     }
     free(ext);
-    for (int k = 0; k < 4; k++)
-        free(ctx.buf[k]);
+    wd_hb_halo_close(&ctx);
     return st;
 }
 

@@ -82,6 +82,27 @@ void wd_hb_init(double *u, const wd_hb_geom *g, wd_gauge_start start, uint64_t s
  * of the stored field u; collective over the grid. */
 typedef wd_status (*wd_hb_exchange_fn)(void *ctx, double *u, int mu);
 
+/* The exchange of a stored field on a grid: face buffers for its largest
+ * partitioned layer.  Dimension by dimension, each face including the
+ * border layers already filled, so the edge sites x +- mu +- nu of the
+ * stored field arrive too. */
+typedef struct wd_hb_halo {
+    const wd_grid *grid;
+    const wd_hb_geom *geom;
+    double *buf[4]; /* send forward, send backward, from forward, from backward */
+} wd_hb_halo;
+
+/* WD_ERR_NOMEM (nothing left allocated) when the buffers do not fit */
+wd_status wd_hb_halo_open(wd_hb_halo *h, const wd_grid *grid, const wd_hb_geom *geom);
+void wd_hb_halo_close(wd_hb_halo *h);
+/* wd_hb_exchange_fn, ctx a wd_hb_halo: agreed over the ranks */
+wd_status wd_hb_exchange(void *ctx, double *u, int mu);
+
+/* the block's 72 doubles a site (host order, extents g->L) into the
+ * stored field's own sites, and back */
+void wd_hb_block_store(double *stored, const double *u_block, const wd_hb_geom *g);
+void wd_hb_block_load(double *u_block, const double *stored, const wd_hb_geom *g);
+
 /* Heatbath first when heatbath != 0, then n_or overrelaxation passes;
  * *failed = the SU(2) samplers of this block that gave up.  exchange is
  * NULL when no dimension is partitioned; its failure stops the sweep. */
