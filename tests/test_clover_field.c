@@ -239,8 +239,10 @@ static void against_reference(const int dims[4], wd_rng *r)
     for (size_t s = 0; s < vol; s++)
         for (int k = 0; k < 72; k++)
             tnorm += (want[72 * s + k] - one[k]) * (want[72 * s + k] - one[k]);
-    snprintf(what, sizeof what, "%s: coef T is not small (||A - 1|| / sqrt(V))", kind);
-    check_err(what, 1.0 / sqrt(tnorm / (double)vol), 10.0);
+    snprintf(what, sizeof what, "%s: coef T not small: ||A - 1|| / sqrt(V) > 0.05", kind);
+    char detail[64];
+    snprintf(detail, sizeof detail, "%.3f", sqrt(tnorm / (double)vol));
+    check(sqrt(tnorm / (double)vol) > 0.05, what, detail);
     snprintf(what, sizeof what, "%s: reference blocks between chiralities zero", kind);
     check_err(what, off, 1e-15);
     snprintf(what, sizeof what, "%s: wd_clover_field = 1 + coef T of the reference", kind);
@@ -403,26 +405,34 @@ static void refusals(const int dims[4], wd_rng *r)
     named(expect, sizeof expect, dims, s1, 0);
     refused("refused: a zero block (singular)", inv, a, vol, &g, expect);
 
-    /* coef 5 on a Haar-random field: some blocks are indefinite; the first
+    /* a large coef on a Haar-random field: the smallest of these that
+     * makes some blocks indefinite (typically a few, anywhere); the first
      * found here by leading minors */
-    if (wd_clover_field(a, (const double *)u, &g, 5.0) != WD_OK) {
-        fprintf(stderr, "test_clover_field: %s\n", wd_last_error());
-        exit(1);
-    }
+    const double big[] = {0.6, 0.7, 0.8, 0.9, 1.0, 1.2, 1.5, 2.0, 3.0, 5.0};
     size_t first = vol;
     int fb = 0, bad = 0;
-    for (size_t s = 0; s < vol; s++)
-        for (int b = 0; b < 2; b++)
-            if (!positive_definite(a + 72 * s, b)) {
-                bad++;
-                if (first == vol) {
-                    first = s;
-                    fb = b;
+    double coef = 0;
+    for (size_t k = 0; k < sizeof big / sizeof big[0] && first == vol; k++) {
+        coef = big[k];
+        if (wd_clover_field(a, (const double *)u, &g, coef) != WD_OK) {
+            fprintf(stderr, "test_clover_field: %s\n", wd_last_error());
+            exit(1);
+        }
+        first = vol;
+        bad = 0;
+        for (size_t s = 0; s < vol; s++)
+            for (int b = 0; b < 2; b++)
+                if (!positive_definite(a + 72 * s, b)) {
+                    bad++;
+                    if (first == vol) {
+                        first = s;
+                        fb = b;
+                    }
                 }
-            }
+    }
     named(expect, sizeof expect, dims, first, fb);
-    snprintf(what, sizeof what, "refused: coef 5, %d of %zu blocks indefinite, the first named",
-             bad, 2 * vol);
+    snprintf(what, sizeof what, "refused: coef %.1f, %d of %zu blocks indefinite, the first named",
+             coef, bad, 2 * vol);
     refused(what, inv, a, vol, &g, expect);
 
     /* wd_clover_field's own refusals, blocks untouched */
