@@ -128,35 +128,28 @@ static inline void m3_mul_dn(double *c, const double *a, const double *b)
     wd_m3_add_mul_dn(c, a, b);
 }
 
-/* the stored index of the site X + dm e_mu + dn e_nu (stored coordinates
- * X; a dimension without border layers is periodic in the block) */
-static inline size_t shifted(const wd_hb_geom *g, const int X[4], int mu, int dm, int nu, int dn)
-{
-    size_t s = 0;
-    for (int d = 0; d < 4; d++) {
-        int y = X[d] + (d == mu ? dm : 0) + (d == nu ? dn : 0);
-        if (!g->part[d])
-            y = (y + g->E[d]) % g->E[d];
-        s += (size_t)y * g->stride[d];
-    }
-    return s;
-}
-
 /* f[p] = Fhat of plane p at the block's site with local coordinates x */
 static void site_fhat(double f[6][18], const double *u, const wd_hb_geom *g, const int x[4])
 {
-    int X[4];
-    for (int d = 0; d < 4; d++)
-        X[d] = x[d] + g->part[d];
-    const size_t n = shifted(g, X, 0, 0, 0, 0);
+    /* the stored index of the site and its index offsets one step back
+     * (step[d][0]) and forward (step[d][1]) in each dimension: a dimension
+     * without border layers is periodic in the block */
+    size_t n = 0;
+    ptrdiff_t step[4][2];
+    for (int d = 0; d < 4; d++) {
+        const ptrdiff_t st = (ptrdiff_t)g->stride[d], wrap = (ptrdiff_t)(g->E[d] - 1) * st;
+        n += (size_t)(x[d] + g->part[d]) * g->stride[d];
+        step[d][0] = !g->part[d] && x[d] == 0 ? wrap : -st;
+        step[d][1] = !g->part[d] && x[d] == g->L[d] - 1 ? -wrap : st;
+    }
 #define LINK(site, dir) (u + 72 * (site) + 18 * (dir))
     for (int p = 0; p < 6; p++) {
         const int mu = planes[p][0], nu = planes[p][1];
-        const size_t n_pm = shifted(g, X, mu, 1, nu, 0), n_pn = shifted(g, X, nu, 1, mu, 0);
-        const size_t n_mm = shifted(g, X, mu, -1, nu, 0), n_mn = shifted(g, X, nu, -1, mu, 0);
-        const size_t n_mmpn = shifted(g, X, mu, -1, nu, 1);
-        const size_t n_mmmn = shifted(g, X, mu, -1, nu, -1);
-        const size_t n_pmmn = shifted(g, X, mu, 1, nu, -1);
+        const size_t n_pm = n + (size_t)step[mu][1], n_pn = n + (size_t)step[nu][1];
+        const size_t n_mm = n + (size_t)step[mu][0], n_mn = n + (size_t)step[nu][0];
+        const size_t n_mmpn = n_mm + (size_t)step[nu][1];
+        const size_t n_mmmn = n_mm + (size_t)step[nu][0];
+        const size_t n_pmmn = n_pm + (size_t)step[nu][0];
         double q[18] = {0}, a[18], b[18];
 
         wd_m3_mul_nn(a, LINK(n, mu), LINK(n_pm, nu));
