@@ -57,6 +57,7 @@
 
 #include "cli_util.h"
 #include "cuda_rt.h"
+#include "wd_core.h"
 #include "gauge_tools.h"
 #include "cli_bench.h"
 #include "wd_backend.h"
@@ -82,6 +83,21 @@ double wd_dslash_bytes_per_site(int precision, int recon, int gauge_fix, int xpa
 double wd_dslash_flops_per_site(int xpay)
 {
     return FLOPS_PER_SITE + (xpay ? XPAY_FLOPS_PER_SITE : 0);
+}
+
+/* The fewest-bytes model of any kernel: a clover field adds its 72 reals
+ * (half: and its two block norms) a site; the clover kernel alone moves
+ * the spinor in and out and the clover field. */
+static double variant_bytes_per_site(const wd_variant *v)
+{
+    const double clover = WD_CLOVER_SITE_REALS * v->precision + (v->precision == 2 ? 8 : 0);
+    const double spinor = 24.0 * v->precision + (v->precision == 2 ? sizeof(float) : 0);
+    switch (v->op) {
+    case WD_OP_CLOVER: return 2 * spinor + clover;
+    case WD_OP_WILSON_CLOVER:
+        return wd_dslash_bytes_per_site(v->precision, v->recon, v->gauge_fix, v->xpay) + clover;
+    default: return wd_dslash_bytes_per_site(v->precision, v->recon, v->gauge_fix, v->xpay);
+    }
 }
 
 /* Host copy bandwidth: median of a threaded memcpy far larger than cache. */
@@ -121,12 +137,33 @@ typedef struct host_fields {
     int dims[4];
     size_t volume;
     double complex *u, *uf, *psi;
+    double *clover;     /* random Hermitian clover blocks, made when a clover kernel runs */
 } host_fields;
 
 static void host_free(host_fields *h)
 {
-    free(h->u), free(h->uf), free(h->psi);
+    free(h->u), free(h->uf), free(h->psi), free(h->clover);
     memset(h, 0, sizeof *h);
+}
+
+/* Clover blocks for timing: the diagonal near 1, small random entries
+ * elsewhere (what an inverse clover field looks like); the kernels'
+ * speed does not depend on the values. */
+static int host_clover(host_fields *h, uint64_t seed)
+{
+    if (h->clover)
+        return 1;
+    h->clover = malloc(h->volume * WD_CLOVER_SITE_REALS * sizeof *h->clover);
+    if (!h->clover)
+        return 0;
+    wd_rng rng;
+    wd_rng_seed(&rng, seed ^ 0xC10FE5ull);
+    for (size_t n = 0; n < h->volume; ++n)
+        for (int b = 0; b < 2; ++b)
+            for (int r = 0; r < WD_CLOVER_BLOCK_REALS; ++r)
+                h->clover[WD_CLOVER_SITE_REALS * n + WD_CLOVER_BLOCK_REALS * b + r] =
+                    (r < 6 ? 1.0 : 0.0) + 0.1 * (wd_rng_uniform(&rng) - 0.5);
+    return 1;
 }
 
 static int host_make(host_fields *h, const int dims[4], uint64_t seed)
@@ -182,21 +219,31 @@ static int host_prefix(host_fields *sub, const host_fields *h, int t)
 static int bench_cpu(int k, const host_fields *h, int pad, int reps, bench_row *row)
 {
     const wd_variant *v = &wd_variants[k];
+    const int hopping = v->op != WD_OP_CLOVER;
     wd_spinor_layout sl;
     wd_gauge_layout gl;
+    wd_clover_layout cl;
     if (wd_spinor_layout_make(&sl, h->dims, v->precision, pad) != WD_OK ||
-        wd_gauge_layout_make(&gl, h->dims, v->precision, v->recon, v->gauge_fix, pad) != WD_OK) {
+        wd_gauge_layout_make(&gl, h->dims, v->precision, hopping ? v->recon : 18, v->gauge_fix,
+                             pad) != WD_OK ||
+        wd_clover_layout_make(&cl, h->dims, v->precision, pad) != WD_OK) {
         fprintf(stderr, "wdirac bench dslash: %s\n", wd_last_error());
         return 0;
     }
+    const int clover = v->op != WD_OP_WILSON;
     void *g = malloc(gl.bytes), *i = malloc(sl.bytes), *o = malloc(sl.bytes), *x = malloc(sl.bytes);
+    void *c = clover ? malloc(cl.bytes) : NULL;
     float *norms = malloc(3 * (size_t)sl.volume_cb * sizeof(float));
+    float *cnorm = clover ? malloc(cl.norm_bytes + sizeof(float)) : NULL;
     double *t = malloc((size_t)reps * sizeof *t);
-    int ok = g && i && o && x && norms && t;
+    int ok = g && i && o && x && norms && t && (!clover || (c && cnorm && h->clover));
     if (!ok) {
         fprintf(stderr, "wdirac bench dslash: %s: out of memory\n", v->name);
     } else {
-        wd_pack_gauge(&gl, g, v->gauge_fix ? h->uf : h->u, h->dims);
+        if (hopping)
+            wd_pack_gauge(&gl, g, v->gauge_fix ? h->uf : h->u, h->dims);
+        if (clover)
+            wd_pack_clover(&cl, c, cnorm, h->clover, h->dims, 0);
         wd_pack_spinor(&sl, i, norms, h->psi, h->dims, 1);
         wd_pack_spinor(&sl, x, norms + 2 * sl.volume_cb, h->psi, h->dims, 0);
         wd_dslash_args a;
@@ -206,6 +253,7 @@ static int bench_cpu(int k, const host_fields *h, int pad, int reps, bench_row *
         a.in = i, a.in_norm = norms;
         a.x = x, a.x_norm = norms + 2 * sl.volume_cb;
         a.gauge = g, a.a = -0.0157;
+        a.clover = c, a.clover_norm = cnorm, a.clover_stride = cl.stride;
         for (int w = 0; w < 2; ++w)
             v->cpu(&a);
         for (int r = 0; r < reps; ++r) {
@@ -216,7 +264,7 @@ static int bench_cpu(int k, const host_fields *h, int pad, int reps, bench_row *
         row->us = wd_bench_median(t, reps) * 1e6;
         row->block = 0;
     }
-    free(g), free(i), free(o), free(x), free(norms), free(t);
+    free(g), free(i), free(o), free(x), free(norms), free(t), free(c), free(cnorm);
     return ok;
 }
 
@@ -228,10 +276,15 @@ typedef struct gpu_cache {
     int pad, precision, recon, gauge_fix;
     wd_gpu_gauge g;
     wd_gpu_spinor in, out, x;
+    void *clover;           /* the packed clover field (even parity), when a clover kernel ran */
+    float *clover_norm;
+    int clover_stride;
 } gpu_cache;
 
 static void gpu_cache_free(gpu_cache *c)
 {
+    wd_cuda_free(c->clover);
+    wd_cuda_free(c->clover_norm);
     wd_gpu_gauge_free(&c->g);
     wd_gpu_spinor_free(&c->in);
     wd_gpu_spinor_free(&c->out);
@@ -242,8 +295,9 @@ static void gpu_cache_free(gpu_cache *c)
 static wd_status gpu_cache_get(gpu_cache *c, const host_fields *h, const wd_variant *v, int pad)
 {
     const int same_spinor = c->h == h && c->pad == pad && c->precision == v->precision;
-    const int same_gauge = same_spinor && c->recon == v->recon && c->gauge_fix == v->gauge_fix;
-    if (same_gauge)
+    const int recon = v->op == WD_OP_CLOVER ? 18 : v->recon;
+    const int same_gauge = same_spinor && c->recon == recon && c->gauge_fix == v->gauge_fix;
+    if (same_gauge && (v->op == WD_OP_WILSON || c->clover))
         return WD_OK;
     wd_gpu_gauge_free(&c->g);
     wd_status st = WD_OK;
@@ -261,14 +315,34 @@ static wd_status gpu_cache_get(gpu_cache *c, const host_fields *h, const wd_vari
         if (st == WD_OK)
             st = wd_gpu_spinor_upload(&c->out, h->psi, h->dims, 0);
     }
-    if (st == WD_OK)
+    if (st == WD_OK && !same_gauge)
         st = wd_gpu_gauge_upload(&c->g, v->gauge_fix ? h->uf : h->u, h->dims, v->precision,
-                                 v->recon, v->gauge_fix, pad);
+                                 recon, v->gauge_fix, pad);
+    if (st == WD_OK && v->op != WD_OP_WILSON && !c->clover) {
+        wd_clover_layout cl;
+        st = wd_clover_layout_make(&cl, h->dims, v->precision, pad);
+        void *buf = st == WD_OK ? malloc(cl.bytes + cl.norm_bytes) : NULL;
+        if (st == WD_OK && (!buf || !h->clover))
+            st = wd_fail(WD_ERR_NOMEM, "the host clover field");
+        if (st == WD_OK) {
+            wd_pack_clover(&cl, buf, (float *)((char *)buf + cl.bytes), h->clover, h->dims, 0);
+            st = wd_cuda_malloc(&c->clover, cl.bytes, "the clover field");
+        }
+        if (st == WD_OK)
+            st = wd_cuda_h2d(c->clover, buf, cl.bytes);
+        if (st == WD_OK && cl.norm_bytes) {
+            st = wd_cuda_malloc((void **)&c->clover_norm, cl.norm_bytes, "the clover norms");
+            if (st == WD_OK)
+                st = wd_cuda_h2d(c->clover_norm, (char *)buf + cl.bytes, cl.norm_bytes);
+        }
+        c->clover_stride = cl.stride;
+        free(buf);
+    }
     if (st != WD_OK) {
         gpu_cache_free(c);
         return st;
     }
-    c->h = h, c->pad = pad, c->precision = v->precision, c->recon = v->recon;
+    c->h = h, c->pad = pad, c->precision = v->precision, c->recon = recon;
     c->gauge_fix = v->gauge_fix;
     return WD_OK;
 }
@@ -282,6 +356,7 @@ static int bench_gpu(int k, const host_fields *h, int pad, int reps, gpu_cache *
     wd_dslash_args a;
     if (st == WD_OK) {
         wd_gpu_dslash_args(&a, &c->out, &c->in, &c->x, -0.0157, &c->g, h->dims, 0, -1);
+        a.clover = c->clover, a.clover_norm = c->clover_norm, a.clover_stride = c->clover_stride;
         st = wd_tune_dslash(k, &a, pad, &row->block);
     }
     if (st == WD_OK && !tune_only)
@@ -571,7 +646,8 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
         int nfaces = 0;
         for (int k = 0; k < wd_variant_count; ++k) {
             const wd_variant *v = &wd_variants[k];
-            if (fnmatch(glob, v->name, 0) != 0)
+            /* the clover kernels on a grid: not timed here yet */
+            if (fnmatch(glob, v->name, 0) != 0 || v->op != WD_OP_WILSON)
                 continue;
             grid_row r;
             memset(&r, 0, sizeof r);
@@ -814,6 +890,14 @@ int wd_bench_dslash_main(int argc, char **argv)
                     const wd_variant *v = &wd_variants[k];
                     if (fnmatch(glob, v->name, 0) != 0 || (l >= nlat && (v->dagger || v->xpay)))
                         continue;
+                    if (v->op != WD_OP_WILSON && !big.clover) {
+                        if (!host_clover(&big, seed)) {
+                            failed++;
+                            continue;
+                        }
+                        if (h == &sub)
+                            sub.clover = big.clover;
+                    }
                     bench_row *r = &rows[n];
                     r->variant = k;
                     memcpy(r->dims, h->dims, sizeof r->dims);
@@ -832,9 +916,8 @@ int wd_bench_dslash_main(int argc, char **argv)
                     }
                     const double sites = h->volume / 2.0;
                     r->us_site = r->us / sites;
-                    r->gflops = wd_dslash_flops_per_site(v->xpay) * sites / r->us / 1e3;
-                    r->gbps = wd_dslash_bytes_per_site(v->precision, v->recon, v->gauge_fix,
-                                                       v->xpay) * sites / r->us / 1e3;
+                    r->gflops = wd_variant_flops(k) * sites / r->us / 1e3;
+                    r->gbps = variant_bytes_per_site(v) * sites / r->us / 1e3;
                     if (!base_us)
                         base_us = r->us;
                     print_row(r, copy, base_us);

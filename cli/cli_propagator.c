@@ -43,6 +43,8 @@ static const char usage_text[] =
     "averaged over i, scalar) with the cosh (sinh) effective mass per time slice.\n"
     "\n"
     "  --kappa K | --mass M  the quark (kappa = 1/(2(4+m)))\n"
+    "  --csw C               clover coefficient c_sw (default 0: Wilson)\n"
+    "  --clover-form symmetric|asymmetric   even-odd form with a clover term (default symmetric)\n"
     "  --source point|wall   default point; a wall source is gauge dependent: use it on a\n"
     "                        gauge-fixed configuration\n"
     "  --site x,y,z,t        the source site (default 0,0,0,0); wall: its t\n"
@@ -123,6 +125,17 @@ static int parse(int argc, char **argv, options *o)
             if (!number(argv[++i], &o->mass))
                 return usage_error("--mass needs a number, got", argv[i]);
             o->have_mass = 1;
+        } else if (!strcmp(a, "--csw") && next) {
+            if (!number(argv[++i], &o->s.csw))
+                return usage_error("--csw needs a number, got", argv[i]);
+        } else if (!strcmp(a, "--clover-form") && next) {
+            i++;
+            if (!strcmp(argv[i], "symmetric"))
+                o->s.clover_form = WD_CLOVER_SYMMETRIC;
+            else if (!strcmp(argv[i], "asymmetric"))
+                o->s.clover_form = WD_CLOVER_ASYMMETRIC;
+            else
+                return usage_error("--clover-form takes symmetric or asymmetric, got", argv[i]);
         } else if (!strcmp(a, "--source") && next) {
             i++;
             if (!strcmp(argv[i], "point"))
@@ -380,6 +393,9 @@ int wd_cli_propagator_main(int argc, char **argv)
         printf("source     %s at %d,%d,%d,%d; kappa %.10g (mass %.10g), tol %.1e\n", src_name,
                o.src.site[0], o.src.site[1], o.src.site[2], o.src.site[3], kappa, o.s.mass,
                o.s.tol);
+        if (o.s.csw != 0)
+            printf("clover     c_sw %.10g, %s Schur form\n", o.s.csw,
+                   o.s.clover_form == WD_CLOVER_SYMMETRIC ? "symmetric" : "asymmetric");
         fflush(stdout);
     }
     wd_solver_stats stats[12];
@@ -451,12 +467,13 @@ int wd_cli_propagator_main(int argc, char **argv)
     /* the other files, rank 0 */
     if (wd_rank() == 0 && (o.json || o.csv || o.png)) {
         json_t *root = json_pack("{s:s, s:s, s:[iiii], s:s, s:f, s:s, s:[iiii], s:f, s:f, s:f, "
-                                 "s:s, s:s, s:[iiii], s:i}",
+                                 "s:f, s:s, s:s, s:[iiii], s:i}",
                                  "command", "propagator", "commit", WD_GIT_COMMIT, "dims", dims[0],
                                  dims[1], dims[2], dims[3], "gauge", o.unit ? "unit" : o.gauge,
                                  "plaquette", obs.plaquette, "source", src_name, "site",
                                  o.src.site[0], o.src.site[1], o.src.site[2], o.src.site[3],
-                                 "kappa", kappa, "mass", o.s.mass, "tol", o.s.tol, "backend",
+                                 "kappa", kappa, "mass", o.s.mass, "csw", o.s.csw, "tol",
+                                 o.s.tol, "backend",
                                  o.s.backend == WD_BACKEND_CUDA ? "cuda" : "cpu", "tbc",
                                  o.s.tbc == WD_TIME_PERIODIC ? "periodic" : "antiperiodic",
                                  "grid", lat.procs[0], lat.procs[1], lat.procs[2], lat.procs[3],

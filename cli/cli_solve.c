@@ -74,6 +74,9 @@ static const char usage_text[] =
     "operator:\n"
     "  --mass M | --kappa K  bare mass, or kappa = 1/(2(4+m)) (default mass 0.1)\n"
     "  --tbc periodic|antiperiodic   time boundary of the fermions (default antiperiodic)\n"
+    "  --csw C               clover coefficient c_sw (default 0: Wilson)\n"
+    "  --clover-form symmetric|asymmetric   even-odd Schur form with a clover term\n"
+    "                        (default symmetric)\n"
     "solver:\n"
     "  --solver cg|bicgstab  CG on the normal equations or BiCGstab (default bicgstab)\n"
     "  --precision d|s|h     outer precision (default d)\n"
@@ -219,6 +222,7 @@ static int takes_value(const char *a)
 {
     static const char *const valued[] = {
         "--gauge", "--point", "--random", "--source", "--mass", "--kappa", "--tbc", "--solver",
+        "--csw", "--clover-form",
         "--precision", "--sloppy", "--recon", "--sloppy-recon", "--mixed", "--delta", "--eps-in",
         "--tol-inner", "--tol", "--max-iter", "--backend", "--out", "--save-source", "--json",
         "--verbose"};
@@ -286,6 +290,18 @@ static int parse_options(int argc, char **argv, options *o)
             if (!(o->kappa > 0))
                 return fail_usage("--kappa must be > 0, got '%s'", next);
             o->have_kappa = 1;
+            i++;
+        } else if (!strcmp(a, "--csw")) {
+            if (!parse_double(a, next, &o->s.csw))
+                return WD_EXIT_USAGE;
+            i++;
+        } else if (!strcmp(a, "--clover-form")) {
+            if (!strcmp(next, "symmetric"))
+                o->s.clover_form = WD_CLOVER_SYMMETRIC;
+            else if (!strcmp(next, "asymmetric"))
+                o->s.clover_form = WD_CLOVER_ASYMMETRIC;
+            else
+                return fail_usage("--clover-form takes symmetric or asymmetric, got '%s'", next);
             i++;
         } else if (!strcmp(a, "--tbc")) {
             if (!strcmp(next, "periodic"))
@@ -551,7 +567,7 @@ static json_t *json_record(const options *o, const char *device, int threads, co
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     const wd_solver_settings *s = &o->s;
     json_t *root = json_pack(
-        "{s:s, s:s, s:s, s:s, s:i, s:s, s:[iiii], s:s, s:f, s:s, s:f, s:f, s:s, s:s,"
+        "{s:s, s:s, s:s, s:s, s:i, s:s, s:[iiii], s:s, s:f, s:s, s:f, s:f, s:s, s:f, s:s, s:s,"
         " s:{s:i, s:i, s:b}, s:{s:i, s:i, s:b}, s:s, s:f, s:f, s:f, s:i}",
         "command", "solve", "commit", WD_GIT_COMMIT, "date", date,
         "backend", s->backend == WD_BACKEND_CUDA ? "cuda" : "cpu", "threads", threads,
@@ -559,6 +575,7 @@ static json_t *json_record(const options *o, const char *device, int threads, co
         "gauge", o->unit ? "unit" : o->gauge, "plaquette", plaquette, "source", source,
         "mass", s->mass, "kappa", 1.0 / (2.0 * (4.0 + s->mass)),
         "tbc", s->tbc == WD_TIME_PERIODIC ? "periodic" : "antiperiodic",
+        "csw", s->csw, "clover_form", s->clover_form == WD_CLOVER_SYMMETRIC ? "symmetric" : "asymmetric",
         "solver", s->solver == WD_SOLVER_CG ? "cg" : "bicgstab",
         "outer", "precision", (int)s->precision, "recon", (int)s->recon, "gauge_fix", s->gauge_fix,
         "sloppy", "precision", (int)s->sloppy_precision, "recon", (int)s->sloppy_recon,
@@ -727,8 +744,12 @@ int wd_cli_solve_main(int argc, char **argv)
                    lat.local[1], lat.local[2], lat.local[3]);
         printf("\ngauge      %s, plaquette %.10f\n", gauge_desc, plaquette);
         printf("source     %s\n", source_desc);
-        printf("operator   mass %.10g  kappa %.10g  time boundary %s\n", s->mass, kappa,
+        printf("operator   mass %.10g  kappa %.10g  time boundary %s", s->mass, kappa,
                s->tbc == WD_TIME_PERIODIC ? "periodic" : "antiperiodic");
+        if (s->csw != 0)
+            printf("  clover c_sw %.10g (%s Schur form)", s->csw,
+                   s->clover_form == WD_CLOVER_SYMMETRIC ? "symmetric" : "asymmetric");
+        printf("\n");
         printf("solver     %s, outer %c recon %d%s, sloppy %c recon %d%s, %s", s->solver ==
                WD_SOLVER_CG ? "CG (normal equations)" : "BiCGstab", precision_letter(s->precision),
                (int)s->recon, s->gauge_fix ? " gauge-fixed" : "",

@@ -19,6 +19,21 @@ class Precision(IntEnum):
     H = 2
 
 
+class Operator(IntEnum):
+    """What a kernel applies; the value is the registry's op number.
+
+    WILSON         out = D in (or x + a D in): the hopping term of DESIGN.md
+    WILSON_CLOVER  out = C D in (or x + a C D in): the hopping term followed,
+                   at the same output site, by a clover field C (in the
+                   even-odd operators C = A^-1, the inverse clover matrix)
+    CLOVER         out = C in: the clover field alone, site by site
+    """
+
+    WILSON = 0
+    WILSON_CLOVER = 1
+    CLOVER = 2
+
+
 class Recon(IntEnum):
     """Gauge reconstruction; the value is reals stored per link."""
 
@@ -78,7 +93,10 @@ GAUGE_FIX_TOKEN = "gf"
 DAGGER_TOKEN = "dag"
 XPAY_TOKEN = "xpay"
 
-OPERATOR_TOKEN = "dslash"
+# The first part of a name: the operator.  Names of the hopping kernels spell
+# every Dslash axis; the clover kernel has the precision axis alone.
+OPERATOR_TOKEN = {Operator.WILSON: "dslash", Operator.WILSON_CLOVER: "dslashcl",
+                  Operator.CLOVER: "clover"}
 
 SPINOR_REALS = 24  # 4 spins x 3 colours x (re, im)
 NDIM = 4

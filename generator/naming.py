@@ -1,29 +1,47 @@
 """One procedural name per variant: file name, symbol, registry key, filter key.
 
-    dslash_<prec>_r<recon>_gf<0|1>_dag<0|1>_xpay<0|1>
+    dslash_<prec>_r<recon>_gf<0|1>_dag<0|1>_xpay<0|1>     D (Wilson)
+    dslashcl_<prec>_r<recon>_gf<0|1>_dag<0|1>_xpay<0|1>   C D (clover epilogue)
+    clover_<prec>                                        C alone
 
-Every part is always spelled, in this fixed order, so names glob.
+Every part of an operator's axes is always spelled, in this fixed order, so
+names glob (dslash_* is the Wilson set, dslash*_ both hopping sets).
 """
 
 import re
 from dataclasses import dataclass
 
 from .axes import (DAGGER_TOKEN, GAUGE_FIX_TOKEN, OPERATOR_TOKEN, PRECISIONS,
-                   RECON_TOKEN, XPAY_TOKEN, Precision, Recon)
+                   RECON_TOKEN, XPAY_TOKEN, Operator, Precision, Recon)
 
 
 @dataclass(frozen=True)
 class Variant:
+    """A kernel's axis values; a CLOVER kernel has recon None and zeros."""
+
     precision: Precision
     recon: Recon
     gauge_fix: int
     dagger: int
     xpay: int
+    op: Operator = Operator.WILSON
+
+    @property
+    def hopping(self):
+        """The kernel applies D (reads neighbours and links)."""
+        return self.op != Operator.CLOVER
+
+    @property
+    def clover(self):
+        """The kernel reads a clover field."""
+        return self.op != Operator.WILSON
 
     @property
     def name(self):
-        return (f"{OPERATOR_TOKEN}_{PRECISIONS[self.precision].token}"
-                f"_{RECON_TOKEN[self.recon]}"
+        prefix = f"{OPERATOR_TOKEN[self.op]}_{PRECISIONS[self.precision].token}"
+        if not self.hopping:
+            return prefix
+        return (f"{prefix}_{RECON_TOKEN[self.recon]}"
                 f"_{GAUGE_FIX_TOKEN}{self.gauge_fix}"
                 f"_{DAGGER_TOKEN}{self.dagger}"
                 f"_{XPAY_TOKEN}{self.xpay}")
@@ -35,19 +53,27 @@ class Variant:
 
 _PREC_BY_TOKEN = {info.token: p for p, info in PRECISIONS.items()}
 _RECON_BY_TOKEN = {tok: r for r, tok in RECON_TOKEN.items()}
-_NAME_RE = re.compile(
-    rf"^{OPERATOR_TOKEN}_(?P<p>[a-z]+)_(?P<r>r\d+)_{GAUGE_FIX_TOKEN}(?P<gf>[01])"
+_OP_BY_TOKEN = {tok: op for op, tok in OPERATOR_TOKEN.items()}
+_HOPPING_RE = re.compile(
+    rf"^(?P<op>[a-z]+)_(?P<p>[a-z]+)_(?P<r>r\d+)_{GAUGE_FIX_TOKEN}(?P<gf>[01])"
     rf"_{DAGGER_TOKEN}(?P<dag>[01])_{XPAY_TOKEN}(?P<xpay>[01])$")
+_SITE_RE = re.compile(r"^(?P<op>[a-z]+)_(?P<p>[a-z]+)$")
 
 
 def parse(name):
     """The Variant a name spells; ValueError naming the bad part otherwise."""
-    m = _NAME_RE.match(name)
-    if not m:
+    m = _HOPPING_RE.match(name) or _SITE_RE.match(name)
+    if not m or m["op"] not in _OP_BY_TOKEN:
+        raise ValueError(f"not a variant name: {name!r}")
+    op = _OP_BY_TOKEN[m["op"]]
+    hopping = "r" in m.groupdict()
+    if hopping != (op != Operator.CLOVER):
         raise ValueError(f"not a variant name: {name!r}")
     if m["p"] not in _PREC_BY_TOKEN:
         raise ValueError(f"{name}: unknown precision {m['p']!r}")
+    if not hopping:
+        return Variant(_PREC_BY_TOKEN[m["p"]], None, 0, 0, 0, op)
     if m["r"] not in _RECON_BY_TOKEN:
         raise ValueError(f"{name}: unknown reconstruction {m['r']!r}")
     return Variant(_PREC_BY_TOKEN[m["p"]], _RECON_BY_TOKEN[m["r"]],
-                   int(m["gf"]), int(m["dag"]), int(m["xpay"]))
+                   int(m["gf"]), int(m["dag"]), int(m["xpay"]), op)

@@ -253,3 +253,63 @@ def r8_reconstruct_reference(a2, a3, b1, phase_a1, phase_c1):
     for name, terms in R8_PRODUCTS:
         env[name] = sum(s * val(f) * val(g) for s, f, g in terms)
     return [[env[f"{r}{c}"] for c in (1, 2, 3)] for r in "abc"]
+
+
+# ---------------------------------------------------------------- clover
+# The clover term is block diagonal in the DeGrand-Rossi basis, where
+# gamma_5 = g1 g2 g3 g4 is diagonal: one 6x6 Hermitian block (spin pair x
+# colour) per chirality.  The kernels hold spinors in the internal basis, so
+# the clover epilogue rotates the internal spinor to the two chiral spin
+# pairs (DR = S^dag internal), applies the blocks, and rotates back
+# (internal = S DR).  S has entries 0 and +-1/sqrt(2): scaled by
+# CLOVER_BASIS_NORM = sqrt(2) both rotations have integer coefficients, and
+# the factor 1 / CLOVER_BASIS_NORM^2 they leave over is folded into the
+# stored clover field (CLOVER_SCALE, applied by the host packing code).
+
+
+def _gamma5():
+    g = identity(4)
+    for mu in range(NDIM):
+        g = matmul(g, DR_GAMMA[mu])
+    g = tuple(tuple(snap(z) for z in row) for row in g)
+    assert all(abs(g[i][j]) < EPS for i in range(4) for j in range(4) if i != j), \
+        "gamma_5 is not diagonal in the DeGrand-Rossi basis"
+    return g
+
+
+DR_GAMMA5 = _gamma5()
+# DeGrand-Rossi spins of each chiral block: gamma_5 = +1 first, then -1
+CHIRAL_SPINS = tuple(tuple(s for s in range(4) if abs(DR_GAMMA5[s][s] - sign) < EPS)
+                     for sign in (1, -1))
+assert all(len(b) == 2 for b in CHIRAL_SPINS)
+CLOVER_BLOCK_DIM = 6  # 2 spins x 3 colours
+
+
+def _clover_rotations():
+    mags = {round(abs(z), 12) for row in BASIS_CHANGE for z in row if abs(z) > EPS}
+    assert len(mags) == 1, "basis change entries of more than one magnitude"
+    norm = 1 / next(abs(z) for row in BASIS_CHANGE for z in row if abs(z) > EPS)
+    to_chiral = tuple(tuple(snap(norm * complex(BASIS_CHANGE[k][s]).conjugate())
+                            for k in range(4)) for s in range(4))
+    from_chiral = tuple(tuple(snap(norm * BASIS_CHANGE[k][s]) for s in range(4))
+                        for k in range(4))
+    for m in (to_chiral, from_chiral):
+        assert all(abs(z - round(z.real)) < EPS for row in m for z in row), \
+            "clover rotation is not integer"
+    scale = round(1 / norm ** 2, 12)
+    back = matmul(from_chiral, to_chiral)
+    assert close(tuple(tuple(scale * z for z in row) for row in back), identity(4))
+    return norm, to_chiral, from_chiral, scale
+
+
+# CLOVER_TO_CHIRAL[s][k]: DR spin s = sum_k coefficient x internal spin k
+# (times 1 / CLOVER_BASIS_NORM); CLOVER_FROM_CHIRAL[k][s] the way back.
+CLOVER_BASIS_NORM, CLOVER_TO_CHIRAL, CLOVER_FROM_CHIRAL, CLOVER_SCALE = _clover_rotations()
+
+# The reals of one stored 6x6 Hermitian block, in stored order: the six
+# real diagonal entries, then the strictly lower entries (i > j) row by row
+# as (re, im).  Two blocks a site, chirality + first: 72 reals.
+CLOVER_LOWER = tuple((i, j) for i in range(CLOVER_BLOCK_DIM) for j in range(i))
+CLOVER_BLOCK_REALS = CLOVER_BLOCK_DIM + 2 * len(CLOVER_LOWER)
+CLOVER_SITE_REALS = 2 * CLOVER_BLOCK_REALS
+assert CLOVER_BLOCK_REALS == 36

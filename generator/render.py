@@ -17,8 +17,8 @@ import os
 import jinja2
 
 from . import physics
-from .axes import (NDIM, PRECISIONS, SPINOR_REALS, TIME_DIR, Precision, Recon,
-                   vector_type)
+from .axes import (NDIM, PRECISIONS, SPINOR_REALS, TIME_DIR, Operator, Precision,
+                   Recon, vector_type)
 
 TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "templates")
@@ -29,6 +29,9 @@ PHYSICS_OUTPUT = "wd_physics.h"
 
 MAIN_TEMPLATES = {"_body.h": "dslash_body.h.j2", "_cpu.c": "dslash_cpu.c.j2",
                   "_cuda.cu": "dslash_cuda.cu.j2"}
+# the clover kernel's own body; its loops are the Dslash ones (one thread an
+# output site, the input read at the same site)
+SITE_TEMPLATES = dict(MAIN_TEMPLATES, **{"_body.h": "clover_body.h.j2"})
 COLOURS = 3
 
 
@@ -251,23 +254,105 @@ def _spinor_context(info):
         "store_slots": slots,
         "xload": xload,
         "all_reals": [name for row in out for pair in row for name in pair],
+        # what the clover kernel needs before it reads its input as xload
+        "in_prelude": (["const float x_scale = WD_LOAD(a->in_norm + cb) * WD_HALF_INV_SCALE;"]
+                       if info.has_norm else []),
     }
+
+
+def _cmuladd_terms(entry, conj, u):
+    """(re terms, im terms) of e * u (conj: conj(e) * u); e, u local names."""
+    er, ei, ur, ui = f"{entry}_re", f"{entry}_im", f"{u}_re", f"{u}_im"
+    sign = -1 if conj else 1
+    return ([(1, f"{er} * {ur}"), (-sign, f"{ei} * {ui}")],
+            [(1, f"{er} * {ui}"), (sign, f"{ei} * {ur}")])
+
+
+def _clover_context(info):
+    """The clover epilogue: o = C o at the output site (physics.py, clover).
+
+    u{b}{i}: the internal spinor o rotated to DeGrand-Rossi spin
+    CHIRAL_SPINS[b][i // 3], colour i % 3 (times CLOVER_BASIS_NORM); the
+    block's reals become locals k{b}_{r} (diagonal) and L{b}{i}{j} (lower);
+    v{b}{i} = (block b) u{b}; o = CLOVER_FROM_CHIRAL v (times the norm, which
+    the stored field's CLOVER_SCALE cancels)."""
+    width = info.spinor_width
+    store_width = 2 if info.store == "double" else 4
+    dim = physics.CLOVER_BLOCK_DIM
+    o = [[(f"o{k}{c}_re", f"o{k}{c}_im") for c in range(COLOURS)] for k in range(4)]
+    blocks = []
+    for b, spins in enumerate(physics.CHIRAL_SPINS):
+        to_chiral = []
+        for i in range(dim):
+            s, c = spins[i // COLOURS], i % COLOURS
+            re, im = lincomb(physics.CLOVER_TO_CHIRAL[s], [o[k][c] for k in range(4)])
+            to_chiral.append((f"u{b}{i}", re, im))
+        first = b * physics.CLOVER_BLOCK_REALS
+        elements = sorted({(first + r) // store_width
+                           for r in range(physics.CLOVER_BLOCK_REALS)})
+        assert first % store_width == 0, "a clover block starts inside an element"
+
+        def real(r):
+            e, comp = divmod(first + r, store_width)
+            raw = f"c{e}.{'xyzw'[comp]}"
+            return f"wd_s2f({raw}) * cs{b}" if info.has_norm else raw
+        named = [(f"k{b}_{i}", real(i)) for i in range(dim)]
+        for q, (i, j) in enumerate(physics.CLOVER_LOWER):
+            named.append((f"L{b}{i}{j}_re", real(dim + 2 * q)))
+            named.append((f"L{b}{i}{j}_im", real(dim + 2 * q + 1)))
+        matvec = []
+        for i in range(dim):
+            re_terms = [(1, f"k{b}_{i} * u{b}{i}_re")]
+            im_terms = [(1, f"k{b}_{i} * u{b}{i}_im")]
+            for j in range(dim):
+                if j == i:
+                    continue
+                entry = f"L{b}{i}{j}" if i > j else f"L{b}{j}{i}"
+                r, m = _cmuladd_terms(entry, i < j, f"u{b}{j}")
+                re_terms += r
+                im_terms += m
+            matvec.append((f"v{b}{i}", _sum(re_terms), _sum(im_terms)))
+        prelude = ([f"const float cs{b} = WD_LOAD(a->clover_norm + 2 * cb + {b}) "
+                    "* WD_HALF_INV_SCALE;"] if info.has_norm else [])
+        blocks.append({"index": b, "spins": spins, "to_chiral": to_chiral,
+                       "elements": elements, "named": named, "matvec": matvec,
+                       "prelude": prelude})
+    # back: o_k = sum_s CLOVER_FROM_CHIRAL[k][s] v(s)
+    where = {s: (b, i) for b, spins in enumerate(physics.CHIRAL_SPINS)
+             for i, s in enumerate(spins)}
+    back = []
+    for k in range(4):
+        for c in range(COLOURS):
+            names = [(f"v{where[s][0]}{COLOURS * where[s][1] + c}_re",
+                      f"v{where[s][0]}{COLOURS * where[s][1] + c}_im") for s in range(4)]
+            re, im = lincomb(physics.CLOVER_FROM_CHIRAL[k], names)
+            back.append((f"o{k}{c}", re, im))
+    return {"cvec": vector_type(info.store, store_width), "blocks": blocks, "back": back}
 
 
 def partials(v):
     """The partial templates a variant renders with (its dependencies)."""
     fixed = "fixed" if v.info.has_norm else "float"
-    return {
-        "link": f"link_r{int(v.recon)}.j2",
+    out = {
         "spinor_load": f"spinor_load_{fixed}.j2",
         "spinor_store": f"spinor_store_{fixed}.j2",
         "xpay": f"xpay{v.xpay}_{fixed}.j2",
+        "clover": "clover_apply.j2" if v.clover else "clover_none.j2",
     }
+    if v.hopping:
+        out["link"] = f"link_r{int(v.recon)}.j2"
+    return out
+
+
+def main_templates(v):
+    return MAIN_TEMPLATES if v.hopping else SITE_TEMPLATES
 
 
 def template_deps(v):
-    hop_partials = {"hop_link.j2"} | ({"hop_gauge_fixed.j2"} if v.gauge_fix else set())
-    return sorted(set(MAIN_TEMPLATES.values()) | set(partials(v).values()) | hop_partials)
+    hop_partials = set()
+    if v.hopping:
+        hop_partials = {"hop_link.j2"} | ({"hop_gauge_fixed.j2"} if v.gauge_fix else set())
+    return sorted(set(main_templates(v).values()) | set(partials(v).values()) | hop_partials)
 
 
 def variant_context(v):
@@ -280,10 +365,14 @@ def variant_context(v):
         "lit": info.literal,
         "has_norm": info.has_norm,
         "partials": partials(v),
-        "link": _link_context(v),
-        "hops": [_hop_context(v, h, info.spinor_width) for h in physics.hops(v.dagger)],
         "ndim": NDIM,
+        "clover": _clover_context(info),
+        "what": {Operator.WILSON: "D", Operator.WILSON_CLOVER: "C D",
+                 Operator.CLOVER: "C"}[v.op],
     }
+    if v.hopping:
+        ctx["link"] = _link_context(v)
+        ctx["hops"] = [_hop_context(v, h, info.spinor_width) for h in physics.hops(v.dagger)]
     ctx.update(_spinor_context(info))
     return ctx
 
@@ -297,7 +386,7 @@ def render_variant(v, outdir):
     env = _env()
     ctx = variant_context(v)
     written = []
-    for suffix, template in MAIN_TEMPLATES.items():
+    for suffix, template in main_templates(v).items():
         text = env.get_template(template).render(
             banner=banner(template, v.name), **ctx)
         path = os.path.join(outdir, v.name + suffix)
@@ -308,7 +397,8 @@ def render_variant(v, outdir):
 
 def render_registry(variants, outdir):
     env = _env()
-    rows = [{"name": v.name, "prec": v.info.cname, "recon": int(v.recon),
+    rows = [{"name": v.name, "op": int(v.op), "prec": v.info.cname,
+             "recon": int(v.recon) if v.hopping else 0,
              "gauge_fix": v.gauge_fix, "dagger": v.dagger, "xpay": v.xpay}
             for v in variants]
     for out in REGISTRY_OUTPUTS:
@@ -342,6 +432,11 @@ def physics_context():
         "spinor_reals": SPINOR_REALS,
         "max_link_elements": max(len(w) for i in PRECISIONS.values()
                                  for w in i.gauge_widths.values()),
+        "clover_scale": repr(physics.CLOVER_SCALE),
+        "clover_block_reals": physics.CLOVER_BLOCK_REALS,
+        "clover_site_reals": physics.CLOVER_SITE_REALS,
+        "clover_lower": physics.CLOVER_LOWER,
+        "chiral_spins": physics.CHIRAL_SPINS,
     }
 
 

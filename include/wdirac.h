@@ -193,6 +193,14 @@ typedef enum wd_accumulator {
     WD_ACCUM_OUTER = 2
 } wd_accumulator;
 
+/* The even-odd Schur operator of the clover action (kappa normalisation,
+ * M_sw / (4+m) = A - kappa D with A = 1 + c_sw T / (4+m); docs/solvers.md
+ * says which converges faster where). */
+typedef enum wd_clover_form {
+    WD_CLOVER_SYMMETRIC = 0,    /* Mhat = 1 - kappa^2 A_ee^-1 D_eo A_oo^-1 D_oe */
+    WD_CLOVER_ASYMMETRIC = 1    /* Mhat = A_ee - kappa^2 D_eo A_oo^-1 D_oe */
+} wd_clover_form;
+
 /* Called by the solver as it goes: `iterations` = k + l so far, `residual`
  * the relative residual it iterates on (CG: of the normal equations), or
  * after a true-residual check the true one of the even-odd system. */
@@ -203,6 +211,8 @@ typedef struct wd_solver_settings {
     wd_backend_kind backend;        ///< WD_BACKEND_CPU
     double mass;                    ///< 0.1: the bare mass m of M = (4+m) - D/2
     wd_time_bc tbc;                 ///< WD_TIME_ANTIPERIODIC
+    double csw;                     ///< 0: c_sw of the clover term (DESIGN.md, Clover); 0 is the Wilson operator
+    wd_clover_form clover_form;     ///< WD_CLOVER_SYMMETRIC: the Schur form with a clover term
     double tol;                     ///< 1e-10: stop when ||b - M x|| <= tol ||b|| on the full lattice
     int max_iter;                   ///< 10000: limit on iterations k + l (reliable updates and restarts count)
     wd_precision precision;         ///< WD_PREC_DOUBLE: outer precision (source, residual, solution)

@@ -11,6 +11,14 @@
  * transformed to temporal gauge by wd_temporal_gauge, with the source
  * transformed by g and the result by g^dagger, and must reproduce D(U).
  *
+ * Clover kernels: dslashcl_* apply C D, C = (d + T)^-1 the inverse clover
+ * matrix of the reference (ref_clover.h: T from the same links, random
+ * c_sw and d), and clover_* apply C = d + T alone at the output parity; the
+ * reference's 12x12 matrices are cut into the stored chiral blocks here
+ * (their off-block entries must vanish), and the reference result is
+ * ref_clover_apply of the reference Dslash.  Gauge-fixed clover variants
+ * get C of the transformed links, which is g C g^dagger.
+ *
  * With --backend gpu the packed fields (poisoned output included) are copied
  * to the GPU, the variant runs there with its autotuned block size, and the
  * packed output comes back; the CPU backend also runs on the same packed
@@ -36,6 +44,7 @@
 
 #include "cuda_rt.h"
 #include "gauge_tools.h"
+#include "ref_clover.h"
 #include "ref_wilson.h"
 #include "wd_tune.h"
 #include "wd_gpu.h"
@@ -90,11 +99,18 @@ static int fixed_block; /* --block N: no tuning (compute-sanitizer runs) */
 /* Copy the packed fields to the GPU, run variant k there, copy the packed
  * output (and its norms) back over the host buffers. */
 static int run_on_gpu(int k, wd_dslash_args *host_args, const wd_spinor_layout *sl,
-                      const wd_gauge_layout *gl)
+                      const wd_gauge_layout *gl, const wd_clover_layout *cl)
 {
-    void *g = NULL, *i = NULL, *x = NULL, *o = NULL, *n = NULL;
+    void *g = NULL, *i = NULL, *x = NULL, *o = NULL, *n = NULL, *c = NULL, *cn = NULL;
     const size_t nb = 3 * (size_t)sl->volume_cb * sizeof(float);
     wd_status st = wd_cuda_malloc(&g, gl->bytes, "gauge");
+    if (st == WD_OK && cl) {
+        st = wd_cuda_malloc(&c, cl->bytes, "clover");
+        if (st == WD_OK && cl->norm_bytes)
+            st = wd_cuda_malloc(&cn, cl->norm_bytes, "clover norms");
+        if (st == WD_OK) st = wd_cuda_h2d(c, host_args->clover, cl->bytes);
+        if (st == WD_OK && cn) st = wd_cuda_h2d(cn, host_args->clover_norm, cl->norm_bytes);
+    }
     if (st == WD_OK) st = wd_cuda_malloc(&i, sl->bytes, "in");
     if (st == WD_OK) st = wd_cuda_malloc(&x, sl->bytes, "x");
     if (st == WD_OK) st = wd_cuda_malloc(&o, sl->bytes, "out");
@@ -114,6 +130,8 @@ static int run_on_gpu(int k, wd_dslash_args *host_args, const wd_spinor_layout *
         a.in_norm = (float *)n;
         a.out_norm = (float *)n + sl->volume_cb;
         a.x_norm = (float *)n + 2 * sl->volume_cb;
+        a.clover = c;
+        a.clover_norm = (float *)cn;
         st = wd_gpu_dslash(k, &a, PAD, fixed_block);
     }
     if (st == WD_OK) st = wd_cuda_d2h(host_args->out, o, sl->bytes);
@@ -121,6 +139,7 @@ static int run_on_gpu(int k, wd_dslash_args *host_args, const wd_spinor_layout *
     if (st != WD_OK)
         fprintf(stderr, "%s on the GPU: %s\n", wd_variants[k].name, wd_last_error());
     wd_cuda_free(g), wd_cuda_free(i), wd_cuda_free(x), wd_cuda_free(o), wd_cuda_free(n);
+    wd_cuda_free(c), wd_cuda_free(cn);
     return st == WD_OK;
 }
 
@@ -155,6 +174,60 @@ static int parity_of(const int dims[4], size_t site)
     return sum & 1;
 }
 
+/*
+ * The reference clover field of links u: c12 = d + T, or its inverse, per
+ * site (12x12, ref_clover.h), and the same cut into the stored chiral
+ * blocks (wd_physics.h order).  Returns 0 when T has entries outside the
+ * chiral blocks or a matrix is singular.
+ */
+static int make_clover(double complex *c12, double *blocks, const double complex *u,
+                       const int dims[4], double csw, double d, int inverse)
+{
+    const size_t vol = wd_volume(dims);
+    double complex *fhat = malloc(vol * 54 * sizeof *fhat);
+    double complex *t = malloc(vol * 144 * sizeof *t);
+    int ok = fhat && t;
+    if (ok) {
+        ref_clover_fhat(fhat, u, dims);
+        ref_clover_term(t, fhat, vol, csw);
+        if (inverse)
+            ok = ref_clover_invert(c12, t, vol, d) < 0;
+        else
+            for (size_t n = 0; n < vol; ++n)
+                for (int i = 0; i < 144; ++i)
+                    c12[144 * n + i] = t[144 * n + i] + (i % 13 == 0 ? d : 0);
+    }
+    for (size_t n = 0; ok && n < vol; ++n) {
+        const double complex *m = c12 + 144 * n;
+        double *q = blocks + WD_CLOVER_SITE_REALS * n;
+        for (int i = 0; i < 12; ++i)
+            for (int j = 0; j < 12; ++j) {
+                const int bi = (i / 3 == wd_chiral_spins[1][0] || i / 3 == wd_chiral_spins[1][1]);
+                const int bj = (j / 3 == wd_chiral_spins[1][0] || j / 3 == wd_chiral_spins[1][1]);
+                if (bi != bj && cabs(m[12 * i + j]) > 1e-13)
+                    ok = 0;
+            }
+        for (int b = 0; b < 2; ++b) {
+            /* block index 3 (spin - first spin of the block) + colour */
+            int at[6];
+            for (int i = 0; i < 6; ++i)
+                at[i] = 3 * wd_chiral_spins[b][i / 3] + i % 3;
+            double *qb = q + b * WD_CLOVER_BLOCK_REALS;
+            for (int i = 0; i < 6; ++i)
+                qb[i] = creal(m[12 * at[i] + at[i]]);
+            for (int e = 0; e < 15; ++e) {
+                const int i = at[wd_clover_lower_pairs[e][0]], j = at[wd_clover_lower_pairs[e][1]];
+                const double complex z = m[12 * i + j];
+                qb[6 + 2 * e] = creal(z);
+                qb[6 + 2 * e + 1] = cimag(z);
+            }
+        }
+    }
+    free(fhat);
+    free(t);
+    return ok;
+}
+
 /* Run one variant on one case; compare with the reference. */
 static int run_case(int k, const field_case *fc, wd_rng *rng, errors *e)
 {
@@ -170,17 +243,30 @@ static int run_case(int k, const field_case *fc, wd_rng *rng, errors *e)
     double complex *ref = malloc(vol * 12 * sizeof *ref);
     double complex *got = malloc(vol * 12 * sizeof *got);
     double complex *cpu = malloc(vol * 12 * sizeof *cpu);
+    const int clover = v->op != WD_OP_WILSON, hopping = v->op != WD_OP_CLOVER;
+    double complex *c12 = clover ? malloc(vol * 144 * sizeof *c12) : NULL;
+    double *blocks = clover ? malloc(vol * WD_CLOVER_SITE_REALS * sizeof *blocks) : NULL;
+    unsigned char *cbuf = NULL;
+    float *cnorm = NULL;
     wd_spinor_layout sl;
     wd_gauge_layout gl;
+    wd_clover_layout cl;
     if (wd_spinor_layout_make(&sl, dims, v->precision, PAD) != WD_OK ||
-        wd_gauge_layout_make(&gl, dims, v->precision, v->recon, v->gauge_fix, PAD) != WD_OK) {
+        wd_gauge_layout_make(&gl, dims, v->precision, hopping ? v->recon : 18, v->gauge_fix,
+                             PAD) != WD_OK ||
+        wd_clover_layout_make(&cl, dims, v->precision, PAD) != WD_OK) {
         fprintf(stderr, "layout: %s\n", wd_last_error());
         goto out;
     }
     unsigned char *gbuf = malloc(gl.bytes), *ibuf = malloc(sl.bytes);
     unsigned char *obuf = malloc(sl.bytes), *xbuf = malloc(sl.bytes);
     float *norms = malloc(3 * (size_t)sl.volume_cb * sizeof(float));
-    if (!u || !uf || !g || !in || !x || !ref || !got || !cpu || !gbuf || !ibuf || !obuf || !xbuf || !norms) {
+    if (clover) {
+        cbuf = malloc(cl.bytes);
+        cnorm = malloc(cl.norm_bytes + sizeof(float));
+    }
+    if (!u || !uf || !g || !in || !x || !ref || !got || !cpu || !gbuf || !ibuf || !obuf || !xbuf ||
+        !norms || (clover && (!c12 || !blocks || !cbuf || !cnorm))) {
         fprintf(stderr, "out of memory\n");
         goto out_bufs;
     }
@@ -196,7 +282,20 @@ static int run_case(int k, const field_case *fc, wd_rng *rng, errors *e)
     const double a = -0.1 - 0.5 * wd_rng_uniform(rng);
 
     /* reference on the original field */
-    ref_dslash_parity(ref, u, in, dims, fc->tbc, dag, parity);
+    const double csw = 1 + wd_rng_uniform(rng), diag = 4 + 0.4 * wd_rng_uniform(rng);
+    if (hopping)
+        ref_dslash_parity(ref, u, in, dims, fc->tbc, dag, parity);
+    else
+        memcpy(ref, in, vol * 12 * sizeof *ref);
+    if (clover) {
+        if (!make_clover(c12, blocks, u, dims, csw, diag, hopping)) {
+            fprintf(stderr, "%s: the reference clover field is singular or not block diagonal\n",
+                    v->name);
+            goto out_bufs;
+        }
+        ref_clover_apply(got, c12, ref, vol, 0);
+        memcpy(ref, got, vol * 12 * sizeof *ref);
+    }
     if (v->xpay)
         for (size_t i = 0; i < vol * 12; ++i)
             if (parity_of(dims, i / 12) == parity)
@@ -211,9 +310,19 @@ static int run_case(int k, const field_case *fc, wd_rng *rng, errors *e)
         wd_spinor_transform(x, g, dims, 0);
     }
     memset(gbuf, POISON, gl.bytes);
-    wd_pack_gauge(&gl, gbuf, uf, dims);
+    if (hopping)
+        wd_pack_gauge(&gl, gbuf, uf, dims);
+    if (clover) {
+        /* the kernel's clover field: of the transformed links for gf1 */
+        if (v->gauge_fix && !make_clover(c12, blocks, uf, dims, csw, diag, hopping)) {
+            fprintf(stderr, "%s: the gauge-fixed clover field is singular\n", v->name);
+            goto out_bufs;
+        }
+        memset(cbuf, POISON, cl.bytes);
+        wd_pack_clover(&cl, cbuf, cnorm, blocks, dims, parity);
+    }
     float *in_norm = norms, *out_norm = norms + sl.volume_cb, *x_norm = norms + 2 * sl.volume_cb;
-    wd_pack_spinor(&sl, ibuf, in_norm, in, dims, 1 - parity);
+    wd_pack_spinor(&sl, ibuf, in_norm, in, dims, hopping ? 1 - parity : parity);
     wd_pack_spinor(&sl, xbuf, x_norm, x, dims, parity);
     memset(obuf, POISON, sl.bytes);
     for (int i = 0; i < sl.volume_cb; ++i)
@@ -230,6 +339,9 @@ static int run_case(int k, const field_case *fc, wd_rng *rng, errors *e)
     args.x_norm = x_norm;
     args.gauge = gbuf;
     args.a = a;
+    args.clover = cbuf;
+    args.clover_norm = cnorm;
+    args.clover_stride = cl.stride;
     for (size_t i = 0; i < vol * 12; ++i)
         got[i] = cpu[i] = ref[i];  /* the other parity compares equal by construction */
     if (use_gpu) {
@@ -246,7 +358,7 @@ static int run_case(int k, const field_case *fc, wd_rng *rng, errors *e)
         v->cpu(&ca);
         wd_unpack_spinor(&sl, cpu, cbuf, cnorm, dims, parity);
         free(cbuf), free(cnorm);
-        if (!run_on_gpu(k, &args, &sl, &gl)) {
+        if (!run_on_gpu(k, &args, &sl, &gl, clover ? &cl : NULL)) {
             e->gpu_failed++;
             goto out_bufs;
         }
@@ -289,12 +401,16 @@ static int run_case(int k, const field_case *fc, wd_rng *rng, errors *e)
     e->rel_max = fmax(e->rel_max, maxerr / maxref);
     ok = 1;
 out_bufs:
+    free(cbuf);
+    free(cnorm);
     free(gbuf);
     free(ibuf);
     free(obuf);
     free(xbuf);
     free(norms);
 out:
+    free(c12);
+    free(blocks);
     free(u);
     free(uf);
     free(g);

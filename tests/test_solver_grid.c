@@ -15,7 +15,12 @@
  * 1e-3 relative, and match the first grid's solve (iterations within 1,
  * x within 100 tol); a gauge-fixed solve (both levels, the time lines
  * handed from rank to rank) gives the plain solve's x within 100 tol, and
- * the block temporal gauge equals the whole field's bit for bit.
+ * the block temporal gauge equals the whole field's bit for bit.  The
+ * clover operator (c_sw = 1.3, both Schur forms, CG and BiCGstab, single
+ * and half sloppy, and gauge-fixed) is judged the same way against
+ * ref_wilson_clover with the reference clover term (ref_clover.h), and
+ * symmetric and asymmetric forms give the same x within 100 tol; a second
+ * solve at another mass rebuilds the clover field (checked the same way).
  * wd_spinor_fill_random_block must give each rank exactly its block of
  * wd_spinor_fill_random's field.  Errors: a grid that does not fit, NaN in
  * b on the last rank only: the same status on every rank, x zero (or
@@ -32,6 +37,7 @@
 #include <time.h>
 
 #include "gauge_tools.h"
+#include "ref_clover.h"
 #include "ref_wilson.h"
 #include "wd_comm.h"
 #include "wdirac.h"
@@ -110,18 +116,42 @@ static void gather(double *global, const double *block, const wd_lattice *lat)
 }
 
 /* the solve cases, each on every grid */
-enum { CASES = 3 };
+enum { CASES = 7 };
+#define CSW 1.3
 
 typedef struct problem {
     double *u, *b;          /* global */
+    double complex *t;      /* the reference clover term c_sw T, global (rank 0) */
     double *ub, *bb, *xb;   /* this rank's block */
     double *x;              /* global x on rank 0 */
     double *x_first[CASES]; /* rank 0: each case's x on the first grid */
     int it_first[CASES];
 } problem;
 
+/* ||b - M x|| / ||b|| on rank 0's whole lattice; M_sw with p->t when csw */
+static double reference_residual(const problem *p, double mass, wd_time_bc tbc, int clover)
+{
+    const size_t vol = wd_volume(dims);
+    double complex *mx = xalloc(vol * 12 * sizeof *mx);
+    if (clover)
+        ref_wilson_clover(mx, (const double complex *)p->u, p->t, (const double complex *)p->x,
+                          dims, mass, tbc, 0);
+    else
+        ref_wilson(mx, (const double complex *)p->u, (const double complex *)p->x, dims, mass,
+                   tbc, 0);
+    const double complex *bc = (const double complex *)p->b;
+    double num = 0, den = 0;
+    for (size_t i = 0; i < vol * 12; i++) {
+        num += creal((bc[i] - mx[i]) * conj(bc[i] - mx[i]));
+        den += creal(bc[i] * conj(bc[i]));
+    }
+    free(mx);
+    return sqrt(num / den);
+}
+
 static void solve_case(problem *p, int c, const wd_lattice *lat, const char *grid_name,
-                       wd_solver_type solver, int prec, int sloppy, wd_time_bc tbc, double tol)
+                       wd_solver_type solver, int prec, int sloppy, wd_time_bc tbc, double tol,
+                       double csw, wd_clover_form form)
 {
     wd_solver_settings s;
     wd_solver_default_settings(&s);
@@ -132,6 +162,8 @@ static void solve_case(problem *p, int c, const wd_lattice *lat, const char *gri
     s.tbc = tbc;
     s.tol = tol;
     s.mass = 0.05;
+    s.csw = csw;
+    s.clover_form = form;
     const size_t n = wd_volume(lat->local) * 24;
     memset(p->xb, 0xff, n * sizeof *p->xb);
     wd_solver_stats st;
@@ -159,17 +191,7 @@ static void solve_case(problem *p, int c, const wd_lattice *lat, const char *gri
             xn += p->x_first[c][i] * p->x_first[c][i];
         }
         diff = sqrt(dn / xn);
-        double complex *mx = xalloc(vol * 12 * sizeof *mx);
-        ref_wilson(mx, (const double complex *)p->u, (const double complex *)p->x, dims, s.mass,
-                   tbc, 0);
-        const double complex *bc = (const double complex *)p->b;
-        double num = 0, den = 0;
-        for (size_t i = 0; i < vol * 12; i++) {
-            num += creal((bc[i] - mx[i]) * conj(bc[i] - mx[i]));
-            den += creal(bc[i] * conj(bc[i]));
-        }
-        res = sqrt(num / den);
-        free(mx);
+        res = reference_residual(p, s.mass, tbc, csw != 0);
     }
     double got[3] = {res, diff, (double)p->it_first[c]};
     wd_comm_bcast(got, sizeof got, 0);
@@ -177,9 +199,10 @@ static void solve_case(problem *p, int c, const wd_lattice *lat, const char *gri
     diff = got[1];
     const int it_first = (int)got[2];
     char what[128], detail[192];
-    snprintf(what, sizeof what, "grid %s %-8s %c-%c tbc%+d tol %.0e", grid_name,
+    snprintf(what, sizeof what, "grid %s %-8s %c-%c tbc%+d tol %.0e%s", grid_name,
              solver == WD_SOLVER_CG ? "CG-NE" : "BiCGstab", prec == 8 ? 'd' : prec == 4 ? 's' : 'h',
-             sloppy == 8 ? 'd' : sloppy == 4 ? 's' : 'h', (int)tbc, tol);
+             sloppy == 8 ? 'd' : sloppy == 4 ? 's' : 'h', (int)tbc, tol,
+             csw == 0 ? "" : form == WD_CLOVER_SYMMETRIC ? " clover sym" : " clover asym");
     snprintf(detail, sizeof detail, "it=%d true=%.2e (solver %.2e) |x-x1|/|x1|=%.1e%s%s",
              st.iterations, res, st.true_residual, diff, rc == WD_OK ? "" : " status: ",
              rc == WD_OK ? "" : wd_last_error());
@@ -220,6 +243,73 @@ static void solve_gf(problem *p, const wd_lattice *lat, const char *grid_name)
              st.true_residual, diff, rc == WD_OK ? "" : " status: ",
              rc == WD_OK ? "" : wd_last_error());
     check(rc == WD_OK && st.true_residual <= s.tol && diff <= 100 * s.tol, what, detail);
+}
+
+/* clover: the two forms give the same x (cases 3 and 4 share the problem:
+ * d-s BiCGstab, antiperiodic); gauge fixing gives it too; a persistent
+ * solver at another mass rebuilds A and still solves M_sw(m') x = b */
+static void clover_extra(problem *p, const wd_lattice *lat, const char *grid_name)
+{
+    double diff = 0;
+    const size_t nv = wd_volume(dims) * 24;
+    if (rank == 0) {
+        double dn = 0, xn = 0;
+        for (size_t i = 0; i < nv; i++) {
+            dn += (p->x_first[3][i] - p->x_first[4][i]) * (p->x_first[3][i] - p->x_first[4][i]);
+            xn += p->x_first[3][i] * p->x_first[3][i];
+        }
+        diff = sqrt(dn / xn);
+    }
+    wd_comm_bcast(&diff, sizeof diff, 0);
+    char what[160], detail[192];
+    snprintf(what, sizeof what, "grid %s clover: symmetric and asymmetric forms, the same x",
+             grid_name);
+    snprintf(detail, sizeof detail, "|x_sym - x_asym| / |x| = %.1e", diff);
+    check(diff <= 100 * 1e-10, what, detail);
+
+    wd_solver_settings s;
+    wd_solver_default_settings(&s);
+    memcpy(s.grid, lat->procs, sizeof s.grid);
+    s.mass = 0.05;
+    s.csw = CSW;
+    s.tol = 1e-10;
+    s.gauge_fix = s.sloppy_gauge_fix = 1;
+    wd_solver_stats st;
+    wd_status rc = wd_solve(p->xb, p->ub, p->bb, dims, &s, &st);
+    gather(p->x, p->xb, lat);
+    if (rank == 0) {
+        double dn = 0, xn = 0;
+        for (size_t i = 0; i < nv; i++) {
+            dn += (p->x[i] - p->x_first[3][i]) * (p->x[i] - p->x_first[3][i]);
+            xn += p->x_first[3][i] * p->x_first[3][i];
+        }
+        diff = sqrt(dn / xn);
+    }
+    wd_comm_bcast(&diff, sizeof diff, 0);
+    snprintf(what, sizeof what, "grid %s clover BiCGstab d-s gauge-fixed (both levels)", grid_name);
+    snprintf(detail, sizeof detail, "it=%d true=%.2e |x-x_plain|/|x|=%.1e%s%s", st.iterations,
+             st.true_residual, diff, rc == WD_OK ? "" : " status: ",
+             rc == WD_OK ? "" : wd_last_error());
+    check(rc == WD_OK && st.true_residual <= s.tol && diff <= 100 * s.tol, what, detail);
+
+    /* another mass on the same solver */
+    wd_solver *sv = NULL;
+    s.gauge_fix = s.sloppy_gauge_fix = 0;
+    rc = wd_solver_create(&sv, p->ub, dims, &s);
+    if (rc == WD_OK) {
+        s.mass = 0.2;
+        rc = wd_solver_solve(sv, p->xb, p->bb, &s, &st);
+    }
+    wd_solver_destroy(sv);
+    gather(p->x, p->xb, lat);
+    double res = 0;
+    if (rank == 0)
+        res = reference_residual(p, 0.2, s.tbc, 1);
+    wd_comm_bcast(&res, sizeof res, 0);
+    snprintf(what, sizeof what, "grid %s clover: a solve at another mass rebuilds A", grid_name);
+    snprintf(detail, sizeof detail, "true=%.2e (solver %.2e)%s%s", res, st.true_residual,
+             rc == WD_OK ? "" : " status: ", rc == WD_OK ? "" : wd_last_error());
+    check(rc == WD_OK && res <= s.tol, what, detail);
 }
 
 /* the block temporal gauge: bit for bit the whole lattice's, on this block */
@@ -333,6 +423,13 @@ int main(int argc, char **argv)
     wd_rng_seed(&r, seed);
     wd_gauge_smooth((double complex *)p.u, dims, 0.4, &r);
     wd_spinor_fill_random(p.b, dims, seed + 1);
+    if (rank == 0) {
+        double complex *fhat = xalloc(vol * 54 * sizeof *fhat);
+        p.t = xalloc(vol * 144 * sizeof *p.t);
+        ref_clover_fhat(fhat, (const double complex *)p.u, dims);
+        ref_clover_term(p.t, fhat, vol, CSW);
+        free(fhat);
+    }
 
     /* every grid of nranks that fits, then the automatic one */
     int grids[64][4], ng = 0;
@@ -367,10 +464,19 @@ int main(int argc, char **argv)
         const wd_status fst = wd_spinor_fill_random_block(p.xb, &lat, seed + 1);
         snprintf(what, sizeof what, "grid %s wd_spinor_fill_random_block = its block", name);
         check(fst == WD_OK && !memcmp(p.xb, p.bb, n * 24 * sizeof(double)), what, "");
-        solve_case(&p, 0, &lat, name, WD_SOLVER_BICGSTAB, 8, 4, WD_TIME_ANTIPERIODIC, 1e-10);
-        solve_case(&p, 1, &lat, name, WD_SOLVER_CG, 8, 2, WD_TIME_PERIODIC, 1e-10);
-        solve_case(&p, 2, &lat, name, WD_SOLVER_BICGSTAB, 4, 4, WD_TIME_ANTIPERIODIC, 1e-6);
+        const wd_clover_form sym = WD_CLOVER_SYMMETRIC, asym = WD_CLOVER_ASYMMETRIC;
+        solve_case(&p, 0, &lat, name, WD_SOLVER_BICGSTAB, 8, 4, WD_TIME_ANTIPERIODIC, 1e-10, 0,
+                   sym);
+        solve_case(&p, 1, &lat, name, WD_SOLVER_CG, 8, 2, WD_TIME_PERIODIC, 1e-10, 0, sym);
+        solve_case(&p, 2, &lat, name, WD_SOLVER_BICGSTAB, 4, 4, WD_TIME_ANTIPERIODIC, 1e-6, 0, sym);
         solve_gf(&p, &lat, name);
+        solve_case(&p, 3, &lat, name, WD_SOLVER_BICGSTAB, 8, 4, WD_TIME_ANTIPERIODIC, 1e-10, CSW,
+                   sym);
+        solve_case(&p, 4, &lat, name, WD_SOLVER_BICGSTAB, 8, 4, WD_TIME_ANTIPERIODIC, 1e-10, CSW,
+                   asym);
+        solve_case(&p, 5, &lat, name, WD_SOLVER_CG, 8, 2, WD_TIME_PERIODIC, 1e-10, CSW, asym);
+        solve_case(&p, 6, &lat, name, WD_SOLVER_CG, 8, 4, WD_TIME_PERIODIC, 1e-10, CSW, sym);
+        clover_extra(&p, &lat, name);
         temporal_block(&p, &lat, name);
         if (!grids[k][0])
             errors(&p, &lat);
@@ -383,6 +489,7 @@ int main(int argc, char **argv)
     free(p.u);
     free(p.b);
     free(p.x);
+    free(p.t);
     for (int c = 0; c < CASES; c++)
         free(p.x_first[c]);
     wd_finalize();

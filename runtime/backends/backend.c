@@ -12,6 +12,8 @@
  *                                        memory from the backend
  *   wd_gauge_create, wd_gauge_destroy    geometry from wd_gauge_layout_make,
  *                                        packing and memory from the backend
+ *   wd_clover_create, wd_clover_destroy  the same for a clover field
+ *   wd_variant_flops                     nominal flops a site of a variant
  *   wd_backend_dslash_args               check a Dslash call against its variant
  *                                        and fill the kernel arguments (both
  *                                        backends' dslash entries use it)
@@ -244,29 +246,89 @@ void wd_gauge_destroy(wd_backend *be, wd_gauge *g)
     memset(g, 0, sizeof *g);
 }
 
+wd_status wd_clover_create(wd_backend *be, wd_clover *c, const double *blocks, int precision)
+{
+    memset(c, 0, sizeof *c);
+    wd_clover_layout l;
+    wd_status st = wd_clover_layout_make(&l, be->dims, precision, be->pad);
+    if (st != WD_OK)
+        return st;
+    c->precision = precision;
+    c->stride = l.stride;
+    c->bytes = l.bytes;
+    c->norm_bytes = l.norm_bytes;
+    st = be->ops->clover_upload(be, c, blocks);
+    if (st != WD_OK) {
+        memset(c, 0, sizeof *c);
+        return st;
+    }
+    be->bytes_allocated += 2 * (c->bytes + c->norm_bytes);
+    if (be->bytes_allocated > be->bytes_peak)
+        be->bytes_peak = be->bytes_allocated;
+    return WD_OK;
+}
+
+void wd_clover_destroy(wd_backend *be, wd_clover *c)
+{
+    if (!c->data[0])
+        return;
+    be->bytes_allocated -= 2 * (c->bytes + c->norm_bytes);
+    be->ops->clover_free(be, c);
+    memset(c, 0, sizeof *c);
+}
+
+double wd_variant_flops(int variant)
+{
+    const wd_variant *v = &wd_variants[variant];
+    const double xpay = v->xpay ? WD_XPAY_FLOPS : 0.0;
+    switch (v->op) {
+    case WD_OP_WILSON_CLOVER: return WD_DSLASH_FLOPS + WD_CLOVER_FLOPS + xpay;
+    case WD_OP_CLOVER: return WD_CLOVER_FLOPS + xpay;
+    default: return WD_DSLASH_FLOPS + xpay;
+    }
+}
+
 wd_status wd_backend_dslash_args(const wd_backend *be, int variant, wd_field *out,
-                                 const wd_gauge *g, const wd_field *in, const wd_field *x,
-                                 double a, int parity, wd_dslash_args *args)
+                                 const wd_gauge *g, const wd_clover *c, const wd_field *in,
+                                 const wd_field *x, double a, int parity, wd_dslash_args *args)
 {
     if (variant < 0 || variant >= wd_variant_count)
         return wd_fail(WD_ERR_NOT_BUILT, "Dslash variant index %d is not in this build", variant);
     const wd_variant *v = &wd_variants[variant];
-    if (v->precision != g->precision || v->recon != g->recon || v->gauge_fix != g->gauge_fix ||
+    const int hopping = v->op != WD_OP_CLOVER, clover = v->op != WD_OP_WILSON;
+    if ((hopping && (!g || v->precision != g->precision || v->recon != g->recon ||
+                     v->gauge_fix != g->gauge_fix)) ||
+        (clover && (!c || !c->data[0] || c->precision != v->precision)) ||
         out->precision != v->precision || in->precision != v->precision ||
         (v->xpay && (!x || x->precision != v->precision || x == out)) || in == out ||
         (parity & ~1))
-        return wd_fail(WD_ERR_INTERNAL, "%s: fields or gauge field do not match the variant "
-                       "(or out aliases an input, or parity %d)", v->name, parity);
+        return wd_fail(WD_ERR_INTERNAL, "%s: fields, gauge or clover field do not match the "
+                       "variant (or out aliases an input, or parity %d)", v->name, parity);
     memset(args, 0, sizeof *args);
-    for (int mu = 0; mu < 4; ++mu) {
-        args->dims[mu] = be->dims[mu];
-        args->gstride[mu] = g->gstride[mu];
-        args->goff[mu][0] = g->goff[mu][0];
-        args->goff[mu][1] = g->goff[mu][1];
+    if (clover) {
+        args->clover = c->data[parity];
+        args->clover_norm = c->norm[parity];
+        args->clover_stride = c->stride;
     }
     args->volume_cb = be->volume_cb;
     args->stride = out->stride;
     args->parity = parity;
+    args->out = out->data;
+    args->out_norm = out->norm;
+    args->in = in->data;
+    args->in_norm = in->norm;
+    args->x = x ? x->data : NULL;
+    args->x_norm = x ? x->norm : NULL;
+    args->a = a;
+    for (int mu = 0; mu < 4; ++mu)
+        args->dims[mu] = be->dims[mu];
+    if (!hopping)
+        return WD_OK;
+    for (int mu = 0; mu < 4; ++mu) {
+        args->gstride[mu] = g->gstride[mu];
+        args->goff[mu][0] = g->goff[mu][0];
+        args->goff[mu][1] = g->goff[mu][1];
+    }
     args->tslice_cb0 = g->tslice_cb0;
     args->tslice_bwd = g->tslice_bwd;
     args->tbc = g->tbc;
@@ -277,13 +339,6 @@ wd_status wd_backend_dslash_args(const wd_backend *be, int variant, wd_field *ou
     }
     args->t_origin = be->halo.t_origin;
     args->global_T = be->halo.global_T;
-    args->out = out->data;
-    args->out_norm = out->norm;
-    args->in = in->data;
-    args->in_norm = in->norm;
-    args->x = x ? x->data : NULL;
-    args->x_norm = x ? x->norm : NULL;
     args->gauge = g->data;
-    args->a = a;
     return WD_OK;
 }

@@ -120,6 +120,34 @@ static void cpu_gauge_free(wd_backend *be, wd_gauge *g)
     free(g->data);
 }
 
+static wd_status cpu_clover_upload(wd_backend *be, wd_clover *c, const double *blocks)
+{
+    wd_clover_layout l;
+    wd_status st = wd_clover_layout_make(&l, be->dims, c->precision, be->pad);
+    if (st != WD_OK)
+        return st;
+    for (int p = 0; p < 2; ++p) {
+        c->data[p] = aligned(l.bytes);
+        c->norm[p] = l.norm_bytes ? aligned(l.norm_bytes) : NULL;
+        if (!c->data[p] || (l.norm_bytes && !c->norm[p])) {
+            for (int q = 0; q <= p; ++q)
+                free(c->data[q]), free(c->norm[q]);
+            return wd_fail(WD_ERR_NOMEM, "CPU backend: cannot allocate a clover field of "
+                           "2 x %zu bytes", l.bytes + l.norm_bytes);
+        }
+        memset(c->data[p], 0, l.bytes);
+        wd_pack_clover(&l, c->data[p], c->norm[p], blocks, be->dims, p);
+    }
+    return WD_OK;
+}
+
+static void cpu_clover_free(wd_backend *be, wd_clover *c)
+{
+    (void)be;
+    for (int p = 0; p < 2; ++p)
+        free(c->data[p]), free(c->norm[p]);
+}
+
 /* Fill the ghost faces of `in` (parity 1 - out_parity) from the
  * neighbours: every partitioned dimension's two faces gathered, all
  * dimensions' messages in flight together, then scattered.  The buffers
@@ -182,13 +210,16 @@ static wd_status cpu_halo(wd_backend *be, const wd_field *in, int out_parity)
 }
 
 static wd_status cpu_dslash(wd_backend *be, int variant, wd_field *out, const wd_gauge *g,
-                            const wd_field *in, const wd_field *x, double a, int parity)
+                            const wd_clover *c, const wd_field *in, const wd_field *x, double a,
+                            int parity)
 {
     wd_dslash_args args;
-    wd_status st = wd_backend_dslash_args(be, variant, out, g, in, x, a, parity, &args);
+    wd_status st = wd_backend_dslash_args(be, variant, out, g, c, in, x, a, parity, &args);
     if (st != WD_OK)
         return st;
-    if (be->halo.ghost_sites && (st = cpu_halo(be, in, parity)) != WD_OK)
+    /* the clover kernel alone reads no neighbour */
+    if (be->halo.ghost_sites && wd_variants[variant].op != WD_OP_CLOVER &&
+        (st = cpu_halo(be, in, parity)) != WD_OK)
         return st;
     wd_variants[variant].cpu(&args);
     return WD_OK;
@@ -386,6 +417,8 @@ static const wd_backend_ops cpu_ops = {
     .download = cpu_download,
     .gauge_upload = cpu_gauge_upload,
     .gauge_free = cpu_gauge_free,
+    .clover_upload = cpu_clover_upload,
+    .clover_free = cpu_clover_free,
     .dslash = cpu_dslash,
     .zero = cpu_zero,
     .copy = cpu_copy,

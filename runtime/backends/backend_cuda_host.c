@@ -181,15 +181,58 @@ static void gauge_free(wd_backend *be, wd_gauge *g)
     wd_cuda_free(g->data);
 }
 
+static wd_status clover_upload(wd_backend *be, wd_clover *c, const double *blocks)
+{
+    wd_clover_layout l;
+    wd_status st = wd_clover_layout_make(&l, be->dims, c->precision, be->pad);
+    if (st != WD_OK)
+        return st;
+    void *buf = calloc(1, l.bytes + l.norm_bytes);
+    if (!buf)
+        return wd_fail(WD_ERR_NOMEM, "CUDA backend: host staging buffer of %zu bytes",
+                       l.bytes + l.norm_bytes);
+    float *norm = l.norm_bytes ? (float *)((char *)buf + l.bytes) : NULL;
+    for (int p = 0; p < 2 && st == WD_OK; ++p) {
+        wd_pack_clover(&l, buf, norm, blocks, be->dims, p);
+        st = wd_cuda_malloc(&c->data[p], l.bytes, "the clover field");
+        if (st == WD_OK)
+            st = wd_cuda_h2d(c->data[p], buf, l.bytes);
+        if (st == WD_OK && norm)
+            st = wd_cuda_malloc((void **)&c->norm[p], l.norm_bytes, "the clover norms");
+        if (st == WD_OK && norm)
+            st = wd_cuda_h2d(c->norm[p], norm, l.norm_bytes);
+    }
+    free(buf);
+    if (st != WD_OK)
+        for (int p = 0; p < 2; ++p) {
+            wd_cuda_free(c->data[p]);
+            wd_cuda_free(c->norm[p]);
+            c->data[p] = NULL;
+            c->norm[p] = NULL;
+        }
+    return st;
+}
+
+static void clover_free(wd_backend *be, wd_clover *c)
+{
+    (void)be;
+    for (int p = 0; p < 2; ++p) {
+        wd_cuda_free(c->data[p]);
+        wd_cuda_free(c->norm[p]);
+    }
+}
+
 static wd_status dslash(wd_backend *be, int variant, wd_field *out, const wd_gauge *g,
-                        const wd_field *in, const wd_field *x, double a, int parity)
+                        const wd_clover *c, const wd_field *in, const wd_field *x, double a,
+                        int parity)
 {
     wd_dslash_args args;
-    wd_status st = wd_backend_dslash_args(be, variant, out, g, in, x, a, parity, &args);
+    wd_status st = wd_backend_dslash_args(be, variant, out, g, c, in, x, a, parity, &args);
     int block = 0;
     if (st == WD_OK)
         st = wd_tune_dslash(variant, &args, be->pad, &block);
-    if (!be->halo.ghost_sites)
+    /* the clover kernel alone reads no neighbour */
+    if (!be->halo.ghost_sites || wd_variants[variant].op == WD_OP_CLOVER)
         return st == WD_OK ? wd_cuda_dslash(variant, &args, block) : st;
     /* every rank enters the exchange, or none (it agrees st first) */
     st = wd_cuda_be_dslash_grid(be, variant, &args, block, in, parity, st);
@@ -209,7 +252,7 @@ wd_status wd_backend_cuda_time_dslash(wd_backend *be, int variant, wd_field *out
     if (!be->ops || strcmp(be->ops->name, "cuda") != 0)
         return wd_fail(WD_ERR_INVALID, "wd_backend_cuda_time_dslash: not a CUDA backend");
     wd_dslash_args args;
-    wd_status st = wd_backend_dslash_args(be, variant, out, g, in, x, a, parity, &args);
+    wd_status st = wd_backend_dslash_args(be, variant, out, g, NULL, in, x, a, parity, &args);
     int block = 0;
     if (st == WD_OK)
         st = wd_tune_dslash(variant, &args, be->pad, &block);
@@ -232,6 +275,8 @@ static const wd_backend_ops cuda_ops = {
     .download = download,
     .gauge_upload = gauge_upload,
     .gauge_free = gauge_free,
+    .clover_upload = clover_upload,
+    .clover_free = clover_free,
     .dslash = dslash,
     .zero = wd_cuda_be_zero,
     .copy = wd_cuda_be_copy,

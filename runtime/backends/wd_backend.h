@@ -24,7 +24,9 @@
  *   wd_field_create / wd_field_destroy   a one-parity spinor field of a precision
  *   wd_gauge_create / wd_gauge_destroy   a gauge field in a precision,
  *                                        reconstruction and gauge fixing
- *   wd_dslash / wd_blas_*                inline wrappers that dispatch to the
+ *   wd_clover_create / wd_clover_destroy a clover field (both parities) in a
+ *                                        precision, from host clover blocks
+ *   wd_dslash / wd_dslash_clover / wd_blas_*   inline wrappers that dispatch to the
  *                                        table and count flops (so no backend
  *                                        has to)
  *
@@ -95,6 +97,18 @@ typedef struct wd_gauge {
     void *data;         /* backend memory */
 } wd_gauge;
 
+/* A clover field of the whole local block: one packed parity each
+ * (wd_layout.h, wd_clover_layout); whichever matrix the caller packed
+ * (A or A^-1 in the even-odd operators). */
+typedef struct wd_clover {
+    int precision;
+    int stride;
+    size_t bytes;       /* one parity */
+    size_t norm_bytes;  /* one parity; half precision only */
+    void *data[2];      /* backend memory, by parity */
+    float *norm[2];
+} wd_clover;
+
 typedef struct wd_backend wd_backend;
 
 /*
@@ -107,7 +121,11 @@ typedef struct wd_backend wd_backend;
  * partitioned dimension (wd_pack_gauge_halo's ghost), and allocates.  dslash runs variant
  * `variant` (an index into wd_variants[], the same index for every backend)
  * onto the sites of `parity`: out = D in, or out = x + a D in for xpay
- * variants; out may alias neither in nor x.
+ * variants; out may alias neither in nor x.  Clover variants read c at the
+ * output parity: dslashcl_* out = C D in (+ x), clover_* out = C in with in
+ * of the output parity and g unused (NULL).  clover_upload packs host
+ * clover blocks (WD_CLOVER_SITE_REALS a site, the local block) of both
+ * parities, c's geometry filled in, and allocates.
  */
 typedef struct wd_backend_ops {
     const char *name;
@@ -119,8 +137,11 @@ typedef struct wd_backend_ops {
     wd_status (*gauge_upload)(wd_backend *be, wd_gauge *g, const double *host,
                               const double *const ghost[4]);
     void (*gauge_free)(wd_backend *be, wd_gauge *g);
+    wd_status (*clover_upload)(wd_backend *be, wd_clover *c, const double *blocks);
+    void (*clover_free)(wd_backend *be, wd_clover *c);
     wd_status (*dslash)(wd_backend *be, int variant, wd_field *out, const wd_gauge *g,
-                        const wd_field *in, const wd_field *x, double a, int parity);
+                        const wd_clover *c, const wd_field *in, const wd_field *x, double a,
+                        int parity);
 
     /* y = 0;  y = x (any precisions; a no-op when y == x);  x = a x */
     void (*zero)(wd_backend *be, wd_field *y);
@@ -207,8 +228,9 @@ void wd_backend_close(wd_backend *be);
  * the kernel arguments of wd_kernel.h. */
 struct wd_dslash_args;
 wd_status wd_backend_dslash_args(const wd_backend *be, int variant, wd_field *out,
-                                 const wd_gauge *g, const wd_field *in, const wd_field *x,
-                                 double a, int parity, struct wd_dslash_args *args);
+                                 const wd_gauge *g, const wd_clover *c, const wd_field *in,
+                                 const wd_field *x, double a, int parity,
+                                 struct wd_dslash_args *args);
 
 /* Collective over every rank (wd_comm_size), once per process: run this
  * rank on the GPU of its index among the ranks of its node (one GPU per
@@ -254,20 +276,40 @@ wd_status wd_gauge_create(wd_backend *be, wd_gauge *g, const double *host, int p
                           int recon, int gauge_fix, int tbc);
 void wd_gauge_destroy(wd_backend *be, wd_gauge *g);
 
+/* Pack and upload host clover blocks of the local block (both parities;
+ * wd_layout.h's wd_pack_clover); destroy as wd_gauge_destroy. */
+wd_status wd_clover_create(wd_backend *be, wd_clover *c, const double *blocks, int precision);
+void wd_clover_destroy(wd_backend *be, wd_clover *c);
+
 /* Flops of one Dslash application per output site (DESIGN.md) */
 #define WD_DSLASH_FLOPS 1320.0
 #define WD_XPAY_FLOPS 48.0
+/* a clover matrix on one site: QUDA's nominal count of the two 6x6
+ * Hermitian blocks (the basis rotations not counted, as reconstruction is
+ * not counted in the Dslash's 1320) */
+#define WD_CLOVER_FLOPS 504.0
 
 static inline double wd_site_reals_(const wd_backend *be)
 {
     return 24.0 * be->volume_cb;
 }
 
+/* Flops of variant k per output site (wd_operator.h's registry) */
+double wd_variant_flops(int variant);
+
+static inline wd_status wd_dslash_clover(wd_backend *be, int variant, wd_field *out,
+                                         const wd_gauge *g, const wd_clover *c,
+                                         const wd_field *in, const wd_field *x, double a,
+                                         int parity)
+{
+    be->flops += wd_variant_flops(variant) * be->volume_cb;
+    return be->ops->dslash(be, variant, out, g, c, in, x, a, parity);
+}
+
 static inline wd_status wd_dslash(wd_backend *be, int variant, wd_field *out, const wd_gauge *g,
                                   const wd_field *in, const wd_field *x, double a, int parity)
 {
-    be->flops += (WD_DSLASH_FLOPS + (x ? WD_XPAY_FLOPS : 0.0)) * be->volume_cb;
-    return be->ops->dslash(be, variant, out, g, in, x, a, parity);
+    return wd_dslash_clover(be, variant, out, g, NULL, in, x, a, parity);
 }
 
 /* Wrappers: flops per real of each operation (QUDA's counting: a real

@@ -5,6 +5,7 @@
  * The externally accessible functions are
  *   wd_spinor_layout_make, wd_gauge_layout_make   sizes, offsets, strides
  *   wd_pack_spinor, wd_unpack_spinor, wd_pack_gauge  by the layout's precision
+ *   wd_clover_layout_make, wd_pack_clover          the clover field
  *   wd_dslash_args_set                             kernel arguments
  */
 #include <stdint.h>
@@ -137,6 +138,37 @@ wd_status wd_gauge_layout_make(wd_gauge_layout *l, const int dims[4], int precis
                                int recon, int gauge_fix, int pad)
 {
     return wd_gauge_layout_make_halo(l, dims, NULL, precision, recon, gauge_fix, pad);
+}
+
+wd_status wd_clover_layout_make(wd_clover_layout *l, const int dims[4], int precision,
+                                int pad)
+{
+    wd_status st = wd_check_dims(dims);
+    if (st != WD_OK)
+        return st;
+    const wd_precision_layout *p = precision_layout(precision);
+    if (!p)
+        return wd_fail(WD_ERR_INVALID, "precision %d: must be 8, 4 or 2 bytes", precision);
+    if (pad < 0 || pad > 65536)
+        return wd_fail(WD_ERR_INVALID, "padding %d: must be in [0, 65536] elements", pad);
+    l->precision = precision;
+    l->width = p->spinor_width;
+    l->elements = WD_CLOVER_SITE_REALS / l->width;
+    l->volume_cb = (int)(wd_volume(dims) / 2);
+    l->stride = l->volume_cb + pad;
+    l->bytes = (size_t)l->elements * l->stride * l->width * precision;
+    l->norm_bytes = p->has_norm ? 2 * (size_t)l->volume_cb * sizeof(float) : 0;
+    return WD_OK;
+}
+
+void wd_pack_clover(const wd_clover_layout *l, void *dst, float *norm, const double *blocks,
+                    const int dims[4], int parity)
+{
+    switch (l->precision) {
+    case 8: wd_pack_clover_d(l, dst, norm, blocks, dims, parity); break;
+    case 4: wd_pack_clover_s(l, dst, norm, blocks, dims, parity); break;
+    default: wd_pack_clover_h(l, dst, norm, blocks, dims, parity); break;
+    }
 }
 
 void wd_pack_spinor(const wd_spinor_layout *l, void *dst, float *norm,

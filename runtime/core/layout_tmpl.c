@@ -6,6 +6,7 @@
  *   wd_pack_spinor_P    one parity of a host spinor -> internal basis, stored reals
  *   wd_unpack_spinor_P  the inverse, written to that parity's host sites
  *   wd_pack_gauge_P     every link -> the stored reals of its reconstruction
+ *   wd_pack_clover_P    one parity of host clover blocks -> stored reals
  * The layout rules themselves (basis change, stored reals, fixed-point
  * scale) come from the generated wd_physics.h.
  */
@@ -194,6 +195,35 @@ void PFN(wd_pack_gauge)(const wd_gauge_layout *l, void *dst, const double comple
                     sum += c[k++];
                 }
             store_link(l, out, elem, comp, mu, sum & 1, base + f / 2, ghost[mu] + 9 * (size_t)f);
+        }
+    }
+}
+
+void PFN(wd_pack_clover)(const wd_clover_layout *l, void *dst, float *norm,
+                         const double *blocks, const int dims[4], int parity)
+{
+    store_t *out = dst;
+    const int w = l->width;
+#pragma omp parallel for schedule(static)
+    for (int cb = 0; cb < l->volume_cb; ++cb) {
+        const double *h = blocks + WD_CLOVER_SITE_REALS * full_index(dims, cb, parity, NULL);
+        for (int b = 0; b < 2; ++b) {
+            const double *q = h + b * WD_CLOVER_BLOCK_REALS;
+            double scale = 1;
+#if FIXED
+            double m = 0;
+            for (int r = 0; r < WD_CLOVER_BLOCK_REALS; ++r)
+                m = fmax(m, fabs(WD_CLOVER_SCALE * q[r]));
+            norm[2 * cb + b] = (float)m;
+            scale = m > 0 ? WD_HALF_SCALE / m : 0;
+#else
+            (void)norm;
+#endif
+            for (int r = 0; r < WD_CLOVER_BLOCK_REALS; ++r) {
+                const int at = b * WD_CLOVER_BLOCK_REALS + r;
+                out[((size_t)(at / w) * l->stride + cb) * w + at % w] =
+                    to_store(WD_CLOVER_SCALE * q[r], scale);
+            }
         }
     }
 }

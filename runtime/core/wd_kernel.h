@@ -40,6 +40,10 @@
  * needs), at the same index.  The time boundary sign and the gauge-fixed
  * last slice follow the global t = t_origin + t of extent global_T.  Local
  * extents are even, so local and global parity agree.
+ *
+ * Clover kernels (dslashcl_*, clover_*) also read the clover field of the
+ * output parity at the output site (wd_layout.h, wd_clover_layout); the
+ * clover_* kernels read `in` at the output site too (same parity as out).
  */
 #ifndef WDIRAC_KERNEL_H
 #define WDIRAC_KERNEL_H
@@ -96,6 +100,9 @@ typedef struct wd_dslash_args {
     int ghost[4][2];        /* first index of mu's forward / backward ghost face */
     int t_origin;           /* global t of local t = 0 */
     int global_T;           /* global temporal extent */
+    const void *clover;     /* clover kernels: the clover field of the output parity */
+    const float *clover_norm;   /* half precision: its norms, two a site (one a block) */
+    int clover_stride;      /* its element stride (wd_clover_layout) */
 } wd_dslash_args;
 
 typedef struct wd_site {

@@ -19,6 +19,9 @@
  *   wd_face_gather         one face's sites of a packed spinor into a
  *                          contiguous buffer (what a neighbour needs)
  *   wd_ghost_scatter       such a buffer into a ghost face
+ *   wd_clover_layout_make  sizes and strides of a one-parity clover field
+ *   wd_pack_clover         host clover blocks of one parity -> stored reals
+ *                          (times WD_CLOVER_SCALE; half: a norm per block)
  * Notes: pack/unpack are pure host loops (OpenMP over sites) and never
  * touch the padding between sub-arrays, so a poisoned pad stays poisoned.
  */
@@ -69,8 +72,32 @@ typedef struct wd_gauge_layout {
     wd_halo halo;
 } wd_gauge_layout;
 
+/*
+ * A clover field of one parity: the 72 reals of a site's two chiral 6x6
+ * blocks (wd_physics.h: WD_CLOVER_*) in elements of `width` reals, element
+ * k of site cb at k * stride + cb; half precision 16-bit fixed point with
+ * one float per block (norm[2 cb + b], the block's max |real|).  Local: no
+ * ghost sites.
+ */
+typedef struct wd_clover_layout {
+    int precision;
+    int width;          /* reals per element: 2 (double2), 4 (float4, short4) */
+    int elements;       /* WD_CLOVER_SITE_REALS / width */
+    int volume_cb;
+    int stride;         /* volume_cb + pad */
+    size_t bytes;
+    size_t norm_bytes;  /* half: two floats a site, else 0 */
+} wd_clover_layout;
+
 wd_status wd_spinor_layout_make(wd_spinor_layout *l, const int dims[4],
                                 int precision, int pad);
+wd_status wd_clover_layout_make(wd_clover_layout *l, const int dims[4], int precision,
+                                int pad);
+/* blocks: host clover blocks [site][WD_CLOVER_SITE_REALS] of the local
+ * block in host site order, DeGrand-Rossi chiral blocks in wd_physics.h's
+ * stored order; the sites of `parity` are packed times WD_CLOVER_SCALE. */
+void wd_pack_clover(const wd_clover_layout *l, void *dst, float *norm, const double *blocks,
+                    const int dims[4], int parity);
 wd_status wd_gauge_layout_make(wd_gauge_layout *l, const int dims[4],
                                int precision, int recon, int gauge_fix, int pad);
 /* halo NULL: as the plain makers.  dims are the local extents. */
@@ -126,7 +153,9 @@ void wd_dslash_args_set(wd_dslash_args *a, const wd_spinor_layout *s,
     void wd_pack_gauge_##P(const wd_gauge_layout *l, void *dst,               \
                            const double complex *u,                           \
                            const double complex *const ghost[4],              \
-                           const int dims[4]);
+                           const int dims[4]);                                \
+    void wd_pack_clover_##P(const wd_clover_layout *l, void *dst, float *norm, \
+                            const double *blocks, const int dims[4], int parity);
 WD_DECL_LAYOUT(d)
 WD_DECL_LAYOUT(s)
 WD_DECL_LAYOUT(h)

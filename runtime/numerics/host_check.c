@@ -14,7 +14,8 @@
  *                        the global norm^2 (collective: the caller agrees
  *                        on a NaN found on some rank)
  *   wd_host_residual     the global relative residual, and optionally
- *                        r = b - M x on the block (collective)
+ *                        r = b - M x on the block (collective; M_sw with
+ *                        the host clover blocks of clover_field.c)
  * Notes: on one process these are the single-lattice computations of
  * before (the reference wraps periodically; no message is sent).  Sums run
  * over fixed chunks of the block and then over ranks in rank order
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clover_field.h"
 #include "ref_wilson.h"
 #include "wd_core.h"
 #include "wd_solver.h"
@@ -106,6 +108,7 @@ void wd_host_block_close(wd_host_block *h)
     free(h->send);
     free(h->scratch);
     free(h->mx);
+    free(h->ax);
     memset(h, 0, sizeof *h);
 }
 
@@ -190,15 +193,30 @@ long wd_host_scan(const double *v, size_t n, double *norm2, wd_status *st)
     return bad;
 }
 
-wd_status wd_host_residual(wd_host_block *h, const double *x, const double *u, const double *b,
-                           double mass, int tbc, double *res, double *r)
+wd_status wd_host_residual(wd_host_block *h, const double *x, const double *u,
+                           const double *clover, const double *b, double mass, int tbc,
+                           double *res, double *r)
 {
-    wd_status st = exchange(h, (const double complex *)x, 12, 0, 0, 12, h->x_fwd, h->x_bwd);
+    const size_t n = block_volume(h) * 12;
+    wd_status st = WD_OK;
+    if (clover && !h->ax && !(h->ax = malloc(n * sizeof *h->ax)))
+        st = wd_fail(WD_ERR_NOMEM, "solver: cannot allocate %zu bytes for the clover residual "
+                     "check", n * sizeof *h->ax);
+    if ((st = wd_comm_agree(st)) != WD_OK)
+        return st;
+    st = exchange(h, (const double complex *)x, 12, 0, 0, 12, h->x_fwd, h->x_bwd);
     if (st != WD_OK)
         return st;
     ref_wilson_block(h->mx, (const double complex *)u, (const double complex *)x, h->grid.local,
                      mass, tbc, 0, &h->ref);
-    const size_t n = block_volume(h) * 12;
+    if (clover) {
+        /* M_sw x = M x + (4+m) (A x - x) */
+        const double complex *xc = (const double complex *)x;
+        wd_clover_apply_host((double *)h->ax, clover, x, block_volume(h));
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; ++i)
+            h->mx[i] += (4.0 + mass) * (h->ax[i] - xc[i]);
+    }
     const double complex *bc = (const double complex *)b;
     double complex *rc = (double complex *)r;
     double num[SCAN_CHUNKS], den[SCAN_CHUNKS];

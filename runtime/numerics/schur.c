@@ -4,10 +4,23 @@
  * The externally accessible functions are
  *   wd_eo_op_init   find the variants of one gauge field's precision,
  *                   reconstruction and gauge fixing (by axes, never by name)
+ *   wd_eo_op_clover the clover operator's fields and variants
  *   wd_eo_mhat      Mhat in = in - kappa^2 D_eo D_oe in: one plain variant
  *                   onto the odd sites, one xpay variant (a = -kappa^2) back
  * Mhat^dag is the same with the dagger variants: the blocks of D^dag,
  * (D^dag)_eo (D^dag)_oe = (D_eo D_oe)^dag (ref_wilson.h, ref_schur).
+ *
+ * With a clover term (wd_solver.h), C D kernels apply A^-1 after D at the
+ * output site (dslashcl_*), clover_* applies a clover field alone:
+ *   symmetric    t_o = A_oo^-1 D_oe in;  out = in - kappa^2 A_ee^-1 D_eo t_o
+ *   its dagger   1 - kappa^2 D^dag_eo A_oo^-1 D^dag_oe A_ee^-1:
+ *                s_e = A_ee^-1 in;  t_o = A_oo^-1 D^dag_oe s_e;
+ *                out = in - kappa^2 D^dag_eo t_o (a Wilson xpay variant)
+ *   asymmetric   t_o = A_oo^-1 D_oe in;  s_e = in - kappa^2 A_ee^-1 D_eo t_o;
+ *                out = A_ee s_e  (= A_ee in - kappa^2 D_eo t_o); the dagger
+ *                the same with D^dag (A is Hermitian)
+ * Two kernels per application for the symmetric form, three for its
+ * dagger and for the asymmetric form.
  */
 #include "wd_core.h"
 #include "wd_operator.h"
@@ -33,8 +46,62 @@ wd_status wd_eo_op_init(wd_eo_op *op, wd_backend *be, const wd_gauge *g, double 
     return WD_OK;
 }
 
+wd_status wd_eo_op_clover(wd_eo_op *op, const wd_clover *a, const wd_clover *ainv,
+                          int symmetric, wd_field *tmp_e, int need_dagger)
+{
+    const wd_gauge *g = op->g;
+    op->a = a;
+    op->ainv = ainv;
+    op->symmetric = symmetric;
+    op->tmp_e = tmp_e;
+    for (int dag = 0; dag < 2; ++dag)
+        for (int xpay = 0; xpay < 2; ++xpay) {
+            int *slot = xpay ? &op->cl_xpay[dag] : &op->cl_plain[dag];
+            *slot = wd_variant_find_op(WD_OP_WILSON_CLOVER, g->precision, g->recon, g->gauge_fix,
+                                       dag, xpay);
+            if (*slot < 0 && (!dag || need_dagger))
+                return wd_fail(WD_ERR_NOT_BUILT, "the clover Dslash variant (dslashcl) of "
+                               "precision %d, reconstruction %d, gauge fixing %d, dagger %d, "
+                               "xpay %d is not in this build (see `wdirac list`; meson option "
+                               "-Dkernels)", g->precision, g->recon, g->gauge_fix, dag, xpay);
+        }
+    op->cl_site = wd_variant_find_op(WD_OP_CLOVER, g->precision, 0, 0, 0, 0);
+    if (op->cl_site < 0)
+        return wd_fail(WD_ERR_NOT_BUILT, "the clover kernel of precision %d (clover_*) is not "
+                       "in this build (see `wdirac list`; meson option -Dkernels)", g->precision);
+    if ((!symmetric && !a) || !ainv || !tmp_e)
+        return wd_fail(WD_ERR_INTERNAL, "clover operator without its fields");
+    return WD_OK;
+}
+
+static wd_status clover_mhat(const wd_eo_op *op, wd_field *out, const wd_field *in, int dagger)
+{
+    wd_backend *be = op->be;
+    const double k2 = -op->kappa * op->kappa;
+    wd_status st;
+    if (op->symmetric && dagger) {
+        if ((st = wd_dslash_clover(be, op->cl_site, op->tmp_e, NULL, op->ainv, in, NULL, 0,
+                                   0)) != WD_OK ||
+            (st = wd_dslash_clover(be, op->cl_plain[1], op->tmp, op->g, op->ainv, op->tmp_e,
+                                   NULL, 0, 1)) != WD_OK)
+            return st;
+        return wd_dslash(be, op->xpay[1], out, op->g, op->tmp, in, k2, 0);
+    }
+    if ((st = wd_dslash_clover(be, op->cl_plain[dagger], op->tmp, op->g, op->ainv, in, NULL, 0,
+                               1)) != WD_OK)
+        return st;
+    if (op->symmetric)
+        return wd_dslash_clover(be, op->cl_xpay[dagger], out, op->g, op->ainv, op->tmp, in, k2, 0);
+    if ((st = wd_dslash_clover(be, op->cl_xpay[dagger], op->tmp_e, op->g, op->ainv, op->tmp, in,
+                               k2, 0)) != WD_OK)
+        return st;
+    return wd_dslash_clover(be, op->cl_site, out, NULL, op->a, op->tmp_e, NULL, 0, 0);
+}
+
 wd_status wd_eo_mhat(const wd_eo_op *op, wd_field *out, const wd_field *in, int dagger)
 {
+    if (op->ainv)
+        return clover_mhat(op, out, in, dagger);
     wd_status st = wd_dslash(op->be, op->plain[dagger], op->tmp, op->g, in, NULL, 0, 1);
     if (st == WD_OK)
         st = wd_dslash(op->be, op->xpay[dagger], out, op->g, op->tmp, in,

@@ -27,6 +27,22 @@
  * residual a little above tol all the same; refine() then corrects x with
  * a solve on b - M x, so an OK status always means ||b - M x|| <= tol ||b||.
  *
+ * With a clover term (settings.csw != 0) the operator is M_sw = M + c_sw T
+ * and, in the kappa normalisation M_sw / (4+m) = A - kappa D
+ * (A = 1 + c_sw T / (4+m), wd_solver.h), with b' = b / (4+m):
+ *   t_o = A_oo^-1 b'_o;  bhat_e = b'_e + kappa D_eo t_o
+ *   asymmetric  (A_ee - kappa^2 D_eo A_oo^-1 D_oe) x_e = bhat_e
+ *   symmetric   (1 - kappa^2 A_ee^-1 D_eo A_oo^-1 D_oe) x_e = A_ee^-1 bhat_e
+ *   x_o = t_o + kappa A_oo^-1 D_oe x_e   (one dslashcl xpay kernel)
+ * The (b - M x)_e of the asymmetric form is (4+m) (source - Mhat x_e), as
+ * for Wilson; the symmetric form's is (4+m) A_ee (source - Mhat x_e), so
+ * the same Krylov target leaves the full residual within ||A_ee|| (close
+ * to 1) of tol, and the refinement below catches the rest.
+ * A is built on the host in double (clover_field.c) from the links the
+ * solve runs on, inverted per chiral block, and uploaded in each level's
+ * precision; it depends on the mass, so a solve with another mass rebuilds
+ * it.  The float64 check adds (4+m)(A - 1) x of the caller's links.
+ *
  * Memory (the paper's budget, section 5.3): outer b, x, r, odd scratch (and
  * an even scratch for CG's normal equations); sloppy r, p, v, t, odd
  * scratch (and r0 for BiCGstab); the partial solution accumulator xs in
@@ -41,6 +57,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clover_field.h"
 #include "gauge_tools.h"
 #include "ref_wilson.h"
 #include "wd_core.h"
@@ -109,6 +126,11 @@ static wd_status check_settings(const wd_solver_settings *s)
                        s->mass);
     if (s->tbc != WD_TIME_PERIODIC && s->tbc != WD_TIME_ANTIPERIODIC)
         return wd_fail(WD_ERR_INVALID, "time boundary %d: must be +1 or -1", (int)s->tbc);
+    if (!isfinite(s->csw))
+        return wd_fail(WD_ERR_INVALID, "csw %g: must be finite", s->csw);
+    if (s->clover_form != WD_CLOVER_SYMMETRIC && s->clover_form != WD_CLOVER_ASYMMETRIC)
+        return wd_fail(WD_ERR_INVALID, "clover_form %d: must be WD_CLOVER_SYMMETRIC (0) or "
+                       "WD_CLOVER_ASYMMETRIC (1)", (int)s->clover_form);
     if (!(s->tol > 0) || !(s->tol < 1))
         return wd_fail(WD_ERR_INVALID, "tol %g: must be in (0, 1)", s->tol);
     if (s->max_iter < 1)
@@ -138,6 +160,7 @@ enum {
     F_B, F_X, F_R, F_ODD, F_TE,             /* outer precision */
     F_XS,                                   /* the accumulator's precision */
     F_RS, F_P, F_V, F_T, F_R0, F_ODD_S,     /* sloppy precision */
+    F_EVEN, F_EVEN_S,                       /* clover: even scratch, outer and sloppy */
     F_COUNT
 };
 
@@ -153,8 +176,106 @@ struct wd_solver {
     wd_gauge g_outer, g_sloppy; /* g_sloppy unused (zero) when both levels agree */
     double complex *gfix;       /* temporal-gauge transform, when a level gauge-fixes */
     double complex *bfix;       /* the source in temporal gauge */
+    double *clover_host;        /* clover: A of the caller's links (the float64 check) */
+    double clover_mass;         /* the mass A was built for */
+    wd_clover cl_a[2], cl_ainv[2];  /* A, A^-1: [0] outer, [1] sloppy precision (when other) */
     wd_field f[F_COUNT];
 };
+
+static void clover_release(wd_solver *sv)
+{
+    for (int i = 0; i < 2; ++i) {
+        wd_clover_destroy(&sv->be, &sv->cl_a[i]);
+        wd_clover_destroy(&sv->be, &sv->cl_ainv[i]);
+    }
+}
+
+/* A(n) -> g(n) A(n) g(n)^dagger in each chiral block (colour rotation) */
+static void clover_gauge_transform(double *out, const double *blocks, const double complex *g,
+                                   size_t sites)
+{
+#pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < sites; ++n) {
+        const double complex *gn = g + 9 * n;
+        for (int b = 0; b < 2; ++b) {
+            const double *q = blocks + WD_CLOVER_SITE_REALS * n + WD_CLOVER_BLOCK_REALS * b;
+            double *o = out + WD_CLOVER_SITE_REALS * n + WD_CLOVER_BLOCK_REALS * b;
+            double complex m[6][6], r[6][6];
+            for (int i = 0; i < 6; ++i)
+                m[i][i] = q[i];
+            for (int e = 0; e < 15; ++e) {
+                const int i = wd_clover_lower_pairs[e][0], j = wd_clover_lower_pairs[e][1];
+                m[i][j] = CMPLX(q[6 + 2 * e], q[7 + 2 * e]);
+                m[j][i] = conj(m[i][j]);
+            }
+            /* r = G m G^dag, G = 1_spin (x) g */
+            for (int i = 0; i < 6; ++i)
+                for (int j = 0; j < 6; ++j) {
+                    double complex acc = 0;
+                    for (int c = 0; c < 3; ++c)
+                        for (int d = 0; d < 3; ++d)
+                            acc += gn[3 * (i % 3) + c] * m[3 * (i / 3) + c][3 * (j / 3) + d] *
+                                   conj(gn[3 * (j % 3) + d]);
+                    r[i][j] = acc;
+                }
+            for (int i = 0; i < 6; ++i)
+                o[i] = creal(r[i][i]);
+            for (int e = 0; e < 15; ++e) {
+                const int i = wd_clover_lower_pairs[e][0], j = wd_clover_lower_pairs[e][1];
+                const double complex z = r[i][j];
+                o[6 + 2 * e] = creal(z);
+                o[7 + 2 * e] = cimag(z);
+            }
+        }
+    }
+}
+
+/*
+ * (Re)build the clover fields for `mass`: A of the caller's links on the
+ * host (the float64 check), A of the links the solve runs on (g A g^dag
+ * when it gauge-fixes) inverted per chiral block, and A^-1 (and A for the
+ * asymmetric form) uploaded in the outer and, if other, the sloppy
+ * precision.  Collective.  A block that is not positive definite is
+ * refused with its site (clover_field.c) and nothing is uploaded.
+ */
+static wd_status clover_build(wd_solver *sv, double mass)
+{
+    const wd_solver_settings *s = &sv->fixed;
+    const size_t vol = wd_volume(sv->dims);
+    const size_t bytes = vol * WD_CLOVER_SITE_REALS * sizeof(double);
+    clover_release(sv);
+    wd_status st = WD_OK;
+    if (!sv->clover_host && !(sv->clover_host = malloc(bytes)))
+        st = wd_fail(WD_ERR_NOMEM, "solver: cannot allocate %zu bytes for the clover field", bytes);
+    double *run = sv->gfix ? malloc(bytes) : NULL, *inv = malloc(bytes);
+    if (st == WD_OK && (!inv || (sv->gfix && !run)))
+        st = wd_fail(WD_ERR_NOMEM, "solver: cannot allocate %zu bytes for the clover field",
+                     2 * bytes);
+    if ((st = wd_comm_agree(st)) == WD_OK)
+        st = wd_clover_field(sv->clover_host, sv->gauge, &sv->grid, s->csw / (4.0 + mass));
+    const double *a_run = sv->clover_host;
+    if (st == WD_OK && sv->gfix) {
+        clover_gauge_transform(run, sv->clover_host, sv->gfix, vol);
+        a_run = run;
+    }
+    if (st == WD_OK)
+        st = wd_clover_invert(inv, a_run, vol, &sv->grid);
+    const int levels = s->sloppy_precision == s->precision ? 1 : 2;
+    for (int i = 0; i < levels && st == WD_OK; ++i) {
+        const int p = i ? s->sloppy_precision : s->precision;
+        st = wd_clover_create(&sv->be, &sv->cl_ainv[i], inv, p);
+        if (st == WD_OK && s->clover_form == WD_CLOVER_ASYMMETRIC)
+            st = wd_clover_create(&sv->be, &sv->cl_a[i], a_run, p);
+    }
+    st = wd_comm_agree(st);
+    if (st != WD_OK)
+        clover_release(sv);
+    else
+        sv->clover_mass = mass;
+    free(run);
+    free(inv);
+    return st;
+}
 
 void wd_solver_destroy(wd_solver *sv)
 {
@@ -165,8 +286,10 @@ void wd_solver_destroy(wd_solver *sv)
             wd_field_destroy(&sv->be, &sv->f[i]);
         wd_gauge_destroy(&sv->be, &sv->g_sloppy);
         wd_gauge_destroy(&sv->be, &sv->g_outer);
+        clover_release(sv);
         wd_backend_close(&sv->be);
     }
+    free(sv->clover_host);
     if (sv->hb_open)
         wd_host_block_close(&sv->hb);
     free(sv->gfix);
@@ -190,12 +313,16 @@ static wd_status check_fixed(const wd_solver_settings *a, const wd_solver_settin
     SAME(sloppy_recon);
     SAME(sloppy_gauge_fix);
     SAME(tbc);
+    SAME(clover_form);
     SAME(pad);
     SAME(grid[0]);
     SAME(grid[1]);
     SAME(grid[2]);
     SAME(grid[3]);
 #undef SAME
+    if (a->csw != b->csw)
+        return wd_fail(WD_ERR_INVALID, "wd_solver_solve: setting 'csw' is %g here but %g when the "
+                       "solver was created; create another solver to change it", b->csw, a->csw);
     return WD_OK;
 }
 
@@ -243,6 +370,8 @@ static wd_status create(wd_solver *sv, const double *gauge)
         st = wd_gauge_create(&sv->be, &sv->g_sloppy, u_run, s->sloppy_precision, s->sloppy_recon,
                              s->sloppy_gauge_fix, s->tbc);
     free(ufix);
+    if (s->csw != 0 && (st = wd_comm_agree(st)) == WD_OK)
+        st = clover_build(sv, s->mass);
     return st;
 }
 
@@ -354,6 +483,17 @@ static wd_status setup_krylov(wd_solver *sv, const wd_solver_settings *s, wd_kry
         st = wd_eo_op_init(&ks->outer, &sv->be, &sv->g_outer, kappa, *odd, cg);
     if (st == WD_OK)
         st = wd_eo_op_init(&ks->sloppy, &sv->be, g_sloppy, kappa, odd_sloppy, cg);
+    if (s->csw != 0) {
+        const int sym = s->clover_form == WD_CLOVER_SYMMETRIC, lvl = shared ? 0 : 1;
+        wd_field *even = field(sv, F_EVEN, po, &st);
+        wd_field *even_s = shared ? even : field(sv, F_EVEN_S, ps, &st);
+        if (st == WD_OK)
+            st = wd_eo_op_clover(&ks->outer, sym ? NULL : &sv->cl_a[0], &sv->cl_ainv[0], sym,
+                                 even, cg);
+        if (st == WD_OK)
+            st = wd_eo_op_clover(&ks->sloppy, sym ? NULL : &sv->cl_a[lvl], &sv->cl_ainv[lvl],
+                                 sym, even_s, cg);
+    }
     ks->be = &sv->be;
     ks->solver = s->solver;
     ks->mixed = s->mixed;
@@ -381,14 +521,30 @@ static wd_status run(wd_solver *sv, double *x, const double *b_run, const wd_sol
         return st;
     const double kappa = ks.outer.kappa;
 
-    /* b'_e = (b_e + kappa D_eo b_o) / (4+m) */
+    /* b'_e = (b_e + kappa D_eo b_o) / (4+m); clover (see the top):
+     * t_o = A_oo^-1 b_o, b'_e = A_ee^-1 (b_e + kappa D_eo t_o) / (4+m) in
+     * the symmetric form, without A_ee^-1 in the asymmetric one */
     const double inv = 1.0 / (4.0 + s->mass);
+    const wd_eo_op *op = &ks.outer;
     if ((st = be->ops->upload(be, ks.b, b_run, 0)) != WD_OK ||
-        (st = be->ops->upload(be, odd, b_run, 1)) != WD_OK ||
-        (st = wd_dslash(be, ks.outer.xpay[0], ks.r, &sv->g_outer, odd, ks.b, kappa, 0)) != WD_OK)
+        (st = be->ops->upload(be, odd, b_run, 1)) != WD_OK)
         return st;
-    wd_blas_ax(be, inv, ks.r);
-    wd_blas_copy(be, ks.b, ks.r);
+    const wd_field *b_o = odd;
+    if (op->ainv) {
+        /* ks.r (even) is free until the Krylov run: stage b_o through it */
+        if ((st = be->ops->upload(be, ks.r, b_run, 1)) != WD_OK ||
+            (st = wd_dslash_clover(be, op->cl_site, odd, NULL, op->ainv, ks.r, NULL, 0, 1)) !=
+                WD_OK)
+            return st;
+    }
+    if ((st = wd_dslash(be, ks.outer.xpay[0], ks.r, &sv->g_outer, b_o, ks.b, kappa, 0)) != WD_OK)
+        return st;
+    if (op->ainv && op->symmetric &&
+        (st = wd_dslash_clover(be, op->cl_site, ks.b, NULL, op->ainv, ks.r, NULL, 0, 0)) != WD_OK)
+        return st;
+    if (!(op->ainv && op->symmetric))
+        wd_blas_copy(be, ks.b, ks.r);
+    wd_blas_ax(be, inv, ks.b);
     wd_blas_zero(be, ks.x);
 
     ks.target = s->tol * bnorm * inv;
@@ -410,11 +566,18 @@ static wd_status run(wd_solver *sv, double *x, const double *b_run, const wd_sol
         solve_st != WD_ERR_NAN && solve_st != WD_ERR_MAX_ITER)
         return solve_st;
 
-    /* x_o = b_o / (4+m) + kappa D_oe x_e */
+    /* x_o = b_o / (4+m) + kappa D_oe x_e; clover: A_oo^-1 applied to both terms */
     if ((st = be->ops->upload(be, odd, b_run, 1)) != WD_OK)
         return st;
+    if (op->ainv) {
+        if ((st = be->ops->upload(be, ks.r, b_run, 1)) != WD_OK ||
+            (st = wd_dslash_clover(be, op->cl_site, odd, NULL, op->ainv, ks.r, NULL, 0, 1)) !=
+                WD_OK)
+            return st;
+    }
     wd_blas_ax(be, inv, odd);
-    if ((st = wd_dslash(be, ks.outer.xpay[0], ks.r, &sv->g_outer, ks.x, odd, kappa, 1)) != WD_OK ||
+    if ((st = wd_dslash_clover(be, op->ainv ? op->cl_xpay[0] : ks.outer.xpay[0], ks.r,
+                               &sv->g_outer, op->ainv, ks.x, odd, kappa, 1)) != WD_OK ||
         (st = be->ops->download(be, x, ks.x, 0)) != WD_OK ||
         (st = be->ops->download(be, x, ks.r, 1)) != WD_OK)
         return st;
@@ -481,7 +644,8 @@ static wd_status refine(wd_solver *sv, double *x, const double *b, const wd_solv
         }
         const double round_t0 = now_s();
         double res;
-        if ((st = wd_host_residual(&sv->hb, x, sv->gauge, b, s->mass, s->tbc, &res, r)) != WD_OK)
+        if ((st = wd_host_residual(&sv->hb, x, sv->gauge, sv->clover_host, b, s->mass, s->tbc,
+                                    &res, r)) != WD_OK)
             break;
         wd_solver_settings sr = *s;
         sr.tol = 0.5 * s->tol / res;
@@ -504,8 +668,8 @@ static wd_status refine(wd_solver *sv, double *x, const double *b, const wd_solv
             x[i] += d[i];
         stats->seconds += now_s() - round_t0;
         double after;
-        const wd_status rst = wd_host_residual(&sv->hb, x, sv->gauge, b, s->mass, s->tbc, &after,
-                                               NULL);
+        const wd_status rst = wd_host_residual(&sv->hb, x, sv->gauge, sv->clover_host, b, s->mass,
+                                               s->tbc, &after, NULL);
         if (rst != WD_OK) {
             st = rst;
             break;
@@ -557,6 +721,11 @@ wd_status wd_solver_solve(wd_solver *sv, double *x, const double *b, const wd_so
         return st;
     }
     const double bnorm = sqrt(bnorm2);
+    /* the clover field depends on the mass (A = 1 + c_sw T / (4+m)) */
+    if (s->csw != 0 && s->mass != sv->clover_mass && (st = clover_build(sv, s->mass)) != WD_OK) {
+        memset(x, 0, vol * 24 * sizeof *x);
+        return st;
+    }
     wd_status solve_st = solve_pass(sv, x, b, s, bnorm, stats);
     /* host b to host x; the float64 residual check below is not counted
      * (a refinement adds its rounds' time) */
@@ -568,8 +737,8 @@ wd_status wd_solver_solve(wd_solver *sv, double *x, const double *b, const wd_so
     /* keep the solver's message (if any) across the residual check */
     char msg[512];
     snprintf(msg, sizeof msg, "%s", wd_last_error());
-    if ((st = wd_host_residual(&sv->hb, x, sv->gauge, b, s->mass, s->tbc, &stats->true_residual,
-                               NULL)) != WD_OK)
+    if ((st = wd_host_residual(&sv->hb, x, sv->gauge, sv->clover_host, b, s->mass, s->tbc,
+                               &stats->true_residual, NULL)) != WD_OK)
         return st;
     if (solve_st == WD_OK && stats->true_residual > s->tol) {
         solve_st = refine(sv, x, b, s, bnorm, stats, msg, sizeof msg);

@@ -10,7 +10,10 @@
  *
  * The externally accessible functions are
  *   wd_eo_op_init   the even-odd operator of one gauge field: variant lookup
- *   wd_eo_mhat      out_e = Mhat in_e = in_e - kappa^2 D_eo D_oe in_e (or Mhat^dag)
+ *   wd_eo_op_clover make it the clover operator's (A and A^-1 fields, the
+ *                   Schur form, the clover variants)
+ *   wd_eo_mhat      out_e = Mhat in_e = in_e - kappa^2 D_eo D_oe in_e (or Mhat^dag),
+ *                   or the clover Schur operator
  *   wd_krylov_run   CG-NE or BiCGstab with reliable updates, defect correction
  *                   or neither, between an outer and a sloppy operator
  *   wd_host_block_open / _close, wd_host_scan, wd_host_residual
@@ -26,7 +29,13 @@
 #include "ref_wilson.h"
 #include "wd_backend.h"
 
-/* Mhat on the even sites with one gauge field (and its precision). */
+/*
+ * Mhat on the even sites with one gauge field (and its precision).  With a
+ * clover term, in the kappa normalisation M_sw / (4+m) = A - kappa D with
+ * A = 1 + c_sw T / (4+m) (ref_clover.h):
+ *   symmetric   Mhat = 1 - kappa^2 A_ee^-1 D_eo A_oo^-1 D_oe
+ *   asymmetric  Mhat = A_ee - kappa^2 D_eo A_oo^-1 D_oe
+ */
 typedef struct wd_eo_op {
     wd_backend *be;
     const wd_gauge *g;
@@ -34,6 +43,13 @@ typedef struct wd_eo_op {
     int xpay[2];        /* ... of x + a D, x + a D^dag */
     double kappa;
     wd_field *tmp;      /* odd-parity scratch, the gauge field's precision */
+    /* clover (a NULL: Wilson) */
+    const wd_clover *a, *ainv;  /* A (asymmetric form only) and A^-1 */
+    int symmetric;
+    int cl_plain[2];    /* C D, C D^dag: dslashcl_* */
+    int cl_xpay[2];     /* x + a C D, x + a C D^dag */
+    int cl_site;        /* C alone: clover_* */
+    wd_field *tmp_e;    /* even-parity scratch */
 } wd_eo_op;
 
 /* Look up the four variants for g (dagger ones only when need_dagger);
@@ -41,8 +57,15 @@ typedef struct wd_eo_op {
 wd_status wd_eo_op_init(wd_eo_op *op, wd_backend *be, const wd_gauge *g, double kappa,
                         wd_field *tmp, int need_dagger);
 
-/* out_e = in_e - kappa^2 D_eo D_oe in_e, dagger: with D^dag for D; out and
- * in are even-parity fields of the operator's precision, out != in. */
+/* Make op the clover Schur operator: a = A (may be NULL for the symmetric
+ * form), ainv = A^-1, both of the gauge field's precision; tmp_e an even
+ * scratch.  WD_ERR_NOT_BUILT naming a missing clover variant. */
+wd_status wd_eo_op_clover(wd_eo_op *op, const wd_clover *a, const wd_clover *ainv,
+                          int symmetric, wd_field *tmp_e, int need_dagger);
+
+/* out_e = in_e - kappa^2 D_eo D_oe in_e, dagger: with D^dag for D (or the
+ * clover operator's Mhat); out and in are even-parity fields of the
+ * operator's precision, out != in. */
 wd_status wd_eo_mhat(const wd_eo_op *op, wd_field *out, const wd_field *in, int dagger);
 
 /*
@@ -90,6 +113,7 @@ typedef struct wd_host_block {
     double complex *faces;      /* every face buffer, one allocation */
     double complex *send, *scratch;
     double complex *mx;         /* M x on the block */
+    double complex *ax;         /* clover: A x on the block (allocated on first use) */
 } wd_host_block;
 
 /* Allocate the faces and exchange the backward ghost links of `gauge`
@@ -100,8 +124,11 @@ void wd_host_block_close(wd_host_block *h);
  * norm2 the sum of squares over every rank; *st the status of the sum. */
 long wd_host_scan(const double *v, size_t n, double *norm2, wd_status *st);
 /* *res = ||b - M x|| / ||b|| over the whole lattice (b != 0 somewhere);
- * with r, r = b - M x on the block. */
-wd_status wd_host_residual(wd_host_block *h, const double *x, const double *u, const double *b,
-                           double mass, int tbc, double *res, double *r);
+ * with r, r = b - M x on the block.  clover: NULL, or the host clover
+ * blocks of A = 1 + c_sw T / (4+m) on the block (clover_field.h), and M is
+ * M_sw = M + (4+m) (A - 1). */
+wd_status wd_host_residual(wd_host_block *h, const double *x, const double *u,
+                           const double *clover, const double *b, double mass, int tbc,
+                           double *res, double *r);
 
 #endif

@@ -12,6 +12,7 @@
  *   wd_variants[], wd_variant_count  generated (wd_registry.c), manifest order
  *   wd_variant_find                  look a variant up by its name
  *   wd_variant_find_axes             ... or by its axis values (no names spelled by hand)
+ *   wd_variant_find_op               the same for any operator (clover kernels)
  * A variant's name spells every axis (generator/naming.py); its fields here
  * repeat them as numbers for the runtime.
  */
@@ -27,10 +28,18 @@ extern "C" {
 
 typedef void (*wd_cpu_dslash_fn)(const wd_dslash_args *a);
 
+/* what a kernel applies (generator/axes.py, Operator) */
+typedef enum wd_operator_kind {
+    WD_OP_WILSON = 0,           /* out = D in (+ x): dslash_* */
+    WD_OP_WILSON_CLOVER = 1,    /* out = C D in (+ x), C a clover field: dslashcl_* */
+    WD_OP_CLOVER = 2            /* out = C in, site by site: clover_* */
+} wd_operator_kind;
+
 typedef struct wd_variant {
     const char *name;
+    int op;             /* wd_operator_kind */
     int precision;      /* bytes per stored real: 8, 4, 2 */
-    int recon;          /* reals stored per link: 18, 12, 8 */
+    int recon;          /* reals stored per link: 18, 12, 8 (0: clover_*) */
     int gauge_fix;
     int dagger;
     int xpay;
@@ -42,8 +51,10 @@ extern const int wd_variant_count;
 
 /* index into wd_variants of the variant with this name, -1 if not built */
 int wd_variant_find(const char *name);
-/* index of the built variant with these axis values, -1 if not built */
+/* index of the built Wilson variant with these axis values, -1 if not built */
 int wd_variant_find_axes(int precision, int recon, int gauge_fix, int dagger, int xpay);
+/* the same for operator op; WD_OP_CLOVER matches the precision alone */
+int wd_variant_find_op(int op, int precision, int recon, int gauge_fix, int dagger, int xpay);
 
 #ifdef __cplusplus
 }
