@@ -84,6 +84,8 @@ static void usage(FILE *f)
             "  --tol T               ||b - M x|| / ||b|| target (default 1e-10)\n"
             "  --max-iter N          iteration limit k + l (default 10000)\n"
             "  --tbc periodic|antiperiodic  time boundary of the fermions (default antiperiodic)\n"
+            "  --csw C              clover coefficient (default 0: Wilson)\n"
+            "  --clover-form symmetric|asymmetric  even-odd form with a clover term\n"
             "  --reps N              timed solves per row, median reported (default 1)\n"
             "  --warmup              one untimed solve before the timed ones\n"
             "  --seed N              source and heatbath seed (default 1)\n"
@@ -174,6 +176,9 @@ static int write_json(const char *path, const char *device, const int dims[4],
     json_object_set_new(root, "gauge", json_string(gauge_desc));
     json_object_set_new(root, "plaquette", json_real(plaquette));
     json_object_set_new(root, "tbc", json_integer(base->tbc));
+    json_object_set_new(root, "csw", json_real(base->csw));
+    json_object_set_new(root, "clover_form", json_string(base->clover_form == WD_CLOVER_SYMMETRIC
+                                                             ? "symmetric" : "asymmetric"));
     json_object_set_new(root, "tol", json_real(base->tol));
     json_object_set_new(root, "mixed", json_string(mixed_name(base->mixed)));
     json_object_set_new(root, "delta", json_real(base->delta));
@@ -339,6 +344,16 @@ int wd_bench_solver_main(int argc, char **argv)
         } else if (!strcmp(a, "--tbc") && more) {
             const char *t = argv[++k];
             base.tbc = !strcmp(t, "periodic") ? WD_TIME_PERIODIC : WD_TIME_ANTIPERIODIC;
+        } else if (!strcmp(a, "--csw") && more) {
+            base.csw = atof(argv[++k]);
+        } else if (!strcmp(a, "--clover-form") && more) {
+            const char *t = argv[++k];
+            if (strcmp(t, "symmetric") && strcmp(t, "asymmetric")) {
+                fprintf(stderr, "wdirac bench solver: --clover-form takes symmetric or "
+                        "asymmetric, got '%s'\n", t);
+                return WD_EXIT_USAGE;
+            }
+            base.clover_form = !strcmp(t, "symmetric") ? WD_CLOVER_SYMMETRIC : WD_CLOVER_ASYMMETRIC;
         } else if (!strcmp(a, "--reps") && more) {
             reps = atoi(argv[++k]);
         } else if (!strcmp(a, "--warmup")) {
@@ -414,6 +429,9 @@ int wd_bench_solver_main(int argc, char **argv)
            base.backend == WD_BACKEND_CPU ? "cpu" : "cuda", device, omp_get_max_threads());
     printf("lattice %dx%dx%dx%d  gauge: %s  plaquette %.6f\n", dims[0], dims[1], dims[2], dims[3],
            gauge_desc, plaq);
+    if (base.csw != 0)
+        printf("clover c_sw %g, %s Schur form\n", base.csw,
+               base.clover_form == WD_CLOVER_SYMMETRIC ? "symmetric" : "asymmetric");
     if (lat.size > 1)
         printf("grid %d %d %d %d: %d ranks, blocks %dx%dx%dx%d; Gflops and MB per rank, "
                "aggregate Gflops = %d x\n", lat.procs[0], lat.procs[1], lat.procs[2],
