@@ -32,6 +32,12 @@
  * last time slice are set to exactly the unit matrix those variants
  * assume.  The curves measure the kernels.  The source eta is the same for
  * every variant.
+ *
+ * Clover operators (dslashcl_<p>_r<r>_gf<g>): the symmetric Schur operator
+ * 1 - kappa^2 A_ee^-1 D_eo A_oo^-1 D_oe with c_sw = --csw (default 1) on
+ * the same field, A and A^-1 built in double by clover_field.c and stored
+ * in the variant's precision, against ref_clover_schur with the reference's
+ * own clover term and inverse (ref_clover.h).
  */
 #include <complex.h>
 #include <fnmatch.h>
@@ -44,16 +50,19 @@
 #include <string.h>
 #include <time.h>
 
+#include "clover_field.h"
 #include "gauge_tools.h"
+#include "ref_clover.h"
 #include "ref_wilson.h"
 #include "wd_backend.h"
+#include "wd_core.h"
 #include "cli_bench.h"
 #include "wd_operator.h"
 #include "wd_solver.h"
 #include "wd_version.h"
 
-/* The operator of one (precision, recon, gauge fixing): 3 x 3 x 2 of them. */
-#define NCOMBO 18
+/* The operator of one (operator, precision, recon, gauge fixing): 2 x 3 x 3 x 2. */
+#define NCOMBO 36
 /* eps of the table's Delta columns */
 #define NCOL 8
 static const double col_eps[NCOL] = {1e-16, 1e-14, 1e-12, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2};
@@ -61,8 +70,8 @@ static const char *const col_label[NCOL] = {"1e-16", "1e-14", "1e-12", "1e-10",
                                             "1e-8",  "1e-6",  "1e-4",  "1e-2"};
 
 typedef struct result {
-    int precision, recon, gauge_fix;
-    char name[32];      /* dslash_s_r12_gf0: the variant names without _dag/_xpay */
+    int clover, precision, recon, gauge_fix;
+    char name[32];      /* dslash_s_r12_gf0, dslashcl_...: the variant names without _dag/_xpay */
     double *delta;      /* one per eps */
     double max_dev, median_dev, rel_l2, max_ref;
     int failed;         /* the backend failed: no statistics, not in the JSON */
@@ -77,6 +86,7 @@ static void usage(FILE *f)
             "  --kappa K             hopping parameter (default 0.138889, mass -0.4)\n"
             "  --mass M              bare mass instead (kappa = 1/(2(4+m)))\n"
             "  --tbc periodic|antiperiodic  time boundary of the fermions (default antiperiodic)\n"
+            "  --csw C               c_sw of the clover operators (default 1)\n"
             "  --kernels GLOB        operators whose name (dslash_s_r12_gf0) or Dslash variant\n"
             "                        name (wdirac list) matches (default every built one)\n"
             "  --eps-min E           smallest eps of the Delta curve (default 1e-17)\n"
@@ -145,12 +155,14 @@ static int temporal_gauge_field(double complex *uf, const double complex *u, con
 
 /* The backend's Mhat eta on the even sites: upload, apply, download. */
 static wd_status backend_mhat(wd_backend *be, const result *r, const double complex *u,
-                              const double complex *eta, int tbc, double kappa,
-                              double complex *out)
+                              const double *ainv_host, const double complex *eta, int tbc,
+                              double kappa, double complex *out)
 {
     wd_gauge g;
-    wd_field in, res, tmp;
+    wd_clover ainv;
+    wd_field in, res, tmp, tmp_e;
     memset(&in, 0, sizeof in), memset(&res, 0, sizeof res), memset(&tmp, 0, sizeof tmp);
+    memset(&tmp_e, 0, sizeof tmp_e), memset(&ainv, 0, sizeof ainv);
     wd_status st = wd_gauge_create(be, &g, (const double *)u, r->precision, r->recon,
                                    r->gauge_fix, tbc);
     if (st != WD_OK)
@@ -159,17 +171,60 @@ static wd_status backend_mhat(wd_backend *be, const result *r, const double comp
     if ((st = wd_field_create(be, &in, r->precision)) == WD_OK &&
         (st = wd_field_create(be, &res, r->precision)) == WD_OK &&
         (st = wd_field_create(be, &tmp, r->precision)) == WD_OK &&
-        (st = wd_eo_op_init(&op, be, &g, kappa, &tmp, 0)) == WD_OK &&
+        (st = wd_eo_op_init(&op, be, &g, kappa, &tmp, 0)) == WD_OK && r->clover &&
+        (st = wd_field_create(be, &tmp_e, r->precision)) == WD_OK &&
+        (st = wd_clover_create(be, &ainv, ainv_host, r->precision)) == WD_OK)
+        st = wd_eo_op_clover(&op, NULL, &ainv, 1, &tmp_e, 0);
+    if (st == WD_OK &&
         (st = be->ops->upload(be, &in, (const double *)eta, 0)) == WD_OK &&
         (st = wd_eo_mhat(&op, &res, &in, 0)) == WD_OK)
         st = be->ops->download(be, (double *)out, &res, 0);
     if (st == WD_OK && be->error != WD_OK)
         st = be->error;
+    wd_clover_destroy(be, &ainv);
+    wd_field_destroy(be, &tmp_e);
     wd_field_destroy(be, &tmp);
     wd_field_destroy(be, &res);
     wd_field_destroy(be, &in);
     wd_gauge_destroy(be, &g);
     return st;
+}
+
+/* The symmetric clover Schur operator of links u in float64 with the
+ * reference's own clover term: ref; and the production A^-1 blocks
+ * (clover_field.c) the backend stores: ainv.  0 on failure (message set). */
+static int clover_reference(double complex *ref, double *ainv, const double complex *u,
+                            const double complex *eta, const int dims[4], double mass,
+                            double csw, int tbc)
+{
+    const size_t vol = wd_volume(dims);
+    double complex *fhat = malloc(vol * 54 * sizeof *fhat);
+    double complex *t = malloc(vol * 144 * sizeof *t), *a = malloc(vol * 144 * sizeof *a);
+    double complex *ai = malloc(vol * 144 * sizeof *ai), *tmp = malloc(vol * 12 * sizeof *tmp);
+    int ok = fhat && t && a && ai && tmp;
+    if (!ok)
+        wd_fail(WD_ERR_NOMEM, "the clover reference fields");
+    if (ok) {
+        ref_clover_fhat(fhat, u, dims);
+        ref_clover_term(t, fhat, vol, csw / (4.0 + mass));
+        for (size_t i = 0; i < vol * 144; ++i)
+            a[i] = t[i] + (i % 13 == 0 ? 1.0 : 0.0);
+        if (ref_clover_invert(ai, t, vol, 1.0) >= 0) {
+            wd_fail(WD_ERR_INVALID, "the reference clover matrix is singular (--csw too large)");
+            ok = 0;
+        }
+    }
+    if (ok)
+        ref_clover_schur(ref, u, a, ai, eta, tmp, dims, mass, tbc, 0, 1);
+    if (ok) {
+        wd_grid g;
+        const int one[4] = {1, 1, 1, 1};
+        ok = wd_grid_make(&g, dims, one, 1, 0, 4) == WD_OK &&
+             wd_clover_field(ainv, (const double *)u, &g, csw / (4.0 + mass)) == WD_OK &&
+             wd_clover_invert(ainv, ainv, vol, &g) == WD_OK;
+    }
+    free(fhat), free(t), free(a), free(ai), free(tmp);
+    return ok;
 }
 
 /* Deviations of out from ref on the even sites into dev (sorted on
@@ -236,7 +291,8 @@ static int write_json(const char *path, const char *backend, const char *device,
             json_array_append_new(jd, json_real(r->delta[e]));
         const char p[2] = {precision_letter(r->precision), 0};
         json_array_append_new(
-            jres, json_pack("{s:s, s:i, s:i, s:s, s:o, s:f, s:f, s:f, s:f}", "precision", p,
+            jres, json_pack("{s:s, s:s, s:i, s:i, s:s, s:o, s:f, s:f, s:f, s:f}", "operator",
+                            r->clover ? "clover" : "wilson", "precision", p,
                             "recon", r->recon, "gauge_fix", r->gauge_fix, "variant", r->name,
                             "delta", jd, "max_dev", r->max_dev, "median_dev", r->median_dev,
                             "rel_l2", r->rel_l2, "max_ref", r->max_ref));
@@ -257,13 +313,16 @@ static int write_json(const char *path, const char *backend, const char *device,
  * without the dagger and xpay parts, checked against the registry. */
 static int select_combo(result *r, const char *glob, int *skip, int *mismatch)
 {
-    snprintf(r->name, sizeof r->name, "dslash_%c_r%d_gf%d", precision_letter(r->precision),
-             r->recon, r->gauge_fix);
+    snprintf(r->name, sizeof r->name, "%s_%c_r%d_gf%d", r->clover ? "dslashcl" : "dslash",
+             precision_letter(r->precision), r->recon, r->gauge_fix);
     const size_t len = strlen(r->name);
     int built = 1, match = fnmatch(glob, r->name, 0) == 0;
     *skip = *mismatch = 0;
+    if (r->clover && wd_variant_find_op(WD_OP_CLOVER, r->precision, 0, 0, 0, 0) < 0)
+        built = 0;
     for (int xpay = 0; xpay < 2; ++xpay) {
-        const int k = wd_variant_find_axes(r->precision, r->recon, r->gauge_fix, 0, xpay);
+        const int k = wd_variant_find_op(r->clover ? WD_OP_WILSON_CLOVER : WD_OP_WILSON,
+                                         r->precision, r->recon, r->gauge_fix, 0, xpay);
         if (k < 0) {
             built = 0;
             continue;
@@ -280,7 +339,7 @@ int wd_bench_accuracy_main(int argc, char **argv)
 {
     int dims[4] = {24, 24, 24, 32};
     const char *glob = "*", *json_path = NULL;
-    double mass = -0.4, eps_min = 1e-17, eps_max = 1.0;
+    double mass = -0.4, eps_min = 1e-17, eps_max = 1.0, csw = 1.0;
     int per_decade = 4, tbc = WD_TIME_ANTIPERIODIC, cuda = 0;
     uint64_t seed = 1;
 
@@ -308,6 +367,8 @@ int wd_bench_accuracy_main(int argc, char **argv)
                 return 2;
             }
             tbc = !strcmp(t, "periodic") ? WD_TIME_PERIODIC : WD_TIME_ANTIPERIODIC;
+        } else if (!strcmp(a, "--csw") && more) {
+            csw = atof(argv[++k]);
         } else if (!strcmp(a, "--kernels") && more) {
             glob = argv[++k];
         } else if (!strcmp(a, "--eps-min") && more) {
@@ -355,11 +416,13 @@ int wd_bench_accuracy_main(int argc, char **argv)
     char skipped[NCOMBO][32];
     int nres = 0, nskipped = 0;
     static const int precisions[3] = {8, 4, 2}, recons[3] = {18, 12, 8};
+    for (int c = 0; c < 2; ++c)
     for (int p = 0; p < 3; ++p)
         for (int q = 0; q < 3; ++q)
             for (int gf = 0; gf < 2; ++gf) {
                 result *r = &res[nres];
                 memset(r, 0, sizeof *r);
+                r->clover = c;
                 r->precision = precisions[p], r->recon = recons[q], r->gauge_fix = gf;
                 int skip, mismatch;
                 if (select_combo(r, glob, &skip, &mismatch))
@@ -377,9 +440,21 @@ int wd_bench_accuracy_main(int argc, char **argv)
     const size_t vol = wd_volume(dims), n = 12 * (vol / 2);
     double complex *u = malloc(vol * 36 * sizeof *u), *uf = malloc(vol * 36 * sizeof *uf);
     double complex *eta = malloc(vol * 12 * sizeof *eta), *out = malloc(vol * 12 * sizeof *out);
-    double complex *ref[2] = {malloc(vol * 12 * sizeof **ref), malloc(vol * 12 * sizeof **ref)};
+    /* ref[c][gf]: Wilson (c = 0) and clover (c = 1) reference on u or uf */
+    double complex *ref[2][2] = {{malloc(vol * 12 * sizeof ***ref), malloc(vol * 12 * sizeof ***ref)},
+                                 {NULL, NULL}};
+    double *ainv[2] = {NULL, NULL};  /* the production A^-1 of u, uf */
+    int need_clover = 0;
+    for (int k = 0; k < nres; ++k)
+        need_clover |= res[k].clover;
+    if (need_clover)
+        for (int gf = 0; gf < 2; ++gf) {
+            ref[1][gf] = malloc(vol * 12 * sizeof ***ref);
+            ainv[gf] = malloc(vol * WD_CLOVER_SITE_REALS * sizeof **ainv);
+        }
     double *dev = malloc(n * sizeof *dev);
-    int ok = u && uf && eta && out && ref[0] && ref[1] && dev;
+    int ok = u && uf && eta && out && ref[0][0] && ref[0][1] && dev &&
+             (!need_clover || (ref[1][0] && ref[1][1] && ainv[0] && ainv[1]));
     for (int k = 0; k < nres && ok; ++k)
         ok = (res[k].delta = malloc((size_t)neps * sizeof *res[k].delta)) != NULL;
     wd_rng rng;
@@ -405,8 +480,15 @@ int wd_bench_accuracy_main(int argc, char **argv)
         goto out;
     }
     const double complex *fields[2] = {u, uf};
-    for (int gf = 0; gf < 2; ++gf)
-        ref_schur(ref[gf], fields[gf], eta, dims, mass, tbc, 0);
+    for (int gf = 0; gf < 2; ++gf) {
+        ref_schur(ref[0][gf], fields[gf], eta, dims, mass, tbc, 0);
+        if (need_clover &&
+            !clover_reference(ref[1][gf], ainv[gf], fields[gf], eta, dims, mass, csw, tbc)) {
+            fprintf(stderr, "wdirac bench accuracy: %s\n", wd_last_error());
+            rc = 2;
+            goto out;
+        }
+    }
 
     char device[256];
     wd_bench_device(device, sizeof device, cuda);
@@ -420,7 +502,9 @@ int wd_bench_accuracy_main(int argc, char **argv)
            "N = %zu complex components\n"
            "gauge: Haar-random SU(3) (gf1: in temporal gauge, reunitarized); "
            "eta: re, im uniform in [0, 1); max |reference| %.3g\n\n",
-           n, max_abs(ref[0], vol * 12));
+           n, max_abs(ref[0][0], vol * 12));
+    if (need_clover)
+        printf("clover (dslashcl): the symmetric Schur operator, c_sw %g\n\n", csw);
     printf("%-18s %9s %9s %9s |", "variant", "max_dev", "median", "rel_l2");
     for (int c = 0; c < NCOL; ++c)
         printf(" %5s", col_label[c]);
@@ -430,7 +514,8 @@ int wd_bench_accuracy_main(int argc, char **argv)
         result *r = &res[k];
         for (size_t i = 0; i < vol * 12; ++i)
             out[i] = NAN;
-        const wd_status st = backend_mhat(&be, r, fields[r->gauge_fix], eta, tbc, kappa, out);
+        const wd_status st = backend_mhat(&be, r, fields[r->gauge_fix], ainv[r->gauge_fix], eta,
+                                          tbc, kappa, out);
         if (st != WD_OK) {
             printf("%-18s FAILED: %s\n", r->name, wd_last_error());
             be.error = WD_OK;
@@ -438,7 +523,7 @@ int wd_bench_accuracy_main(int argc, char **argv)
             failed++;
             continue;
         }
-        const size_t bad = compare(r, out, ref[r->gauge_fix], dims, dev, n, eps, neps);
+        const size_t bad = compare(r, out, ref[r->clover][r->gauge_fix], dims, dev, n, eps, neps);
         printf("%-18s %9.2e %9.2e %9.2e |", r->name, r->max_dev, r->median_dev, r->rel_l2);
         for (int c = 0; c < NCOL; ++c)
             printf(" %5.3f", delta_at(dev, n, col_eps[c]));
@@ -467,6 +552,8 @@ out:
     wd_backend_close(&be);
     for (int k = 0; k < nres; ++k)
         free(res[k].delta);
-    free(u), free(uf), free(eta), free(out), free(ref[0]), free(ref[1]), free(dev), free(eps);
+    free(u), free(uf), free(eta), free(out), free(dev), free(eps);
+    for (int c = 0; c < 2; ++c)
+        free(ref[c][0]), free(ref[c][1]), free(ainv[c]);
     return rc;
 }

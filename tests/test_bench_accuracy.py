@@ -3,7 +3,8 @@
     test_bench_accuracy.py WDIRAC
 
 Runs the benchmark with --json and checks what a reader of Figure 6 relies
-on: every built precision x reconstruction x gauge fixing appears (and only
+on: every built operator (Wilson, and the symmetric clover operator of the
+dslashcl_* kernels) x precision x reconstruction x gauge fixing appears (and only
 unbuilt ones are reported as skipped), each Delta(eps) curve is a
 complementary distribution (non-increasing, 1 below double rounding for
 single and half, 0 exactly above the largest deviation), and the largest
@@ -51,7 +52,8 @@ def built_operators(wdirac):
 def main():
     wdirac = sys.argv[1]
     built = built_operators(wdirac)
-    every = {f"dslash_{p}_r{r}_gf{g}" for p in PREC for r in RECONS for g in (0, 1)}
+    every = {f"{o}_{p}_r{r}_gf{g}" for o in ("dslash", "dslashcl") for p in PREC
+             for r in RECONS for g in (0, 1)}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "acc.json")
         p = run(wdirac, "--dims", "4", "4", "4", "4", "--seed", "7", "--json", path)
@@ -80,7 +82,8 @@ def main():
 
         for name, r in sorted(res.items()):
             p_, rc, gf = r["precision"], r["recon"], r["gauge_fix"]
-            check(f"{name}: axes", name == f"dslash_{p_}_r{rc}_gf{gf}")
+            op = "dslashcl" if r["operator"] == "clover" else "dslash"
+            check(f"{name}: axes", name == f"{op}_{p_}_r{rc}_gf{gf}")
             d = np.array(r["delta"])
             check(f"{name}: one Delta per eps", d.shape == eps.shape)
             if d.shape != eps.shape:
@@ -99,13 +102,14 @@ def main():
             bound = min(tol, CEILING[p_])
             check(f"{name}: max_dev {r['max_dev']:.2e} <= {bound:.1e}", r["max_dev"] <= bound)
 
-        for rc in RECONS:
-            for gf in (0, 1):
-                m = {p_: res.get(f"dslash_{p_}_r{rc}_gf{gf}", {}).get("max_dev") for p_ in PREC}
-                if m["d"] is not None and m["s"] is not None:
-                    check(f"r{rc} gf{gf}: double << single", 1e3 * m["d"] < m["s"])
-                if m["s"] is not None and m["h"] is not None:
-                    check(f"r{rc} gf{gf}: single << half", 10 * m["s"] < m["h"])
+        for op in ("dslash", "dslashcl"):
+            for rc in RECONS:
+                for gf in (0, 1):
+                    m = {p_: res.get(f"{op}_{p_}_r{rc}_gf{gf}", {}).get("max_dev") for p_ in PREC}
+                    if m["d"] is not None and m["s"] is not None:
+                        check(f"{op} r{rc} gf{gf}: double << single", 1e3 * m["d"] < m["s"])
+                    if m["s"] is not None and m["h"] is not None:
+                        check(f"{op} r{rc} gf{gf}: single << half", 10 * m["s"] < m["h"])
 
         sel = os.path.join(tmp, "sel.json")
         p = run(wdirac, "--dims", "4", "4", "4", "4", "--kernels", "dslash_s_*", "--json", sel)

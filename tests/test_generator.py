@@ -80,21 +80,48 @@ def test_physics(rng):
                                              cmath.phase(u[0][0]), cmath.phase(u[2][0]))
         worst = max(worst, max(abs(u[i][j] - r[i][j]) for i in range(3) for j in range(3)))
     check(worst < 1e-12, "recon-8 tables rebuild random SU(3)", f"max err {worst:.1e}")
+    # the clover epilogue: CLOVER_SCALE * FROM_CHIRAL B TO_CHIRAL is S B S^dag
+    # for a spin matrix B that is block diagonal in the DeGrand-Rossi chiral
+    # pairs (what the kernels apply), and gamma_5 commutes with such a B
+    g5 = physics.DR_GAMMA5
+    worst = 0
+    for _ in range(20):
+        b = [[0j] * 4 for _ in range(4)]
+        for spins in physics.CHIRAL_SPINS:
+            for i in spins:
+                for j in spins:
+                    b[i][j] = complex(rng.uniform(-1, 1), rng.uniform(-1, 1))
+        want = physics.matmul(physics.matmul(s, b), physics.dagger(s))
+        got = physics.matmul(physics.matmul(physics.CLOVER_FROM_CHIRAL, b),
+                             physics.CLOVER_TO_CHIRAL)
+        worst = max(worst, max(abs(physics.CLOVER_SCALE * got[i][j] - want[i][j])
+                               for i in range(4) for j in range(4)))
+        gb, bg = physics.matmul(g5, b), physics.matmul(b, g5)
+        worst = max(worst, max(abs(gb[i][j] - bg[i][j]) for i in range(4) for j in range(4)))
+    check(worst < 1e-12 and physics.CHIRAL_SPINS == ((0, 1), (2, 3)),
+          "clover rotation = basis change on chiral blocks", f"max err {worst:.1e}")
 
 
 def test_names():
     vs = manifest()
     names = [v.name for v in vs]
-    check(len(vs) == 72 and len(set(names)) == len(names), "72 unique variant names",
+    # 72 Wilson (dslash_*), 72 with the clover epilogue (dslashcl_*), 3 clover_*
+    check(len(vs) == 147 and len(set(names)) == len(names), "147 unique variant names",
           f"{len(vs)} variants")
+    check(sum(n.startswith("dslash_") for n in names) == 72
+          and sum(n.startswith("dslashcl_") for n in names) == 72
+          and sum(n.startswith("clover_") for n in names) == 3,
+          "72 Wilson, 72 clover-epilogue and 3 clover kernels")
     check(all(parse(n) == v for n, v in zip(names, vs)), "every name parses back to its variant")
     bad = 0
-    for n in ("dslash_x_r12_gf0_dag0_xpay0", "dslash_s_r12_gf0_dag0", "dslash_s_r10_gf0_dag0_xpay0"):
+    malformed = ("dslash_x_r12_gf0_dag0_xpay0", "dslash_s_r12_gf0_dag0", "dslash_s_r10_gf0_dag0_xpay0",
+                 "clover_s_r12_gf0_dag0_xpay0", "dslashcl_h", "wilson_d", "clover_q")
+    for n in malformed:
         try:
             parse(n)
         except ValueError:
             bad += 1
-    check(bad == 3, "malformed names are refused")
+    check(bad == len(malformed), "malformed names are refused")
     sel = select(vs, "dslash_h_*", "*_xpay1")
     check(len(sel) == 12 and all(v.name.startswith("dslash_h_") and v.xpay == 0 for v in sel),
           "include/exclude globs", f"{len(sel)} selected")

@@ -77,6 +77,33 @@ def wilson(u, x, mass, tbc=-1, dagger=False):
     return (4 + mass) * x - 0.5 * d
 
 
+def clover_term(u, x, csw):
+    """c_sw (i/4) sum_{mu != nu} sigma_{mu nu} Fhat_{mu nu} x, numpy (DESIGN.md,
+    Clover): Fhat = (Q - Q^dag) / 8, Q the four leaves at n in the (mu, nu)
+    plane, all turning the same way (mu before nu)."""
+    def sh(f, mu, step):      # f(n + step mu)
+        return np.roll(f, -step, axis=AXIS[mu])
+
+    def dag(m):
+        return np.conj(np.swapaxes(m, -1, -2))
+
+    out = np.zeros_like(x)
+    for mu in range(4):
+        for nu in range(4):
+            if mu == nu:
+                continue
+            um, un = u[..., mu, :, :], u[..., nu, :, :]
+            leaves = (um @ sh(un, mu, 1) @ dag(sh(um, nu, 1)) @ dag(un)
+                      + un @ dag(sh(sh(um, mu, -1), nu, 1)) @ dag(sh(un, mu, -1)) @ sh(um, mu, -1)
+                      + dag(sh(um, mu, -1)) @ dag(sh(sh(un, mu, -1), nu, -1))
+                      @ sh(sh(um, mu, -1), nu, -1) @ sh(un, nu, -1)
+                      + dag(sh(un, nu, -1)) @ sh(um, nu, -1) @ sh(sh(un, nu, -1), mu, 1) @ dag(um))
+            f = (leaves - dag(leaves)) / 8
+            sigma = 0.5j * (GAMMA[mu] @ GAMMA[nu] - GAMMA[nu] @ GAMMA[mu])
+            out += 0.25j * csw * np.einsum("st,...ab,...tb->...sa", sigma, f, x)
+    return out
+
+
 def rel(a, b):
     return np.linalg.norm(a - b) / np.linalg.norm(b)
 
@@ -123,6 +150,20 @@ def main():
         check(f"solve {solver} {prec}-{sloppy} tbc {tbc:+d}: numpy residual <= tol",
               r <= tol and abs(r - st.true_residual) <= 1e-3 * r,
               f"it={st.iterations} numpy {r:.2e} stats {st.true_residual:.2e}")
+
+    for form, solver, sloppy in (("symmetric", "bicgstab", "s"), ("asymmetric", "cg", "h")):
+        s = wdirac.Solver(u, mass=mass, solver=solver, sloppy=sloppy, backend="cpu", csw=1.5,
+                          clover_form=form)
+        x, st = s.solve(b)
+        r = rel(wilson(u.array, x, mass) + clover_term(u.array, x, 1.5), b)
+        check(f"clover solve c_sw 1.5 {form} {solver} d-{sloppy}: numpy M_sw residual <= tol",
+              r <= 1e-10 and abs(r - st.true_residual) <= 1e-3 * r,
+              f"it={st.iterations} numpy {r:.2e} stats {st.true_residual:.2e}")
+    try:
+        s.apply(b)
+        check("clover: apply raises Error (not offered yet)", False)
+    except wdirac.Error as e:
+        check("clover: apply raises Error (not offered yet)", "clover" in e.message, e.message)
 
     s = wdirac.Solver(u, kappa=1 / (2 * (4 + mass)), backend="cpu")
     for dag in (False, True):

@@ -33,6 +33,7 @@ _SOLVER = {"cg": 1, "bicgstab": 2}
 _MIXED = {"none": 0, "reliable": 1, "defect": 2}
 _ACCUM = {"auto": 0, "sloppy": 1, "outer": 2}
 _TBC = {"periodic": 1, "antiperiodic": -1}
+_CLOVER_FORM = {"symmetric": 0, "asymmetric": 1}
 
 
 class Error(RuntimeError):
@@ -162,7 +163,9 @@ class Solver:
     kappa or mass fixes M; solver 'bicgstab' or 'cg' (on the normal
     equations); precision and sloppy 'd', 's' or 'h'; mixed 'reliable',
     'defect' or 'none'; backend 'auto' (the GPU when usable), 'cpu' or
-    'cuda'.  Further keywords are wd_solver_settings fields (delta,
+    'cuda'.  csw > 0 adds the clover term (M_sw = M + c_sw (i/4) sigma F,
+    DESIGN.md), clover_form 'symmetric' (default) or 'asymmetric' its
+    even-odd form.  Further keywords are wd_solver_settings fields (delta,
     tol_inner, max_iter, recon, sloppy_recon, gauge_fix, sloppy_gauge_fix,
     max_stall, divergence, accumulator, tbc, pad, verbosity).
     """
@@ -195,6 +198,11 @@ class Solver:
                 value = _TBC[value]
             elif key == "accumulator" and isinstance(value, str):
                 value = _ACCUM[value]
+            elif key == "clover_form" and isinstance(value, str):
+                if value not in _CLOVER_FORM:
+                    raise ValueError(f"clover_form '{value}': must be one of "
+                                     f"{sorted(_CLOVER_FORM)}")
+                value = _CLOVER_FORM[value]
             s[key] = value
         self.settings = s
         self._solver = _call(_core.solver_create, gauge.array, gauge.dims, s)
@@ -238,7 +246,11 @@ class Solver:
         return x, stats
 
     def apply(self, x: np.ndarray, dagger: bool = False) -> np.ndarray:
-        """M x (or M^dagger x) in double on the CPU, for users' own algorithms."""
+        """M x (or M^dagger x) in double on the CPU, for users' own algorithms
+        (the Wilson operator: a solver with a clover term raises Error)."""
+        if self.settings.get("csw", 0.0) != 0.0:
+            raise Error("invalid argument", 2, "Solver.apply: the clover operator (csw != 0) "
+                        "is not offered yet; apply works for csw = 0")
         x = _field(x, self.gauge.spinor_shape, "apply x")
         out = np.empty_like(x)
         _call(_core.apply, self.gauge.array, self.gauge.dims, x, out, self.mass,

@@ -22,6 +22,8 @@
  * Two kernels per application for the symmetric form, three for its
  * dagger and for the asymmetric form.
  */
+#include <string.h>
+
 #include "wd_core.h"
 #include "wd_operator.h"
 #include "wd_solver.h"
@@ -29,6 +31,7 @@
 wd_status wd_eo_op_init(wd_eo_op *op, wd_backend *be, const wd_gauge *g, double kappa,
                         wd_field *tmp, int need_dagger)
 {
+    memset(op, 0, sizeof *op);  /* Wilson until wd_eo_op_clover */
     op->be = be;
     op->g = g;
     op->kappa = kappa;
