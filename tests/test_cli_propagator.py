@@ -99,6 +99,13 @@ def main():
         peak = np.unravel_index(np.argmax(np.abs(col)), col.shape)
         check("--out: the column of source (1, 2) peaks at the source, sink (1, 2)",
               tuple(peak) == (0, 0, 0, 0, 1, 2), str(peak))
+        jc = os.path.join(tmp, "clover.json")
+        r = run(base + ["--csw", "1.7", "--json", jc])
+        cl = np.array(json.load(open(jc))["mesons"]["pseudoscalar"]["C"]) if r.returncode == 0 \
+            else np.zeros_like(got)
+        check("free field --csw 1.7: the Wilson C(t) (Fhat = 0 on unit links)",
+              r.returncode == 0 and np.max(np.abs(cl - got) / got) <= 1e-10,
+              f"max rel {np.max(np.abs(cl - got) / got):.1e} {r.stderr.strip()[-120:]}")
         j2 = os.path.join(tmp, "b.json")
         r = run(base + ["--site", "1,2,3,5", "--json", j2])
         moved = np.array(json.load(open(j2))["mesons"]["pseudoscalar"]["C"])
@@ -139,6 +146,26 @@ def main():
               open(o1, "rb").read() == open(o2, "rb").read())
         check("two ranks: iterations within 1 of one rank's",
               all(abs(x - y) <= 1 for x, y in zip(ia, ib)), f"{ia} vs {ib}")
+        # the clover term on 2 ranks and 1: the same C(t), every column to tol,
+        # and a C(t) other than Wilson's (the term acts on this rough field)
+        j3, j4 = os.path.join(tmp, "cl1.json"), os.path.join(tmp, "cl2.json")
+        r3 = run(mpi + ["-n", "1", wdirac] + common + ["--csw", "1.5", "--json", j3])
+        r4 = run(mpi + ["-n", "2", wdirac] + common + ["--csw", "1.5", "--grid", "1", "1", "1",
+                                                      "2", "--json", j4])
+        ok = r3.returncode == 0 and r4.returncode == 0
+        check("clover --csw 1.5: one rank and two ranks run", ok,
+              (r3.stderr + r4.stderr).strip()[-200:])
+        if ok:
+            c, d = json.load(open(j3)), json.load(open(j4))
+            cc = np.array(c["mesons"]["pseudoscalar"]["C"])
+            cd = np.array(d["mesons"]["pseudoscalar"]["C"])
+            cw = np.array(a["mesons"]["pseudoscalar"]["C"])
+            check("clover: two ranks' C(t) = one rank's", np.max(np.abs(cc - cd) / cc) <= 1e-10,
+                  f"max rel {np.max(np.abs(cc - cd) / cc):.1e}")
+            check("clover: every column's true residual <= tol",
+                  all(col["true_residual"] <= 1e-11 for col in c["columns"] + d["columns"]))
+            check("clover: C(t) differs from the Wilson one", np.max(np.abs(cc - cw) / cw) > 1e-3,
+                  f"max rel {np.max(np.abs(cc - cw) / cw):.1e}")
     print(f"{FAILED} of {RUN} failed")
     return 1 if FAILED else 0
 
