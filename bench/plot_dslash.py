@@ -111,7 +111,7 @@ def plots(runs, folder):
                    [100 * r["fraction_of_copy"] for r in rows], width=0.4, color=colour,
                    label=f"{dims[0]}^3x{dims[3]}")
             ax.set_xticks(range(len(rows)))
-            ax.set_xticklabels([r["variant"].replace("dslash_", "").replace("_dag0_xpay0", "")
+            ax.set_xticklabels([r["variant"].replace("dslash_", "").replace("_dag0_xpay0", "").replace("_n1", "")
                                 for r in rows], rotation=60, fontsize=7)
         ax.axhline(100 * TARGET_FRACTION, color="k", linestyle=":", label="85% target")
         ax.set_ylabel("% of device copy bandwidth")

@@ -63,7 +63,7 @@ int main(int argc, char **argv)
     /* check M x = b with the public Dslash: M x = (4+m) x - D x / 2 on both
      * parities (the xpay variant: out = x + a D x) */
     for (int parity = 0; parity < 2; parity++)
-        if ((st = wd_dslash_cpu("dslash_d_r12_gf0_dag0_xpay1", mx, u, x, x,
+        if ((st = wd_dslash_cpu("dslash_d_r12_gf0_dag0_xpay1_n1", mx, u, x, x,
                                 -0.5 / (4.0 + s.mass), dims, parity, s.tbc, 0)) != WD_OK)
             return fail("wd_dslash_cpu", st);
     double num = 0, den = 0;

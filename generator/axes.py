@@ -92,6 +92,9 @@ RECON_TOKEN = {Recon.R18: "r18", Recon.R12: "r12", Recon.R8: "r8"}
 GAUGE_FIX_TOKEN = "gf"
 DAGGER_TOKEN = "dag"
 XPAY_TOKEN = "xpay"
+# Right-hand sides one thread carries (each link loaded once for all of
+# them): spells "n<count>".
+NRHS_TOKEN = "n"
 
 # The first part of a name: the operator.  Names of the hopping kernels spell
 # every Dslash axis; the clover kernel has the precision axis alone.

@@ -20,6 +20,13 @@ XPAY_AXIS = [0, 1]
 # gauge fixing a solver may run, with and without dagger (CG) and xpay
 # (docs/generator.md, "The clover kernels").
 HOPPING_AXIS = [Operator.WILSON, Operator.WILSON_CLOVER]
+# Right-hand sides per thread.  Every hopping kernel exists for one; the
+# multi-RHS kernels (each link loaded and reconstructed once for all N) only
+# where the batched solvers run by default: the Wilson operator, recon 12,
+# no gauge fixing, every precision (double outer, single or half sloppy),
+# dagger (CG) and xpay (docs/generator.md, "Many right-hand sides").  Other
+# combinations run a batch as N one-RHS applications.
+MULTI_RHS_AXIS = [2, 4]
 
 
 def manifest():
@@ -34,6 +41,12 @@ def manifest():
                                                     xpay, op))
     for precision in PRECISION_AXIS:
         variants.append(Variant(precision, None, 0, 0, 0, Operator.CLOVER))
+    for nrhs in MULTI_RHS_AXIS:
+        for precision in PRECISION_AXIS:
+            for dagger in DAGGER_AXIS:
+                for xpay in XPAY_AXIS:
+                    variants.append(Variant(precision, Recon.R12, 0, dagger, xpay,
+                                            Operator.WILSON, nrhs))
     return variants
 
 

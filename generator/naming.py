@@ -1,8 +1,8 @@
 """One procedural name per variant: file name, symbol, registry key, filter key.
 
-    dslash_<prec>_r<recon>_gf<0|1>_dag<0|1>_xpay<0|1>     D (Wilson)
-    dslashcl_<prec>_r<recon>_gf<0|1>_dag<0|1>_xpay<0|1>   C D (clover epilogue)
-    clover_<prec>                                        C alone
+    dslash_<prec>_r<recon>_gf<0|1>_dag<0|1>_xpay<0|1>_n<N>     D (Wilson), N right-hand sides
+    dslashcl_<prec>_r<recon>_gf<0|1>_dag<0|1>_xpay<0|1>_n<N>   C D (clover epilogue)
+    clover_<prec>                                             C alone
 
 Every part of an operator's axes is always spelled, in this fixed order, so
 names glob (dslash_* is the Wilson set, dslash*_ both hopping sets).
@@ -11,7 +11,7 @@ names glob (dslash_* is the Wilson set, dslash*_ both hopping sets).
 import re
 from dataclasses import dataclass
 
-from .axes import (DAGGER_TOKEN, GAUGE_FIX_TOKEN, OPERATOR_TOKEN, PRECISIONS,
+from .axes import (DAGGER_TOKEN, GAUGE_FIX_TOKEN, NRHS_TOKEN, OPERATOR_TOKEN, PRECISIONS,
                    RECON_TOKEN, XPAY_TOKEN, Operator, Precision, Recon)
 
 
@@ -25,6 +25,7 @@ class Variant:
     dagger: int
     xpay: int
     op: Operator = Operator.WILSON
+    nrhs: int = 1   # right-hand sides a thread carries (hopping operators)
 
     @property
     def hopping(self):
@@ -44,7 +45,8 @@ class Variant:
         return (f"{prefix}_{RECON_TOKEN[self.recon]}"
                 f"_{GAUGE_FIX_TOKEN}{self.gauge_fix}"
                 f"_{DAGGER_TOKEN}{self.dagger}"
-                f"_{XPAY_TOKEN}{self.xpay}")
+                f"_{XPAY_TOKEN}{self.xpay}"
+                f"_{NRHS_TOKEN}{self.nrhs}")
 
     @property
     def info(self):
@@ -56,7 +58,7 @@ _RECON_BY_TOKEN = {tok: r for r, tok in RECON_TOKEN.items()}
 _OP_BY_TOKEN = {tok: op for op, tok in OPERATOR_TOKEN.items()}
 _HOPPING_RE = re.compile(
     rf"^(?P<op>[a-z]+)_(?P<p>[a-z]+)_(?P<r>r\d+)_{GAUGE_FIX_TOKEN}(?P<gf>[01])"
-    rf"_{DAGGER_TOKEN}(?P<dag>[01])_{XPAY_TOKEN}(?P<xpay>[01])$")
+    rf"_{DAGGER_TOKEN}(?P<dag>[01])_{XPAY_TOKEN}(?P<xpay>[01])_{NRHS_TOKEN}(?P<n>[1-9][0-9]*)$")
 _SITE_RE = re.compile(r"^(?P<op>[a-z]+)_(?P<p>[a-z]+)$")
 
 
@@ -76,4 +78,4 @@ def parse(name):
     if m["r"] not in _RECON_BY_TOKEN:
         raise ValueError(f"{name}: unknown reconstruction {m['r']!r}")
     return Variant(_PREC_BY_TOKEN[m["p"]], _RECON_BY_TOKEN[m["r"]],
-                   int(m["gf"]), int(m["dag"]), int(m["xpay"]), op)
+                   int(m["gf"]), int(m["dag"]), int(m["xpay"]), op, int(m["n"]))

@@ -32,6 +32,11 @@ MAIN_TEMPLATES = {"_body.h": "dslash_body.h.j2", "_cpu.c": "dslash_cpu.c.j2",
 # the clover kernel's own body; its loops are the Dslash ones (one thread an
 # output site, the input read at the same site)
 SITE_TEMPLATES = dict(MAIN_TEMPLATES, **{"_body.h": "clover_body.h.j2"})
+# N > 1 right-hand sides a thread: the hops load each link once for all
+MULTI_RHS_TEMPLATES = dict(MAIN_TEMPLATES, **{"_body.h": "dslash_mrhs_body.h.j2"})
+# where the epilogue partials read x and write out: the one right-hand side
+SINGLE_RHS_POINTERS = {"x": "a->x", "x_norm": "a->x_norm", "out": "a->out",
+                       "out_norm": "a->out_norm", "off": ""}
 COLOURS = 3
 
 
@@ -345,12 +350,29 @@ def partials(v):
 
 
 def main_templates(v):
-    return MAIN_TEMPLATES if v.hopping else SITE_TEMPLATES
+    if not v.hopping:
+        return SITE_TEMPLATES
+    return MAIN_TEMPLATES if v.nrhs == 1 else MULTI_RHS_TEMPLATES
+
+
+def _multi_rhs_context(v):
+    """Right-hand side q of in, out and x starts q * rs vector elements (its
+    norms q * a->rhs_norm_stride floats) after the first."""
+    has_norm = v.info.has_norm
+    prelude, ptrs = [], []
+    for q in range(v.nrhs):
+        norm = f"a->rhs_norm_stride * {q}"
+        prelude.append([f"const float in_scale = WD_LOAD(a->in_norm + {norm} + nb) "
+                        "* WD_HALF_INV_SCALE;"] if has_norm else [])
+        ptrs.append({"x": "a->x", "out": "a->out", "off": f" + {q} * rs",
+                     "x_norm": f"(a->x_norm + {norm})", "out_norm": f"(a->out_norm + {norm})"})
+    assert v.nrhs == 1 or not v.gauge_fix, "multi-RHS kernels: gauge fixing not generated"
+    return {"nrhs": v.nrhs, "rhs_in_prelude": prelude, "rhs_ptrs": ptrs}
 
 
 def template_deps(v):
     hop_partials = set()
-    if v.hopping:
+    if v.hopping and v.nrhs == 1:
         hop_partials = {"hop_link.j2"} | ({"hop_gauge_fixed.j2"} if v.gauge_fix else set())
     return sorted(set(main_templates(v).values()) | set(partials(v).values()) | hop_partials)
 
@@ -369,7 +391,9 @@ def variant_context(v):
         "clover": _clover_context(info),
         "what": {Operator.WILSON: "D", Operator.WILSON_CLOVER: "C D",
                  Operator.CLOVER: "C"}[v.op],
+        "ptr": SINGLE_RHS_POINTERS,
     }
+    ctx.update(_multi_rhs_context(v))
     if v.hopping:
         ctx["link"] = _link_context(v)
         ctx["hops"] = [_hop_context(v, h, info.spinor_width) for h in physics.hops(v.dagger)]
@@ -397,7 +421,7 @@ def render_variant(v, outdir):
 
 def render_registry(variants, outdir):
     env = _env()
-    rows = [{"name": v.name, "op": int(v.op), "prec": v.info.cname,
+    rows = [{"name": v.name, "op": int(v.op), "nrhs": v.nrhs, "prec": v.info.cname,
              "recon": int(v.recon) if v.hopping else 0,
              "gauge_fix": v.gauge_fix, "dagger": v.dagger, "xpay": v.xpay}
             for v in variants]

@@ -19,6 +19,9 @@
  * ref_clover_apply of the reference Dslash.  Gauge-fixed clover variants
  * get C of the transformed links, which is g C g^dagger.
  *
+ * Multi-RHS variants (_n2, _n4) run on N different random sources (and x)
+ * at once, and each right-hand side is compared with its own reference.
+ *
  * With --backend gpu the packed fields (poisoned output included) are copied
  * to the GPU, the variant runs there with its autotuned block size, and the
  * packed output comes back; the CPU backend also runs on the same packed
@@ -98,11 +101,13 @@ static int fixed_block; /* --block N: no tuning (compute-sanitizer runs) */
 
 /* Copy the packed fields to the GPU, run variant k there, copy the packed
  * output (and its norms) back over the host buffers. */
-static int run_on_gpu(int k, wd_dslash_args *host_args, const wd_spinor_layout *sl,
+static int run_on_gpu(int k, wd_dslash_args *host_args, size_t fbytes, size_t nfloats,
                       const wd_gauge_layout *gl, const wd_clover_layout *cl)
 {
+    /* fbytes: each spinor buffer (every right-hand side); nfloats: the norms
+     * of each of in, out, x, which lie back to back from in_norm */
     void *g = NULL, *i = NULL, *x = NULL, *o = NULL, *n = NULL, *c = NULL, *cn = NULL;
-    const size_t nb = 3 * (size_t)sl->volume_cb * sizeof(float);
+    const size_t nb = 3 * nfloats * sizeof(float);
     wd_status st = wd_cuda_malloc(&g, gl->bytes, "gauge");
     if (st == WD_OK && cl) {
         st = wd_cuda_malloc(&c, cl->bytes, "clover");
@@ -111,15 +116,15 @@ static int run_on_gpu(int k, wd_dslash_args *host_args, const wd_spinor_layout *
         if (st == WD_OK) st = wd_cuda_h2d(c, host_args->clover, cl->bytes);
         if (st == WD_OK && cn) st = wd_cuda_h2d(cn, host_args->clover_norm, cl->norm_bytes);
     }
-    if (st == WD_OK) st = wd_cuda_malloc(&i, sl->bytes, "in");
-    if (st == WD_OK) st = wd_cuda_malloc(&x, sl->bytes, "x");
-    if (st == WD_OK) st = wd_cuda_malloc(&o, sl->bytes, "out");
+    if (st == WD_OK) st = wd_cuda_malloc(&i, fbytes, "in");
+    if (st == WD_OK) st = wd_cuda_malloc(&x, fbytes, "x");
+    if (st == WD_OK) st = wd_cuda_malloc(&o, fbytes, "out");
     if (st == WD_OK) st = wd_cuda_malloc(&n, nb, "norms");
     float *hn = host_args->in_norm ? (float *)host_args->in_norm : NULL;
     if (st == WD_OK) st = wd_cuda_h2d(g, host_args->gauge, gl->bytes);
-    if (st == WD_OK) st = wd_cuda_h2d(i, host_args->in, sl->bytes);
-    if (st == WD_OK) st = wd_cuda_h2d(x, host_args->x, sl->bytes);
-    if (st == WD_OK) st = wd_cuda_h2d(o, host_args->out, sl->bytes);
+    if (st == WD_OK) st = wd_cuda_h2d(i, host_args->in, fbytes);
+    if (st == WD_OK) st = wd_cuda_h2d(x, host_args->x, fbytes);
+    if (st == WD_OK) st = wd_cuda_h2d(o, host_args->out, fbytes);
     if (st == WD_OK) st = wd_cuda_h2d(n, hn, nb);
     if (st == WD_OK) {
         wd_dslash_args a = *host_args;
@@ -128,13 +133,13 @@ static int run_on_gpu(int k, wd_dslash_args *host_args, const wd_spinor_layout *
         a.x = x;
         a.out = o;
         a.in_norm = (float *)n;
-        a.out_norm = (float *)n + sl->volume_cb;
-        a.x_norm = (float *)n + 2 * sl->volume_cb;
+        a.out_norm = (float *)n + nfloats;
+        a.x_norm = (float *)n + 2 * nfloats;
         a.clover = c;
         a.clover_norm = (float *)cn;
         st = wd_gpu_dslash(k, &a, PAD, fixed_block);
     }
-    if (st == WD_OK) st = wd_cuda_d2h(host_args->out, o, sl->bytes);
+    if (st == WD_OK) st = wd_cuda_d2h(host_args->out, o, fbytes);
     if (st == WD_OK) st = wd_cuda_d2h(hn, n, nb);
     if (st != WD_OK)
         fprintf(stderr, "%s on the GPU: %s\n", wd_variants[k].name, wd_last_error());
@@ -228,21 +233,25 @@ static int make_clover(double complex *c12, double *blocks, const double complex
     return ok;
 }
 
-/* Run one variant on one case; compare with the reference. */
+/* Run one variant on one case; compare with the reference.  A multi-RHS
+ * variant (nrhs N > 1) gets N different random inputs (and x), stacked
+ * rhs_stride elements apart, and each output is judged on its own. */
 static int run_case(int k, const field_case *fc, wd_rng *rng, errors *e)
 {
     const wd_variant *v = &wd_variants[k];
     const int *dims = fc->dims;
-    const size_t vol = wd_volume(dims);
+    const int N = v->nrhs;
+    const size_t vol = wd_volume(dims), nc = vol * 12 * (size_t)N;
     int ok = 0;
     double complex *u = malloc(vol * 36 * sizeof *u);
     double complex *uf = malloc(vol * 36 * sizeof *uf);
     double complex *g = malloc(vol * 9 * sizeof *g);
-    double complex *in = malloc(vol * 12 * sizeof *in);
-    double complex *x = malloc(vol * 12 * sizeof *x);
-    double complex *ref = malloc(vol * 12 * sizeof *ref);
-    double complex *got = malloc(vol * 12 * sizeof *got);
-    double complex *cpu = malloc(vol * 12 * sizeof *cpu);
+    /* right-hand side q of each host field at q * vol * 12 */
+    double complex *in = malloc(nc * sizeof *in);
+    double complex *x = malloc(nc * sizeof *x);
+    double complex *ref = malloc(nc * sizeof *ref);
+    double complex *got = malloc(nc * sizeof *got);
+    double complex *cpu = malloc(nc * sizeof *cpu);
     const int clover = v->op != WD_OP_WILSON, hopping = v->op != WD_OP_CLOVER;
     double complex *c12 = clover ? malloc(vol * 144 * sizeof *c12) : NULL;
     double *blocks = clover ? malloc(vol * WD_CLOVER_SITE_REALS * sizeof *blocks) : NULL;
@@ -258,9 +267,11 @@ static int run_case(int k, const field_case *fc, wd_rng *rng, errors *e)
         fprintf(stderr, "layout: %s\n", wd_last_error());
         goto out;
     }
-    unsigned char *gbuf = malloc(gl.bytes), *ibuf = malloc(sl.bytes);
-    unsigned char *obuf = malloc(sl.bytes), *xbuf = malloc(sl.bytes);
-    float *norms = malloc(3 * (size_t)sl.volume_cb * sizeof(float));
+    /* N fields of the layout back to back; norms: in, out, x, N each */
+    const size_t fb = sl.bytes, ns = (size_t)sl.stride;
+    unsigned char *gbuf = malloc(gl.bytes), *ibuf = malloc(N * fb);
+    unsigned char *obuf = malloc(N * fb), *xbuf = malloc(N * fb);
+    float *norms = malloc(3 * N * ns * sizeof(float));
     if (clover) {
         cbuf = malloc(cl.bytes);
         cnorm = malloc(cl.norm_bytes + sizeof(float));
@@ -275,39 +286,47 @@ static int run_case(int k, const field_case *fc, wd_rng *rng, errors *e)
         wd_gauge_smooth(u, dims, SMOOTH_EPS, rng);
     else
         wd_gauge_random(u, dims, rng);
-    wd_spinor_random(in, dims, rng);
-    wd_spinor_random(x, dims, rng);
+    for (int q = 0; q < N; ++q) {
+        wd_spinor_random(in + q * vol * 12, dims, rng);
+        wd_spinor_random(x + q * vol * 12, dims, rng);
+    }
     const int parity = (int)(wd_rng_u64(rng) & 1);
     const int dag = v->dagger;
     const double a = -0.1 - 0.5 * wd_rng_uniform(rng);
 
     /* reference on the original field */
     const double csw = 1 + wd_rng_uniform(rng), diag = 4 + 0.4 * wd_rng_uniform(rng);
-    if (hopping)
-        ref_dslash_parity(ref, u, in, dims, fc->tbc, dag, parity);
-    else
-        memcpy(ref, in, vol * 12 * sizeof *ref);
-    if (clover) {
-        if (!make_clover(c12, blocks, u, dims, csw, diag, hopping)) {
-            fprintf(stderr, "%s: the reference clover field is singular or not block diagonal\n",
-                    v->name);
-            goto out_bufs;
-        }
-        ref_clover_apply(got, c12, ref, vol, 0);
-        memcpy(ref, got, vol * 12 * sizeof *ref);
+    if (clover && !make_clover(c12, blocks, u, dims, csw, diag, hopping)) {
+        fprintf(stderr, "%s: the reference clover field is singular or not block diagonal\n",
+                v->name);
+        goto out_bufs;
     }
-    if (v->xpay)
-        for (size_t i = 0; i < vol * 12; ++i)
-            if (parity_of(dims, i / 12) == parity)
-                ref[i] = x[i] + a * ref[i];
+    for (int q = 0; q < N; ++q) {
+        double complex *rq = ref + q * vol * 12, *gq = got + q * vol * 12;
+        const double complex *iq = in + q * vol * 12, *xq = x + q * vol * 12;
+        if (hopping)
+            ref_dslash_parity(rq, u, iq, dims, fc->tbc, dag, parity);
+        else
+            memcpy(rq, iq, vol * 12 * sizeof *rq);
+        if (clover) {
+            ref_clover_apply(gq, c12, rq, vol, 0);
+            memcpy(rq, gq, vol * 12 * sizeof *rq);
+        }
+        if (v->xpay)
+            for (size_t i = 0; i < vol * 12; ++i)
+                if (parity_of(dims, i / 12) == parity)
+                    rq[i] = xq[i] + a * rq[i];
+    }
 
     /* the variant's input: in temporal gauge for gf1 */
     memcpy(uf, u, vol * 36 * sizeof *u);
     if (v->gauge_fix) {
         wd_temporal_gauge(g, u, dims);
         wd_gauge_transform(uf, g, dims);
-        wd_spinor_transform(in, g, dims, 0);
-        wd_spinor_transform(x, g, dims, 0);
+        for (int q = 0; q < N; ++q) {
+            wd_spinor_transform(in + q * vol * 12, g, dims, 0);
+            wd_spinor_transform(x + q * vol * 12, g, dims, 0);
+        }
     }
     memset(gbuf, POISON, gl.bytes);
     if (hopping)
@@ -321,12 +340,15 @@ static int run_case(int k, const field_case *fc, wd_rng *rng, errors *e)
         memset(cbuf, POISON, cl.bytes);
         wd_pack_clover(&cl, cbuf, cnorm, blocks, dims, parity);
     }
-    float *in_norm = norms, *out_norm = norms + sl.volume_cb, *x_norm = norms + 2 * sl.volume_cb;
-    wd_pack_spinor(&sl, ibuf, in_norm, in, dims, hopping ? 1 - parity : parity);
-    wd_pack_spinor(&sl, xbuf, x_norm, x, dims, parity);
-    memset(obuf, POISON, sl.bytes);
-    for (int i = 0; i < sl.volume_cb; ++i)
+    float *in_norm = norms, *out_norm = norms + N * ns, *x_norm = norms + 2 * N * ns;
+    memset(obuf, POISON, N * fb);
+    for (size_t i = 0; i < N * ns; ++i)
         out_norm[i] = NAN;
+    for (int q = 0; q < N; ++q) {
+        wd_pack_spinor(&sl, ibuf + q * fb, in_norm + q * ns, in + q * vol * 12, dims,
+                       hopping ? 1 - parity : parity);
+        wd_pack_spinor(&sl, xbuf + q * fb, x_norm + q * ns, x + q * vol * 12, dims, parity);
+    }
 
     wd_dslash_args args;
     memset(&args, 0, sizeof args);
@@ -342,23 +364,26 @@ static int run_case(int k, const field_case *fc, wd_rng *rng, errors *e)
     args.clover = cbuf;
     args.clover_norm = cnorm;
     args.clover_stride = cl.stride;
-    for (size_t i = 0; i < vol * 12; ++i)
+    args.rhs_stride = (long)(fb / ((size_t)sl.width * sl.precision));
+    args.rhs_norm_stride = (int)ns;
+    for (size_t i = 0; i < nc; ++i)
         got[i] = cpu[i] = ref[i];  /* the other parity compares equal by construction */
     if (use_gpu) {
         /* the CPU backend on the same packed input, for the agreement check */
         wd_dslash_args ca = args;
-        unsigned char *cbuf = malloc(sl.bytes);
-        float *cnorm = malloc((size_t)sl.volume_cb * sizeof(float));
-        if (!cbuf || !cnorm) {
-            free(cbuf), free(cnorm);
+        unsigned char *cob = malloc(N * fb);
+        float *con = malloc(N * ns * sizeof(float));
+        if (!cob || !con) {
+            free(cob), free(con);
             goto out_bufs;
         }
-        ca.out = cbuf;
-        ca.out_norm = cnorm;
+        ca.out = cob;
+        ca.out_norm = con;
         v->cpu(&ca);
-        wd_unpack_spinor(&sl, cpu, cbuf, cnorm, dims, parity);
-        free(cbuf), free(cnorm);
-        if (!run_on_gpu(k, &args, &sl, &gl, clover ? &cl : NULL)) {
+        for (int q = 0; q < N; ++q)
+            wd_unpack_spinor(&sl, cpu + q * vol * 12, cob + q * fb, con + q * ns, dims, parity);
+        free(cob), free(con);
+        if (!run_on_gpu(k, &args, N * fb, N * ns, &gl, clover ? &cl : NULL)) {
             e->gpu_failed++;
             goto out_bufs;
         }
@@ -366,33 +391,35 @@ static int run_case(int k, const field_case *fc, wd_rng *rng, errors *e)
         v->cpu(&args);
     }
 
-    e->pad_touched += !pad_intact(&sl, obuf);
-    wd_unpack_spinor(&sl, got, obuf, out_norm, dims, parity);
-    if (use_gpu) {
-        double num = 0, den = 0;
+    double num = 0, den = 0, maxerr = 0, maxref = 0, cnum = 0, cden = 0;
+    for (int q = 0; q < N; ++q) {
+        double complex *gq = got + q * vol * 12;
+        const double complex *rq = ref + q * vol * 12, *cq = cpu + q * vol * 12;
+        e->pad_touched += !pad_intact(&sl, obuf + q * fb);
+        wd_unpack_spinor(&sl, gq, obuf + q * fb, out_norm + q * ns, dims, parity);
+        if (use_gpu)
+            for (size_t i = 0; i < vol * 12; ++i) {
+                cnum += pow(cabs(gq[i] - cq[i]), 2);
+                cden += pow(cabs(cq[i]), 2);
+            }
+        if (v->gauge_fix)
+            wd_spinor_transform(gq, g, dims, 1);
         for (size_t i = 0; i < vol * 12; ++i) {
-            num += pow(cabs(got[i] - cpu[i]), 2);
-            den += pow(cabs(cpu[i]), 2);
+            if (parity_of(dims, i / 12) != parity)
+                continue;
+            if (!isfinite(creal(gq[i])) || !isfinite(cimag(gq[i]))) {
+                e->unwritten++;
+                continue;
+            }
+            const double d = cabs(gq[i] - rq[i]), r = cabs(rq[i]);
+            num += d * d;
+            den += r * r;
+            maxerr = fmax(maxerr, d);
+            maxref = fmax(maxref, r);
         }
-        e->cpu_diff = fmax(e->cpu_diff, den > 0 ? sqrt(num / den) : INFINITY);
     }
-    if (v->gauge_fix)
-        wd_spinor_transform(got, g, dims, 1);
-
-    double num = 0, den = 0, maxerr = 0, maxref = 0;
-    for (size_t i = 0; i < vol * 12; ++i) {
-        if (parity_of(dims, i / 12) != parity)
-            continue;
-        if (!isfinite(creal(got[i])) || !isfinite(cimag(got[i]))) {
-            e->unwritten++;
-            continue;
-        }
-        const double d = cabs(got[i] - ref[i]), r = cabs(ref[i]);
-        num += d * d;
-        den += r * r;
-        maxerr = fmax(maxerr, d);
-        maxref = fmax(maxref, r);
-    }
+    if (use_gpu)
+        e->cpu_diff = fmax(e->cpu_diff, cden > 0 ? sqrt(cnum / cden) : INFINITY);
     if (den == 0 || maxref == 0) {
         fprintf(stderr, "%s: reference output is zero: the test would prove nothing\n", v->name);
         goto out_bufs;

@@ -61,7 +61,7 @@ if [ ! -f "$build/build.ninja" ]; then
     CC=clang CFLAGS="-fsanitize=fuzzer-no-link -fno-sanitize-recover=all \
 -DCMPLX(x,y)=__builtin_complex((double)(x),(double)(y))" \
     meson setup "$build" "$src" -Dcuda=disabled -Dfuzz=true -Dmpi=disabled -Dpython=disabled \
-        -Dkernels=dslash_d_r18_gf0_dag0_xpay0 -Dbuildtype=debugoptimized \
+        -Dkernels=dslash_d_r18_gf0_dag0_xpay0_n1 -Dbuildtype=debugoptimized \
         -Db_sanitize=address,undefined -Db_lundef=false
 fi
 ninja -C "$build" tests/fuzz_nersc tests/fuzz_lime cli/wdirac

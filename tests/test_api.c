@@ -2,7 +2,7 @@
  * test_api: the public entry wd_dslash_cpu on host fields, and its errors.
  *
  * Checks, on fresh random fields (seed printed, --seed N to replay):
- *   - wd_dslash_cpu(dslash_d_r12_gf0_dag0_xpay1) equals x + a D in from the
+ *   - wd_dslash_cpu(dslash_d_r12_gf0_dag0_xpay1_n1) equals x + a D in from the
  *     reference on one parity and leaves the other parity of out untouched;
  *   - a gauge-fixed variant on a field in temporal gauge matches the
  *     reference on that field;
@@ -10,8 +10,8 @@
  *     unknown variant, odd / small extents, bad parity, bad boundary sign,
  *     xpay without x, a gauge-fixed variant on a field not in temporal gauge,
  *     recon 8 on unit links (which it cannot represent).
- * It uses only the variants dslash_d_r12_gf0_dag0_xpay1,
- * dslash_s_r8_gf1_dag1_xpay0 and dslash_d_r18_gf0_dag0_xpay0 (the CI
+ * It uses only the variants dslash_d_r12_gf0_dag0_xpay1_n1,
+ * dslash_s_r8_gf1_dag1_xpay0_n1 and dslash_d_r18_gf0_dag0_xpay0_n1 (the CI
  * sanitizer build keeps those).
  */
 #include <complex.h>
@@ -61,9 +61,9 @@ int main(int argc, char **argv)
     printf("test_api: seed %llu\n", (unsigned long long)seed);
     /* the variants the checks below name: a build with a -Dkernels filter
      * that leaves one out skips (77) rather than fails */
-    static const char *const needed[] = {"dslash_d_r12_gf0_dag0_xpay1",
-                                         "dslash_d_r18_gf0_dag0_xpay0",
-                                         "dslash_s_r8_gf1_dag1_xpay0"};
+    static const char *const needed[] = {"dslash_d_r12_gf0_dag0_xpay1_n1",
+                                         "dslash_d_r18_gf0_dag0_xpay0_n1",
+                                         "dslash_s_r8_gf1_dag1_xpay0_n1"};
     for (size_t k = 0; k < sizeof needed / sizeof needed[0]; k++) {
         int found = 0;
         for (int i = 0; i < wd_variant_count_built(); i++)
@@ -94,7 +94,7 @@ int main(int argc, char **argv)
 
     const double a = -0.0213;
     const int parity = 1;
-    wd_status st = wd_dslash_cpu("dslash_d_r12_gf0_dag0_xpay1", (double *)out, (const double *)u,
+    wd_status st = wd_dslash_cpu("dslash_d_r12_gf0_dag0_xpay1_n1", (double *)out, (const double *)u,
                                  (const double *)in, (const double *)x, a, dims, parity,
                                  WD_TIME_ANTIPERIODIC, 3);
     ref_dslash_parity(ref, u, in, dims, -1, 0, parity);
@@ -135,7 +135,7 @@ int main(int argc, char **argv)
     wd_temporal_gauge(g, u, dims);
     wd_gauge_transform(uf, g, dims);
     memset(out, 0, ns * sizeof *out);
-    st = wd_dslash_cpu("dslash_s_r8_gf1_dag1_xpay0", (double *)out, (const double *)uf,
+    st = wd_dslash_cpu("dslash_s_r8_gf1_dag1_xpay0_n1", (double *)out, (const double *)uf,
                        (const double *)in, NULL, 0, dims, 0, WD_TIME_PERIODIC, 0);
     ref_dslash_parity(ref, uf, in, dims, +1, 1, 0);
     err = rel_diff(out, ref, ns);
@@ -146,33 +146,33 @@ int main(int argc, char **argv)
     memcpy(before, out, ns * sizeof *out);
     const double *Uh = (const double *)u, *Ih = (const double *)in, *Xp = (const double *)x;
     double *O = (double *)out;
-    expect_error(wd_dslash_cpu("dslash_q_r12_gf0_dag0_xpay0", O, Uh, Ih, NULL, 0, dims, 0,
+    expect_error(wd_dslash_cpu("dslash_q_r12_gf0_dag0_xpay0_n1", O, Uh, Ih, NULL, 0, dims, 0,
                                WD_TIME_PERIODIC, 0),
                  WD_ERR_NOT_BUILT, "unknown variant name", out, before, ns);
     const int odd[4] = {4, 5, 4, 8}, small[4] = {2, 4, 4, 4};
-    expect_error(wd_dslash_cpu("dslash_d_r18_gf0_dag0_xpay0", O, Uh, Ih, NULL, 0, odd, 0,
+    expect_error(wd_dslash_cpu("dslash_d_r18_gf0_dag0_xpay0_n1", O, Uh, Ih, NULL, 0, odd, 0,
                                WD_TIME_PERIODIC, 0),
                  WD_ERR_INVALID, "odd extent", out, before, ns);
-    expect_error(wd_dslash_cpu("dslash_d_r18_gf0_dag0_xpay0", O, Uh, Ih, NULL, 0, small, 0,
+    expect_error(wd_dslash_cpu("dslash_d_r18_gf0_dag0_xpay0_n1", O, Uh, Ih, NULL, 0, small, 0,
                                WD_TIME_PERIODIC, 0),
                  WD_ERR_INVALID, "extent below 4", out, before, ns);
-    expect_error(wd_dslash_cpu("dslash_d_r18_gf0_dag0_xpay0", O, Uh, Ih, NULL, 0, dims, 2,
+    expect_error(wd_dslash_cpu("dslash_d_r18_gf0_dag0_xpay0_n1", O, Uh, Ih, NULL, 0, dims, 2,
                                WD_TIME_PERIODIC, 0),
                  WD_ERR_INVALID, "parity 2", out, before, ns);
-    expect_error(wd_dslash_cpu("dslash_d_r18_gf0_dag0_xpay0", O, Uh, Ih, NULL, 0, dims, 0,
+    expect_error(wd_dslash_cpu("dslash_d_r18_gf0_dag0_xpay0_n1", O, Uh, Ih, NULL, 0, dims, 0,
                                (wd_time_bc)0, 0),
                  WD_ERR_INVALID, "time boundary sign 0", out, before, ns);
-    expect_error(wd_dslash_cpu("dslash_d_r12_gf0_dag0_xpay1", O, Uh, Ih, NULL, 0, dims, 0,
+    expect_error(wd_dslash_cpu("dslash_d_r12_gf0_dag0_xpay1_n1", O, Uh, Ih, NULL, 0, dims, 0,
                                WD_TIME_PERIODIC, 0),
                  WD_ERR_INVALID, "xpay variant without x", out, before, ns);
-    expect_error(wd_dslash_cpu("dslash_s_r8_gf1_dag1_xpay0", O, Uh, Ih, Xp, 0, dims, 0,
+    expect_error(wd_dslash_cpu("dslash_s_r8_gf1_dag1_xpay0_n1", O, Uh, Ih, Xp, 0, dims, 0,
                                WD_TIME_PERIODIC, 0),
                  WD_ERR_INVALID, "gauge-fixed variant, field not in temporal gauge", out, before, ns);
-    expect_error(wd_dslash_cpu("dslash_d_r18_gf0_dag0_xpay0", O, Uh, Ih, NULL, 0, dims, 0,
+    expect_error(wd_dslash_cpu("dslash_d_r18_gf0_dag0_xpay0_n1", O, Uh, Ih, NULL, 0, dims, 0,
                                WD_TIME_PERIODIC, -1),
                  WD_ERR_INVALID, "negative padding", out, before, ns);
     wd_gauge_unit(uf, dims);
-    expect_error(wd_dslash_cpu("dslash_s_r8_gf1_dag1_xpay0", O, (const double *)uf, Ih, NULL, 0,
+    expect_error(wd_dslash_cpu("dslash_s_r8_gf1_dag1_xpay0_n1", O, (const double *)uf, Ih, NULL, 0,
                                dims, 0, WD_TIME_PERIODIC, 0),
                  WD_ERR_INVALID, "recon 8 on unit links (singular reconstruction)", out, before, ns);
 

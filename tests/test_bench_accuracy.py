@@ -43,10 +43,11 @@ def run(wdirac, *args):
 
 
 def built_operators(wdirac):
-    """Operator names (dslash_s_r12_gf0) whose dag0 xpay0 and xpay1 variants are built."""
+    """Operator names (dslash_s_r12_gf0) whose one-RHS dag0 xpay0 and xpay1 variants
+    are built."""
     names = subprocess.run([wdirac, "list"], capture_output=True, text=True).stdout.split()
-    return {n[: -len("_dag0_xpay0")] for n in names
-            if n.endswith("_dag0_xpay0") and n.replace("_xpay0", "_xpay1") in names}
+    return {n[: -len("_dag0_xpay0_n1")] for n in names
+            if n.endswith("_dag0_xpay0_n1") and n.replace("_xpay0_n1", "_xpay1_n1") in names}
 
 
 def main():

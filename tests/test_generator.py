@@ -105,24 +105,28 @@ def test_physics(rng):
 def test_names():
     vs = manifest()
     names = [v.name for v in vs]
-    # 72 Wilson (dslash_*), 72 with the clover epilogue (dslashcl_*), 3 clover_*
-    check(len(vs) == 147 and len(set(names)) == len(names), "147 unique variant names",
+    # 72 Wilson (dslash_*_n1), 72 with the clover epilogue (dslashcl_*), 3 clover_*,
+    # 24 multi-RHS (dslash_*_r12_gf0_*_n2, _n4)
+    check(len(vs) == 171 and len(set(names)) == len(names), "171 unique variant names",
           f"{len(vs)} variants")
-    check(sum(n.startswith("dslash_") for n in names) == 72
+    check(sum(n.startswith("dslash_") and n.endswith("_n1") for n in names) == 72
           and sum(n.startswith("dslashcl_") for n in names) == 72
-          and sum(n.startswith("clover_") for n in names) == 3,
-          "72 Wilson, 72 clover-epilogue and 3 clover kernels")
+          and sum(n.startswith("clover_") for n in names) == 3
+          and sum(n.endswith(("_n2", "_n4")) for n in names) == 24,
+          "72 Wilson, 72 clover-epilogue, 3 clover and 24 multi-RHS kernels")
     check(all(parse(n) == v for n, v in zip(names, vs)), "every name parses back to its variant")
     bad = 0
-    malformed = ("dslash_x_r12_gf0_dag0_xpay0", "dslash_s_r12_gf0_dag0", "dslash_s_r10_gf0_dag0_xpay0",
-                 "clover_s_r12_gf0_dag0_xpay0", "dslashcl_h", "wilson_d", "clover_q")
+    malformed = ("dslash_x_r12_gf0_dag0_xpay0_n1", "dslash_s_r12_gf0_dag0_n1",
+                 "dslash_s_r10_gf0_dag0_xpay0_n1", "dslash_s_r12_gf0_dag0_xpay0",
+                 "dslash_s_r12_gf0_dag0_xpay0_n0", "clover_s_r12_gf0_dag0_xpay0_n1", "dslashcl_h",
+                 "wilson_d", "clover_q")
     for n in malformed:
         try:
             parse(n)
         except ValueError:
             bad += 1
     check(bad == len(malformed), "malformed names are refused")
-    sel = select(vs, "dslash_h_*", "*_xpay1")
+    sel = select(vs, "dslash_h_*_n1", "*_xpay1_*")
     check(len(sel) == 12 and all(v.name.startswith("dslash_h_") and v.xpay == 0 for v in sel),
           "include/exclude globs", f"{len(sel)} selected")
 

@@ -437,8 +437,8 @@ static PyObject *py_apply(PyObject *self, PyObject *args)
     /* M x = (4+m) (x - D x / (2 (4+m))): a double xpay variant on each
      * parity, recon 18 where built, else 12 (exact for SU(3) links) */
     static const char *names[2][2] = {
-        {"dslash_d_r18_gf0_dag0_xpay1", "dslash_d_r12_gf0_dag0_xpay1"},
-        {"dslash_d_r18_gf0_dag1_xpay1", "dslash_d_r12_gf0_dag1_xpay1"}};
+        {"dslash_d_r18_gf0_dag0_xpay1_n1", "dslash_d_r12_gf0_dag0_xpay1_n1"},
+        {"dslash_d_r18_gf0_dag1_xpay1_n1", "dslash_d_r12_gf0_dag1_xpay1_n1"}};
     const double a = -0.5 / (4.0 + mass);
     wd_status st = WD_ERR_NOT_BUILT;
     Py_BEGIN_ALLOW_THREADS

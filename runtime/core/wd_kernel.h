@@ -41,6 +41,11 @@
  * last slice follow the global t = t_origin + t of extent global_T.  Local
  * extents are even, so local and global parity agree.
  *
+ * Multi-RHS kernels (_n<N>, N > 1) apply the operator to N right-hand
+ * sides at once: right-hand side q of in, out and x is a field of the layout
+ * above starting q * rhs_stride vector elements after the first (norms
+ * q * rhs_norm_stride floats after), so each keeps coalesced access.
+ *
  * Clover kernels (dslashcl_*, clover_*) also read the clover field of the
  * output parity at the output site (wd_layout.h, wd_clover_layout); the
  * clover_* kernels read `in` at the output site too (same parity as out).
@@ -103,6 +108,9 @@ typedef struct wd_dslash_args {
     const void *clover;     /* clover kernels: the clover field of the output parity */
     const float *clover_norm;   /* half precision: its norms, two a site (one a block) */
     int clover_stride;      /* its element stride (wd_clover_layout) */
+    long rhs_stride;        /* multi-RHS kernels (_n<N>, N > 1): vector elements from one
+                             * right-hand side of in, out, x to the next */
+    int rhs_norm_stride;    /* ... and floats from one's norms to the next's */
 } wd_dslash_args;
 
 typedef struct wd_site {

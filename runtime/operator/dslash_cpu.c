@@ -5,6 +5,7 @@
  *   wd_variant_find          index of a built variant by name, -1 if none
  *   wd_variant_find_axes     index of the built Wilson variant with these axis values
  *   wd_variant_find_op       the same for any operator
+ *   wd_variant_find_nrhs     ... and number of right-hand sides
  *   wd_variant_count_built   how many variants this build has
  *   wd_variant_name          the name of built variant i
  *   wd_dslash_cpu            pack host fields, run a variant, unpack the result
@@ -24,17 +25,23 @@ int wd_variant_find(const char *name)
     return -1;
 }
 
-int wd_variant_find_op(int op, int precision, int recon, int gauge_fix, int dagger, int xpay)
+int wd_variant_find_nrhs(int op, int precision, int recon, int gauge_fix, int dagger, int xpay,
+                         int nrhs)
 {
     for (int i = 0; i < wd_variant_count; ++i) {
         const wd_variant *v = &wd_variants[i];
-        if (v->op != op || v->precision != precision)
+        if (v->op != op || v->precision != precision || v->nrhs != nrhs)
             continue;
         if (op == WD_OP_CLOVER || (v->recon == recon && v->gauge_fix == !!gauge_fix &&
                                    v->dagger == !!dagger && v->xpay == !!xpay))
             return i;
     }
     return -1;
+}
+
+int wd_variant_find_op(int op, int precision, int recon, int gauge_fix, int dagger, int xpay)
+{
+    return wd_variant_find_nrhs(op, precision, recon, gauge_fix, dagger, xpay, 1);
 }
 
 int wd_variant_find_axes(int precision, int recon, int gauge_fix, int dagger, int xpay)
@@ -76,9 +83,10 @@ wd_status wd_dslash_cpu(const char *name, double *out, const double *gauge, cons
         return wd_fail(WD_ERR_NOT_BUILT, "Dslash variant '%s' is not in this build "
                        "(see `wdirac list`; meson option -Dkernels selects what is built)", name);
     const wd_variant *v = &wd_variants[idx];
-    if (v->op != WD_OP_WILSON)
-        return wd_fail(WD_ERR_INVALID, "%s: wd_dslash_cpu runs the Wilson variants (dslash_*); "
-                       "the clover kernels need a clover field (the solver builds it)", name);
+    if (v->op != WD_OP_WILSON || v->nrhs != 1)
+        return wd_fail(WD_ERR_INVALID, "%s: wd_dslash_cpu runs the one-RHS Wilson variants "
+                       "(dslash_*_n1); the clover kernels need a clover field (the solver "
+                       "builds it)", name);
     if (parity != 0 && parity != 1)
         return wd_fail(WD_ERR_INVALID, "parity %d: must be 0 (even) or 1 (odd)", parity);
     if (tbc != WD_TIME_PERIODIC && tbc != WD_TIME_ANTIPERIODIC)

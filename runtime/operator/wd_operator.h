@@ -38,6 +38,7 @@ typedef enum wd_operator_kind {
 typedef struct wd_variant {
     const char *name;
     int op;             /* wd_operator_kind */
+    int nrhs;           /* right-hand sides a call applies to (1: the plain kernels) */
     int precision;      /* bytes per stored real: 8, 4, 2 */
     int recon;          /* reals stored per link: 18, 12, 8 (0: clover_*) */
     int gauge_fix;
@@ -55,6 +56,9 @@ int wd_variant_find(const char *name);
 int wd_variant_find_axes(int precision, int recon, int gauge_fix, int dagger, int xpay);
 /* the same for operator op; WD_OP_CLOVER matches the precision alone */
 int wd_variant_find_op(int op, int precision, int recon, int gauge_fix, int dagger, int xpay);
+/* ... with nrhs right-hand sides (wd_variant_find_op: 1) */
+int wd_variant_find_nrhs(int op, int precision, int recon, int gauge_fix, int dagger, int xpay,
+                         int nrhs);
 
 #ifdef __cplusplus
 }
