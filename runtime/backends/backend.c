@@ -13,6 +13,9 @@
  *   wd_gauge_create, wd_gauge_destroy    geometry from wd_gauge_layout_make,
  *                                        packing and memory from the backend
  *   wd_clover_create, wd_clover_destroy  the same for a clover field
+ *   wd_field_create_multi, wd_field_view N right-hand sides in one block, views
+ *   wd_dslash_group                      N right-hand sides through the
+ *                                        multi-RHS kernels of an operator
  *   wd_variant_flops                     nominal flops a site of a variant
  *   wd_backend_dslash_args               check a Dslash call against its variant
  *                                        and fill the kernel arguments (both
@@ -138,13 +141,92 @@ wd_status wd_field_create(wd_backend *be, wd_field *f, int precision)
     return WD_OK;
 }
 
+wd_status wd_field_create_multi(wd_backend *be, wd_field *f, int precision, int nrhs)
+{
+    if (nrhs < 1)
+        return wd_fail(WD_ERR_INVALID, "a multi-RHS field of %d right-hand sides", nrhs);
+    memset(f, 0, sizeof *f);
+    wd_spinor_layout l;
+    wd_status st = wd_spinor_layout_make_halo(&l, be->dims, &be->halo, precision, be->pad);
+    if (st != WD_OK)
+        return st;
+    f->precision = l.precision;
+    f->width = l.width;
+    f->elements = l.elements;
+    f->volume_cb = l.volume_cb;
+    f->stride = l.stride;
+    /* the backend allocates what bytes / norm_bytes say, norms after data */
+    f->bytes = l.bytes * (size_t)nrhs;
+    f->norm_bytes = l.norm_bytes * (size_t)nrhs;
+    st = be->ops->field_alloc(be, f);
+    if (st != WD_OK) {
+        memset(f, 0, sizeof *f);
+        return st;
+    }
+    account(be, f->bytes + f->norm_bytes);
+    f->bytes = l.bytes;
+    f->norm_bytes = l.norm_bytes;
+    f->nrhs = nrhs;
+    return WD_OK;
+}
+
+wd_field wd_field_view(const wd_field *f, int first, int count)
+{
+    wd_field v = *f;
+    v.data = (char *)f->data + (size_t)first * f->bytes;
+    v.norm = f->norm ? f->norm + (size_t)first * (f->norm_bytes / sizeof(float)) : NULL;
+    v.nrhs = count;
+    v.view = 1;
+    return v;
+}
+
 void wd_field_destroy(wd_backend *be, wd_field *f)
 {
-    if (!f->data)
+    if (!f->data || f->view)
         return;
-    be->bytes_allocated -= f->bytes + f->norm_bytes;
+    const size_t n = f->nrhs > 1 ? (size_t)f->nrhs : 1;
+    be->bytes_allocated -= n * (f->bytes + f->norm_bytes);
+    /* the backend frees what it allocated: the whole block */
+    f->bytes *= n;
+    f->norm_bytes *= n;
     be->ops->field_free(be, f);
     memset(f, 0, sizeof *f);
+}
+
+int wd_backend_multi_rhs(const wd_backend *be)
+{
+    return !be->halo.ghost_sites || strcmp(be->ops->name, "cuda") != 0;
+}
+
+int wd_variants_nrhs(int variant)
+{
+    return wd_variants[variant].nrhs;
+}
+
+wd_status wd_dslash_group(wd_backend *be, wd_kernel_for_nrhs kernel, const void *ctx,
+                          wd_field *out, const wd_gauge *g, const wd_clover *c,
+                          const wd_field *in, const wd_field *x, double a, int parity,
+                          int count)
+{
+    static const int sizes[] = {4, 2, 1};
+    const int multi = wd_backend_multi_rhs(be);
+    wd_status st = WD_OK;
+    for (int q = 0; q < count && st == WD_OK;) {
+        int n = 1, k = -1;
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i)
+            if (sizes[i] <= count - q && (sizes[i] == 1 || multi) &&
+                (k = kernel(ctx, sizes[i])) >= 0) {
+                n = sizes[i];
+                break;
+            }
+        if (k < 0)
+            return wd_fail(WD_ERR_NOT_BUILT, "no one-RHS kernel for this operator is built");
+        wd_field vo = wd_field_view(out, q, n), vi = wd_field_view(in, q, n);
+        wd_field vx = x ? wd_field_view(x, q, n) : vo;
+        st = wd_dslash_clover(be, k, &vo, g, c, &vi, x ? &vx : NULL, a, parity);
+        q += n;
+    }
+    return st;
 }
 
 /* The backward ghost links of every partitioned mu: each rank sends the
@@ -304,6 +386,12 @@ wd_status wd_backend_dslash_args(const wd_backend *be, int variant, wd_field *ou
         (parity & ~1))
         return wd_fail(WD_ERR_INTERNAL, "%s: fields, gauge or clover field do not match the "
                        "variant (or out aliases an input, or parity %d)", v->name, parity);
+    if (v->nrhs > 1 &&
+        (in->nrhs < v->nrhs || out->nrhs < v->nrhs || (x && x->nrhs < v->nrhs) ||
+         in->bytes != out->bytes || (x && x->bytes != out->bytes) ||
+         in->data == out->data || (x && x->data == out->data)))
+        return wd_fail(WD_ERR_INTERNAL, "%s: needs fields of %d right-hand sides", v->name,
+                       v->nrhs);
     memset(args, 0, sizeof *args);
     if (clover) {
         args->clover = c->data[parity];
@@ -320,6 +408,8 @@ wd_status wd_backend_dslash_args(const wd_backend *be, int variant, wd_field *ou
     args->x = x ? x->data : NULL;
     args->x_norm = x ? x->norm : NULL;
     args->a = a;
+    args->rhs_stride = (long)(out->bytes / ((size_t)out->width * (size_t)out->precision));
+    args->rhs_norm_stride = (int)(out->norm_bytes / sizeof(float));
     for (int mu = 0; mu < 4; ++mu)
         args->dims[mu] = be->dims[mu];
     if (!hopping)

@@ -217,10 +217,13 @@ static wd_status cpu_dslash(wd_backend *be, int variant, wd_field *out, const wd
     wd_status st = wd_backend_dslash_args(be, variant, out, g, c, in, x, a, parity, &args);
     if (st != WD_OK)
         return st;
-    /* the clover kernel alone reads no neighbour */
-    if (be->halo.ghost_sites && wd_variants[variant].op != WD_OP_CLOVER &&
-        (st = cpu_halo(be, in, parity)) != WD_OK)
-        return st;
+    /* the clover kernel alone reads no neighbour; each right-hand side its faces */
+    if (be->halo.ghost_sites && wd_variants[variant].op != WD_OP_CLOVER)
+        for (int q = 0; q < wd_variants[variant].nrhs; ++q) {
+            const wd_field vq = wd_field_view(in, q, 1);
+            if ((st = cpu_halo(be, &vq, parity)) != WD_OK)
+                return st;
+        }
     wd_variants[variant].cpu(&args);
     return WD_OK;
 }

@@ -228,6 +228,10 @@ static wd_status dslash(wd_backend *be, int variant, wd_field *out, const wd_gau
 {
     wd_dslash_args args;
     wd_status st = wd_backend_dslash_args(be, variant, out, g, c, in, x, a, parity, &args);
+    if (st == WD_OK && be->halo.ghost_sites && wd_variants[variant].nrhs > 1)
+        st = wd_fail(WD_ERR_INTERNAL, "%s: the multi-RHS kernels do not run on a partitioned "
+                     "CUDA grid yet (wd_dslash_group uses one-RHS calls there)",
+                     wd_variants[variant].name);
     int block = 0;
     if (st == WD_OK)
         st = wd_tune_dslash(variant, &args, be->pad, &block);

@@ -22,6 +22,9 @@
  *   wd_backend_cuda_time_dslash / _time_exchange   GPU timings on a grid
  *   wd_backend_agree / wd_backend_allsum collective status and sums
  *   wd_field_create / wd_field_destroy   a one-parity spinor field of a precision
+ *   wd_field_create_multi, wd_field_view  N right-hand sides back to back (what
+ *                                        the multi-RHS kernels read), and a
+ *                                        view of some of them
  *   wd_gauge_create / wd_gauge_destroy   a gauge field in a precision,
  *                                        reconstruction and gauge fixing
  *   wd_clover_create / wd_clover_destroy a clover field (both parities) in a
@@ -85,6 +88,9 @@ typedef struct wd_field {
     size_t norm_bytes;  /* half: one float per site; else 0 */
     void *data;         /* backend memory */
     float *norm;        /* backend memory, half precision only */
+    int nrhs;           /* right-hand sides held back to back (0 or 1: one); bytes and
+                         * norm_bytes are each one's */
+    int view;           /* a view into another field's memory (wd_field_view): never freed */
 } wd_field;
 
 typedef struct wd_gauge {
@@ -267,9 +273,18 @@ wd_status wd_backend_cpu_init(wd_backend *be);
 wd_status wd_backend_cuda_init(wd_backend *be);
 
 /* Allocate a field of `precision` (8, 4, 2); destroy frees it and is a no-op
- * on a field never created (zero-initialised) or already destroyed. */
+ * on a field never created (zero-initialised) or already destroyed, and on
+ * a view. */
 wd_status wd_field_create(wd_backend *be, wd_field *f, int precision);
 void wd_field_destroy(wd_backend *be, wd_field *f);
+/* nrhs fields of `precision` in one allocation, right-hand side q at
+ * q * f->bytes (its norms at q * f->norm_bytes): what the multi-RHS Dslash
+ * kernels read and write.  Every other operation (BLAS, transfers) sees
+ * right-hand side 0 of a field; wd_field_view gives the others. */
+wd_status wd_field_create_multi(wd_backend *be, wd_field *f, int precision, int nrhs);
+/* right-hand sides first .. first + count - 1 of f as a field (a view:
+ * destroy ignores it) */
+wd_field wd_field_view(const wd_field *f, int first, int count);
 
 /* Pack and upload host links (complex double, [site][mu][3][3]). */
 wd_status wd_gauge_create(wd_backend *be, wd_gauge *g, const double *host, int precision,
@@ -294,15 +309,32 @@ static inline double wd_site_reals_(const wd_backend *be)
     return 24.0 * be->volume_cb;
 }
 
-/* Flops of variant k per output site (wd_operator.h's registry) */
+/* Flops of variant k per output site and right-hand side (wd_operator.h's
+ * registry), and the right-hand sides it applies to */
 double wd_variant_flops(int variant);
+int wd_variants_nrhs(int variant);
+
+/* Whether this backend runs the multi-RHS kernels (on a partitioned CUDA
+ * grid the halo path exchanges one right-hand side: not yet) */
+int wd_backend_multi_rhs(const wd_backend *be);
+
+/* out = D in (+ x) for `count` right-hand sides of multi-fields (or views)
+ * with one operator family: kernel(n) is the variant index for n
+ * right-hand sides a call (negative: not built); the largest built n that
+ * fits is used first, so 12 runs as 4 + 4 + 4 with _n4, and everything runs
+ * as one-RHS calls where no multi-RHS kernel is built. */
+typedef int (*wd_kernel_for_nrhs)(const void *ctx, int n);
+wd_status wd_dslash_group(wd_backend *be, wd_kernel_for_nrhs kernel, const void *ctx,
+                          wd_field *out, const wd_gauge *g, const wd_clover *c,
+                          const wd_field *in, const wd_field *x, double a, int parity,
+                          int count);
 
 static inline wd_status wd_dslash_clover(wd_backend *be, int variant, wd_field *out,
                                          const wd_gauge *g, const wd_clover *c,
                                          const wd_field *in, const wd_field *x, double a,
                                          int parity)
 {
-    be->flops += wd_variant_flops(variant) * be->volume_cb;
+    be->flops += wd_variant_flops(variant) * be->volume_cb * wd_variants_nrhs(variant);
     return be->ops->dslash(be, variant, out, g, c, in, x, a, parity);
 }
 

@@ -14,6 +14,7 @@
  *                   Schur form, the clover variants)
  *   wd_eo_mhat      out_e = Mhat in_e = in_e - kappa^2 D_eo D_oe in_e (or Mhat^dag),
  *                   or the clover Schur operator
+ *   wd_eo_mhat_multi  the same on N right-hand sides at once
  *   wd_krylov_run   CG-NE or BiCGstab with reliable updates, defect correction
  *                   or neither, between an outer and a sloppy operator
  *   wd_host_block_open / _close, wd_host_scan, wd_host_residual
@@ -50,6 +51,8 @@ typedef struct wd_eo_op {
     int cl_xpay[2];     /* x + a C D, x + a C D^dag */
     int cl_site;        /* C alone: clover_* */
     wd_field *tmp_e;    /* even-parity scratch */
+    wd_field *tmp_n;    /* wd_eo_mhat_multi: an odd multi-field of as many right-hand
+                         * sides as it is given (wd_field_create_multi) */
 } wd_eo_op;
 
 /* Look up the four variants for g (dagger ones only when need_dagger);
@@ -67,6 +70,14 @@ wd_status wd_eo_op_clover(wd_eo_op *op, const wd_clover *a, const wd_clover *ain
  * clover operator's Mhat); out and in are even-parity fields of the
  * operator's precision, out != in. */
 wd_status wd_eo_mhat(const wd_eo_op *op, wd_field *out, const wd_field *in, int dagger);
+
+/* The same for `count` right-hand sides of multi-fields (or views of them)
+ * out and in, through op->tmp_n (at least count right-hand sides): each
+ * link loaded once for up to four right-hand sides by the multi-RHS kernels
+ * where they are built (wd_dslash_group); the clover operator runs one
+ * right-hand side after another.  Bit for bit what wd_eo_mhat gives each. */
+wd_status wd_eo_mhat_multi(const wd_eo_op *op, wd_field *out, const wd_field *in, int dagger,
+                           int count);
 
 /*
  * One Krylov solve of Mhat x = b (BiCGstab) or Mhat^dag Mhat x = Mhat^dag b
