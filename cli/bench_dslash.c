@@ -92,11 +92,13 @@ static double variant_bytes_per_site(const wd_variant *v)
 {
     const double clover = WD_CLOVER_SITE_REALS * v->precision + (v->precision == 2 ? 8 : 0);
     const double spinor = 24.0 * v->precision + (v->precision == 2 ? sizeof(float) : 0);
+    /* a call on N right-hand sides: each link once, each spinor N times */
+    const double spinors = spinor * (2 + v->xpay) * v->nrhs;
+    const double links = (v->gauge_fix ? 6 : 8) * (double)v->recon * v->precision;
     switch (v->op) {
     case WD_OP_CLOVER: return 2 * spinor + clover;
-    case WD_OP_WILSON_CLOVER:
-        return wd_dslash_bytes_per_site(v->precision, v->recon, v->gauge_fix, v->xpay) + clover;
-    default: return wd_dslash_bytes_per_site(v->precision, v->recon, v->gauge_fix, v->xpay);
+    case WD_OP_WILSON_CLOVER: return links + spinors + clover;
+    default: return links + spinors;
     }
 }
 
@@ -127,7 +129,7 @@ static double host_copy_gbps(void)
 }
 
 typedef struct bench_row {
-    int variant, dims[4], pad, block;
+    int variant, dims[4], pad, block;   /* us: per call (all of a multi-RHS kernel's N) */
     double us, us_site, gflops, gbps;
 } bench_row;
 
@@ -230,10 +232,12 @@ static int bench_cpu(int k, const host_fields *h, int pad, int reps, bench_row *
         fprintf(stderr, "wdirac bench dslash: %s\n", wd_last_error());
         return 0;
     }
-    const int clover = v->op != WD_OP_WILSON;
-    void *g = malloc(gl.bytes), *i = malloc(sl.bytes), *o = malloc(sl.bytes), *x = malloc(sl.bytes);
+    const int clover = v->op != WD_OP_WILSON, N = v->nrhs;
+    const size_t ns = (size_t)sl.stride;
+    void *g = malloc(gl.bytes), *i = malloc(N * sl.bytes), *o = malloc(N * sl.bytes);
+    void *x = malloc(N * sl.bytes);
     void *c = clover ? malloc(cl.bytes) : NULL;
-    float *norms = malloc(3 * (size_t)sl.volume_cb * sizeof(float));
+    float *norms = malloc(3 * N * ns * sizeof(float));
     float *cnorm = clover ? malloc(cl.norm_bytes + sizeof(float)) : NULL;
     double *t = malloc((size_t)reps * sizeof *t);
     int ok = g && i && o && x && norms && t && (!clover || (c && cnorm && h->clover));
@@ -244,14 +248,22 @@ static int bench_cpu(int k, const host_fields *h, int pad, int reps, bench_row *
             wd_pack_gauge(&gl, g, v->gauge_fix ? h->uf : h->u, h->dims);
         if (clover)
             wd_pack_clover(&cl, c, cnorm, h->clover, h->dims, 0);
-        wd_pack_spinor(&sl, i, norms, h->psi, h->dims, 1);
-        wd_pack_spinor(&sl, x, norms + 2 * sl.volume_cb, h->psi, h->dims, 0);
+        /* right-hand side q: the spinor's two parities in turn (timing
+         * does not depend on the values, which are random and nonzero) */
+        for (int q = 0; q < N; ++q) {
+            wd_pack_spinor(&sl, (char *)i + q * sl.bytes, norms + q * ns, h->psi, h->dims,
+                           1 - q % 2);
+            wd_pack_spinor(&sl, (char *)x + q * sl.bytes, norms + (2 * N + q) * ns, h->psi,
+                           h->dims, q % 2);
+        }
         wd_dslash_args a;
         memset(&a, 0, sizeof a);
         wd_dslash_args_set(&a, &sl, &gl, h->dims, 0, -1);
-        a.out = o, a.out_norm = norms + sl.volume_cb;
+        a.out = o, a.out_norm = norms + N * ns;
         a.in = i, a.in_norm = norms;
-        a.x = x, a.x_norm = norms + 2 * sl.volume_cb;
+        a.x = x, a.x_norm = norms + 2 * N * ns;
+        a.rhs_stride = (long)(sl.bytes / ((size_t)sl.width * sl.precision));
+        a.rhs_norm_stride = (int)ns;
         a.gauge = g, a.a = -0.0157;
         a.clover = c, a.clover_norm = cnorm, a.clover_stride = cl.stride;
         for (int w = 0; w < 2; ++w)
@@ -279,10 +291,20 @@ typedef struct gpu_cache {
     void *clover;           /* the packed clover field (even parity), when a clover kernel ran */
     float *clover_norm;
     int clover_stride;
+    void *m_in, *m_out, *m_x;   /* multi-RHS kernels: MAX_NRHS right-hand sides each */
+    float *m_norm;              /* their norms: in, out, x */
+    long m_stride;              /* elements per right-hand side */
+    int m_norm_stride;
 } gpu_cache;
+
+#define MAX_NRHS 4
 
 static void gpu_cache_free(gpu_cache *c)
 {
+    wd_cuda_free(c->m_in);
+    wd_cuda_free(c->m_out);
+    wd_cuda_free(c->m_x);
+    wd_cuda_free(c->m_norm);
     wd_cuda_free(c->clover);
     wd_cuda_free(c->clover_norm);
     wd_gpu_gauge_free(&c->g);
@@ -297,7 +319,7 @@ static wd_status gpu_cache_get(gpu_cache *c, const host_fields *h, const wd_vari
     const int same_spinor = c->h == h && c->pad == pad && c->precision == v->precision;
     const int recon = v->op == WD_OP_CLOVER ? 18 : v->recon;
     const int same_gauge = same_spinor && c->recon == recon && c->gauge_fix == v->gauge_fix;
-    if (same_gauge && (v->op == WD_OP_WILSON || c->clover))
+    if (same_gauge && (v->op == WD_OP_WILSON || c->clover) && (v->nrhs == 1 || c->m_in))
         return WD_OK;
     wd_gpu_gauge_free(&c->g);
     wd_status st = WD_OK;
@@ -318,6 +340,35 @@ static wd_status gpu_cache_get(gpu_cache *c, const host_fields *h, const wd_vari
     if (st == WD_OK && !same_gauge)
         st = wd_gpu_gauge_upload(&c->g, v->gauge_fix ? h->uf : h->u, h->dims, v->precision,
                                  recon, v->gauge_fix, pad);
+    if (st == WD_OK && v->nrhs > 1 && !c->m_in) {
+        /* MAX_NRHS right-hand sides, the spinor's two parities in turn */
+        wd_spinor_layout sl;
+        st = wd_spinor_layout_make(&sl, h->dims, v->precision, pad);
+        const size_t ns = (size_t)sl.stride, fb = sl.bytes;
+        char *buf = st == WD_OK ? malloc(MAX_NRHS * fb) : NULL;
+        float *nb = st == WD_OK ? malloc(3 * MAX_NRHS * ns * sizeof *nb) : NULL;
+        if (st == WD_OK && (!buf || !nb))
+            st = wd_fail(WD_ERR_NOMEM, "host staging of the multi-RHS fields");
+        for (int q = 0; q < MAX_NRHS && st == WD_OK; ++q) {
+            wd_pack_spinor(&sl, buf + q * fb, nb + q * ns, h->psi, h->dims, 1 - q % 2);
+            wd_pack_spinor(&sl, buf + q * fb, nb + (2 * MAX_NRHS + q) * ns, h->psi, h->dims,
+                           1 - q % 2);
+        }
+        if (st == WD_OK) st = wd_cuda_malloc(&c->m_in, MAX_NRHS * fb, "multi-RHS in");
+        if (st == WD_OK) st = wd_cuda_malloc(&c->m_x, MAX_NRHS * fb, "multi-RHS x");
+        if (st == WD_OK) st = wd_cuda_malloc(&c->m_out, MAX_NRHS * fb, "multi-RHS out");
+        if (st == WD_OK)
+            st = wd_cuda_malloc((void **)&c->m_norm, 3 * MAX_NRHS * ns * sizeof(float),
+                                "multi-RHS norms");
+        if (st == WD_OK) st = wd_cuda_h2d(c->m_in, buf, MAX_NRHS * fb);
+        if (st == WD_OK) st = wd_cuda_h2d(c->m_x, buf, MAX_NRHS * fb);
+        if (st == WD_OK) st = wd_cuda_h2d(c->m_out, buf, MAX_NRHS * fb);
+        if (st == WD_OK) st = wd_cuda_h2d(c->m_norm, nb, 3 * MAX_NRHS * ns * sizeof(float));
+        c->m_stride = (long)(fb / ((size_t)sl.width * sl.precision));
+        c->m_norm_stride = (int)ns;
+        free(buf);
+        free(nb);
+    }
     if (st == WD_OK && v->op != WD_OP_WILSON && !c->clover) {
         wd_clover_layout cl;
         st = wd_clover_layout_make(&cl, h->dims, v->precision, pad);
@@ -357,6 +408,13 @@ static int bench_gpu(int k, const host_fields *h, int pad, int reps, gpu_cache *
     if (st == WD_OK) {
         wd_gpu_dslash_args(&a, &c->out, &c->in, &c->x, -0.0157, &c->g, h->dims, 0, -1);
         a.clover = c->clover, a.clover_norm = c->clover_norm, a.clover_stride = c->clover_stride;
+        if (v->nrhs > 1) {
+            const size_t ns = (size_t)c->m_norm_stride;
+            a.in = c->m_in, a.out = c->m_out, a.x = c->m_x;
+            a.in_norm = c->m_norm, a.out_norm = c->m_norm + MAX_NRHS * ns;
+            a.x_norm = c->m_norm + 2 * MAX_NRHS * ns;
+            a.rhs_stride = c->m_stride, a.rhs_norm_stride = c->m_norm_stride;
+        }
         st = wd_tune_dslash(k, &a, pad, &row->block);
     }
     if (st == WD_OK && !tune_only)
@@ -400,7 +458,8 @@ static void print_row(const bench_row *r, double copy, double base_us)
 {
     printf("%-28s %4dx%dx%dx%-3d %4d %5d %10.2f %9.5f %8.1f %8.1f %5.0f%% %6.2f\n",
            wd_variants[r->variant].name, r->dims[0], r->dims[1], r->dims[2], r->dims[3], r->pad,
-           r->block, r->us, r->us_site, r->gflops, r->gbps, 100 * r->gbps / copy, base_us / r->us);
+           r->block, r->us, r->us_site, r->gflops, r->gbps, 100 * r->gbps / copy,
+           base_us / (r->us / wd_variants[r->variant].nrhs));
     fflush(stdout);
 }
 
@@ -416,11 +475,13 @@ static int write_json(const char *path, const char *backend, const char *device,
         const bench_row *r = &rows[k];
         const wd_variant *v = &wd_variants[r->variant];
         json_array_append_new(
-            res, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:[iiii], s:i, s:i, s:f, s:f, s:f, s:f, s:f}",
+            res, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:[iiii], s:i, s:i, s:i, s:f, s:f, s:f, s:f, "
+                           "s:f, s:f}",
                            "variant", v->name, "precision", v->precision, "recon", v->recon,
                            "gauge_fix", v->gauge_fix, "dagger", v->dagger, "xpay", v->xpay, "dims",
                            r->dims[0], r->dims[1], r->dims[2], r->dims[3], "pad", r->pad, "block",
-                           r->block, "us_per_call", r->us, "us_per_site", r->us_site, "gflops",
+                           r->block, "nrhs", v->nrhs, "us_per_call", r->us, "us_per_rhs",
+                           r->us / v->nrhs, "us_per_site", r->us_site, "gflops",
                            r->gflops, "GBps", r->gbps, "fraction_of_copy", r->gbps / copy));
     }
     json_object_set_new(root, "results", res);
@@ -915,8 +976,8 @@ int wd_bench_dslash_main(int argc, char **argv)
                         continue;
                     }
                     const double sites = h->volume / 2.0;
-                    r->us_site = r->us / sites;
-                    r->gflops = wd_variant_flops(k) * sites / r->us / 1e3;
+                    r->us_site = r->us / sites / v->nrhs;   /* per site and right-hand side */
+                    r->gflops = wd_variant_flops(k) * v->nrhs * sites / r->us / 1e3;
                     r->gbps = variant_bytes_per_site(v) * sites / r->us / 1e3;
                     if (!base_us)
                         base_us = r->us;
@@ -931,8 +992,10 @@ int wd_bench_dslash_main(int argc, char **argv)
         host_free(&big);
     }
     if (n && !tune_only)
-        printf("\nratio: speed relative to the first row of the same lattice and padding; "
-               "copy: fraction of the copy bandwidth\n");
+        printf("\nratio: speed per right-hand side relative to the first row of the same lattice "
+               "and padding; us/call: all N right-hand sides of a _n<N> kernel, us/site: per site "
+               "and right-hand side;\nGB/s and copy: the fewest-bytes model of a call (each link "
+               "once, each right-hand side's spinors once) over the copy bandwidth\n");
     else
         fprintf(stderr, "wdirac bench dslash: no built variant matches '%s'\n", glob);
     int rc = failed || !n ? 1 : 0;
