@@ -241,7 +241,7 @@ typedef struct wd_solver_stats {
     double true_residual;           ///< ||b - M x|| / ||b|| of the returned x, full lattice, double (host reference operator); 0 for b = 0
     double solver_residual;         ///< the same as the solver's last outer-precision check estimated it
     double seconds;                 ///< host b to host x: source gauge fixing and transfer, preparation, solve, reconstruction, transfer back (the gauge field already on the backend)
-    double setup_seconds;           ///< wd_solve only: wd_solver_create's share (gauge fixing, packing and uploading the gauge field)
+    double setup_seconds;           ///< wd_solve: wd_solver_create's share (gauge fixing, packing and uploading the gauge field); with a clover term also a solve's rebuild of the clover field for a new mass
     double solve_seconds;           ///< the Krylov iteration alone
     double flops;                   ///< operator and BLAS flops of the Krylov iteration
     double gflops;                  ///< flops / solve_seconds / 1e9
