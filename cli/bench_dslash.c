@@ -707,8 +707,8 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
         int nfaces = 0;
         for (int k = 0; k < wd_variant_count; ++k) {
             const wd_variant *v = &wd_variants[k];
-            /* the clover kernels on a grid: not timed here yet */
-            if (fnmatch(glob, v->name, 0) != 0 || v->op != WD_OP_WILSON)
+            /* the clover and multi-RHS kernels on a grid: not timed here yet */
+            if (fnmatch(glob, v->name, 0) != 0 || v->op != WD_OP_WILSON || v->nrhs != 1)
                 continue;
             grid_row r;
             memset(&r, 0, sizeof r);

@@ -164,11 +164,14 @@ static void run_grid(const int procs[4], const fields *fs, const int local[4], i
         check(0, wd_last_error());
         exit(1);
     }
-    /* the Wilson variants; the clover ones add a site-local epilogue to the
-     * same hops, and test_solver_grid runs them on grids through the solver */
+    /* the one-RHS Wilson variants; the clover ones add a site-local
+     * epilogue to the same hops (test_solver_grid runs them on grids through
+     * the solver), the multi-RHS ones the same hops per right-hand side
+     * (test_solve_many runs them on 2 ranks) */
     for (int v = 0; v < wd_variant_count; v++)
         for (int tbc = -1; tbc <= 1; tbc += 2)
-            for (int parity = 0; parity < 2 && wd_variants[v].op == WD_OP_WILSON; parity++) {
+            for (int parity = 0; parity < 2 && wd_variants[v].op == WD_OP_WILSON &&
+                                 wd_variants[v].nrhs == 1; parity++) {
                 const wd_variant *var = &wd_variants[v];
                 const double *u = var->gauge_fix ? fs->uf : fs->u;
                 char what[160];
