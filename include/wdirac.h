@@ -251,6 +251,7 @@ typedef struct wd_solver_stats {
     double gflops;                  ///< flops / solve_seconds / 1e9
     size_t bytes_allocated;         ///< peak backend memory: fields and gauge fields of every precision
     size_t bytes_gauge;             ///< the gauge fields' share of it
+    wd_status status;               ///< what the solve returned (wd_solver_solve_many: this right-hand side's status)
 } wd_solver_stats;
 
 void wd_solver_default_settings(wd_solver_settings *s);

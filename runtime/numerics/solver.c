@@ -832,14 +832,10 @@ static wd_status check_solve_settings(const wd_solver *sv, const wd_solver_setti
     return st;
 }
 
-wd_status wd_solver_solve(wd_solver *sv, double *x, const double *b, const wd_solver_settings *s,
-                          wd_solver_stats *stats)
+static wd_status solve_one(wd_solver *sv, double *x, const double *b,
+                           const wd_solver_settings *s, wd_solver_stats *stats)
 {
     const double t0 = now_s();
-    wd_solver_stats local;
-    if (!stats)
-        stats = &local;
-    memset(stats, 0, sizeof *stats);
     if (!sv || !x || !b || !s)
         return wd_fail(WD_ERR_INVALID, "wd_solver_solve: solver, x, b and settings must not be NULL");
     if (x == b)
@@ -883,10 +879,24 @@ wd_status wd_solver_solve(wd_solver *sv, double *x, const double *b, const wd_so
     return conclude(sv, x, b, s, bnorm, stats, solve_st, msg, "");
 }
 
-static void zero_all(double *const x[], int n, size_t reals)
+wd_status wd_solver_solve(wd_solver *sv, double *x, const double *b, const wd_solver_settings *s,
+                          wd_solver_stats *stats)
 {
-    for (int i = 0; i < n; ++i)
+    wd_solver_stats local;
+    if (!stats)
+        stats = &local;
+    memset(stats, 0, sizeof *stats);
+    return stats->status = solve_one(sv, x, b, s, stats);
+}
+
+/* a failure of the whole batch: every x zero, every status st */
+static void zero_all(double *const x[], int n, size_t reals, wd_solver_stats *stats, wd_status st)
+{
+    for (int i = 0; i < n; ++i) {
         memset(x[i], 0, reals * sizeof *x[i]);
+        if (stats)
+            stats[i].status = st;
+    }
 }
 
 wd_status wd_solver_solve_many(wd_solver *sv, double *const x[], const double *const b[], int n,
@@ -908,7 +918,7 @@ wd_status wd_solver_solve_many(wd_solver *sv, double *const x[], const double *c
     const size_t reals = wd_volume(sv->dims) * 24;
     wd_status st = check_solve_settings(sv, s);
     if (st != WD_OK) {
-        zero_all(x, n, reals);
+        zero_all(x, n, reals, stats, st);
         return st;
     }
     /* every source is checked before anything is solved */
@@ -935,7 +945,7 @@ wd_status wd_solver_solve_many(wd_solver *sv, double *const x[], const double *c
     if (st == WD_OK && s->csw != 0 && s->mass != sv->clover_mass)
         st = clover_build(sv, s->mass);
     if (st != WD_OK) {
-        zero_all(x, n, reals);
+        zero_all(x, n, reals, stats, st);
         goto out;
     }
     /* zero sources: x = 0 at once; the others in groups of lanes */
@@ -969,6 +979,7 @@ wd_status wd_solver_solve_many(wd_solver *sv, double *const x[], const double *c
             const int i = idx[g0 + q];
             const wd_status r = conclude(sv, x[i], b[i], s, gnorm[q], &stats[i], lane_st[q],
                                          ks[q].message, ks[q].tag);
+            stats[i].status = r;
             if (r != WD_OK && !solver_failure(r))
                 st = r;
             else if (r != WD_OK && first_fail < 0) {
@@ -978,7 +989,7 @@ wd_status wd_solver_solve_many(wd_solver *sv, double *const x[], const double *c
             }
         }
         if (st != WD_OK) {
-            zero_all(x, n, reals);
+            zero_all(x, n, reals, stats, st);
             goto out;
         }
     }
@@ -992,14 +1003,10 @@ out:
     return st;
 }
 
-wd_status wd_solve(double *x, const double *gauge, const double *b, const int dims[4],
-                   const wd_solver_settings *s, wd_solver_stats *stats)
+static wd_status solve_once(double *x, const double *gauge, const double *b, const int dims[4],
+                            const wd_solver_settings *s, wd_solver_stats *stats)
 {
     const double t0 = now_s();
-    wd_solver_stats local;
-    if (!stats)
-        stats = &local;
-    memset(stats, 0, sizeof *stats);
     if (!x || !gauge || !b || !s || !dims)
         return wd_fail(WD_ERR_INVALID, "wd_solve: x, gauge, b, dims and settings must not be NULL");
     wd_status st = wd_check_dims(dims);
@@ -1035,5 +1042,17 @@ wd_status wd_solve(double *x, const double *gauge, const double *b, const int di
     /* the message of a failed solve survives the destroy */
     wd_solver_destroy(sv);
     stats->setup_seconds = setup;
+    return st;
+}
+
+wd_status wd_solve(double *x, const double *gauge, const double *b, const int dims[4],
+                   const wd_solver_settings *s, wd_solver_stats *stats)
+{
+    wd_solver_stats local;
+    if (!stats)
+        stats = &local;
+    memset(stats, 0, sizeof *stats);
+    const wd_status st = solve_once(x, gauge, b, dims, s, stats);
+    stats->status = st;
     return st;
 }
