@@ -3,7 +3,7 @@
  * right-hand sides, against the float64 reference and against one
  * wd_solver_solve per right-hand side.
  *
- *   [mpirun -n N] test_solve_many [--seed N] [--bench]
+ *   [mpirun -n N] test_solve_many [--seed N] [--bench] [--backend cuda]
  *
  * On a 4 x 4 x 4 x 8 lattice with a smooth random gauge field (the
  * automatic grid of the ranks it runs on), batches of different random
@@ -25,8 +25,10 @@
  * right-hand side, each x the single solve's best iterate; two batch
  * solves give the same bits.  One line per check on rank 0; "N of M
  * failed" last; exit 1 on any failure.
- *  --bench: 12 random sources on 8^3 x 16, BiCGstab double-single, the
- * batch against 12 single solves (wall-clock time, iterations), no checks.
+ *  --bench [--dims X Y Z T]: 12 random sources on 8^3 x 16 (or the
+ * given lattice), BiCGstab double-single, the batch against 12 single
+ * solves (wall-clock time, iterations), no checks.  --backend cuda runs
+ * every solve on the GPU.
  */
 #include <complex.h>
 #include <math.h>
@@ -46,6 +48,7 @@
 #define CSW 1.3
 
 static int rank, nranks, checks_run, checks_failed;
+static wd_backend_kind backend = WD_BACKEND_CPU;
 static int dims[4] = {4, 4, 4, 8};
 
 static void *xalloc(size_t n)
@@ -246,6 +249,7 @@ static void batch_case(problem *p, const char *name, const wd_solver_settings *s
 static void settings(wd_solver_settings *s, wd_solver_type solver, int sloppy, double tol)
 {
     wd_solver_default_settings(s);
+    s->backend = backend;
     s->solver = solver;
     s->mass = -0.4;
     s->tol = tol;
@@ -319,8 +323,9 @@ static int bench(problem *p)
         best_s = fmin(best_s, ts);
     }
     if (rank == 0) {
-        printf("bench: %dx%dx%dx%d, %d rank(s), BiCGstab d-s tol 1e-10 mass %.2f, best of 2\n",
-               dims[0], dims[1], dims[2], dims[3], nranks, s.mass);
+        printf("bench: %dx%dx%dx%d, %d rank(s), %s, BiCGstab d-s tol 1e-10 mass %.2f, best of "
+               "2\n", dims[0], dims[1], dims[2], dims[3], nranks,
+               backend == WD_BACKEND_CUDA ? "cuda" : "cpu", s.mass);
         printf("rhs  iterations batch  single\n");
         for (int i = 0; i < 12; i++)
             printf("%3d  %16d  %6d\n", i, st[i].iterations, s1[i].iterations);
@@ -345,10 +350,16 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[i + 1], NULL, 10);
         do_bench |= !strcmp(argv[i], "--bench");
+        if (!strcmp(argv[i], "--backend") && i + 1 < argc && !strcmp(argv[i + 1], "cuda"))
+            backend = WD_BACKEND_CUDA;
     }
     if (do_bench) {
         const int big[4] = {8, 8, 8, 16};
         memcpy(dims, big, sizeof dims);
+        for (int i = 1; i + 4 < argc; i++)
+            if (!strcmp(argv[i], "--dims"))
+                for (int mu = 0; mu < 4; mu++)
+                    dims[mu] = atoi(argv[i + 1 + mu]);
     }
     double s0 = rank == 0 ? (double)(seed % (1ull << 52)) : 0;
     wd_comm_bcast(&s0, sizeof s0, 0);
