@@ -29,6 +29,10 @@
  *   wd_solver_create / wd_solver_solve / wd_solver_destroy
  *                        the same with the gauge field uploaded once and kept
  *                        on the backend for any number of solves
+ *   wd_solver_solve_many many right-hand sides at once: lock-step Krylov
+ *                        solves sharing each operator application (the
+ *                        multi-RHS kernels load every link once for up to
+ *                        4 right-hand sides)
  */
 #ifndef WDIRAC_H
 #define WDIRAC_H
@@ -247,6 +251,7 @@ typedef struct wd_solver_stats {
     double gflops;                  ///< flops / solve_seconds / 1e9
     size_t bytes_allocated;         ///< peak backend memory: fields and gauge fields of every precision
     size_t bytes_gauge;             ///< the gauge fields' share of it
+    wd_status status;               ///< what the solve returned (wd_solver_solve_many: this right-hand side's status)
 } wd_solver_stats;
 
 void wd_solver_default_settings(wd_solver_settings *s);
@@ -296,6 +301,35 @@ wd_status wd_solver_create(wd_solver **solver, const double *gauge, const int di
                            const wd_solver_settings *s);
 wd_status wd_solver_solve(wd_solver *solver, double *x, const double *b,
                           const wd_solver_settings *s, wd_solver_stats *stats);
+
+/*
+ * n right-hand sides at once: x[i] solves M x[i] = b[i] with the contract
+ * of wd_solver_solve for each (full-lattice host fields, on a grid this
+ * rank's blocks and collective; the float64 true-residual check and
+ * refinement per right-hand side; a zero b[i] gives x[i] = 0 and WD_OK for
+ * it while the others solve).  The solves run in lock step in groups of at
+ * most WD_SOLVE_MANY_GROUP: one Krylov iteration of every unconverged
+ * right-hand side of a group shares each application of the even-odd
+ * operator (docs/solvers.md, "Many right-hand sides"); each right-hand
+ * side keeps its own iteration, checks and convergence, and gets the
+ * iterations and x that wd_solver_solve gives it, bit for bit.  The
+ * work fields grow to a group's size and are kept until destroy.
+ *  Every source is checked first: NaN or Inf in b[i] returns
+ * WD_ERR_INVALID naming i and the site, nothing solved and every x zero.
+ * Invalid settings or arguments (NULL, x[i] aliasing any b[j] or x[j]) the
+ * same.  Otherwise returns WD_OK, or the first right-hand side's failure
+ * (lowest i; the message names it), each x[i] holding its solve's best
+ * iterate; a failure that is no solver outcome (memory, device,
+ * communication) zeroes every x.
+ *  stats (may be NULL) gets n entries: iterations, residuals and memory
+ * per right-hand side; seconds, solve_seconds and flops are its group's
+ * divided evenly among the group's right-hand sides (a refinement's time
+ * added to its own); a zero source's are 0.  settings.progress is not
+ * called (one callback could not tell the right-hand sides apart).
+ */
+#define WD_SOLVE_MANY_GROUP 12
+wd_status wd_solver_solve_many(wd_solver *solver, double *const x[], const double *const b[],
+                               int n, const wd_solver_settings *s, wd_solver_stats stats[]);
 /* Free everything the solver holds; NULL is a no-op. */
 void wd_solver_destroy(wd_solver *solver);
 

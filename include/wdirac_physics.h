@@ -40,11 +40,15 @@ typedef struct wd_source {
 /*
  * The 12 columns: column (s, c) solves M x = b with b the source at spin s
  * and colour c, with one wd_solver for all (the gauge field uploaded once),
- * settings s (its grid replaced by lat's).  prop is lat->local's block, 144
- * complex a site; stats (may be NULL) receives each column's stats, in the
- * order 3 s + c.  A column that fails stops the rest with its status (the
- * columns before it stay in prop).  WD_ERR_INVALID for a source site
- * outside the lattice.
+ * settings s (its grid replaced by lat's), the 12 solves one lock-step
+ * batch (wd_solver_solve_many: each column's iterations and solution are
+ * those of its own wd_solver_solve; host memory 24 spinors of the block).
+ * prop is lat->local's block, 144 complex a site; stats (may be NULL)
+ * receives each column's stats, in the order 3 s + c (seconds: the
+ * batch's divided by 12).  A solver failure (diverged, stagnated, NaN,
+ * max_iter) of a column returns the first failing column's status with
+ * every column's best iterate in prop; any other failure leaves prop
+ * unwritten.  WD_ERR_INVALID for a source site outside the lattice.
  */
 wd_status wd_propagator(double *prop, const double *gauge, const wd_lattice *lat,
                         const wd_source *src, const wd_solver_settings *s,

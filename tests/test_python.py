@@ -12,7 +12,8 @@ Checks, on fresh random data:
     typed from its table, np.roll hops): ||b - M x|| / ||b|| <= tol, and
     equal to the stats' true residual to 1e-3;
   - Solver.apply equals the numpy operator (1e-13), dagger too;
-  - many sources: b of shape (N, T, Z, Y, X, 4, 3) gives N solutions;
+  - many sources: b of shape (N, T, Z, Y, X, 4, 3) gives N solutions, one
+    lock-step batch equal bit for bit to one solve each, a zero source x = 0;
   - propagator(): each column the solve of its source, bit for bit;
     meson_correlators(): the pseudoscalar is sum |S|^2 from the source slice;
   - errors: complex64, wrong shape, non-contiguous b raise TypeError or
@@ -176,6 +177,15 @@ def main():
     check("many sources: (2, T, Z, Y, X, 4, 3) gives two solutions",
           xs.shape == bs.shape and all(st.status == "ok" for st in sts)
           and all(rel(wilson(u.array, xs[k], mass), bs[k]) <= 1e-10 for k in range(2)))
+    singles = [s.solve(bs[k]) for k in range(2)]
+    check("many sources: one batch (wd_solver_solve_many) = one solve each, bit for bit",
+          all(np.array_equal(xs[k], singles[k][0]) for k in range(2))
+          and [st.iterations for st in sts] == [st.iterations for _, st in singles])
+    bz = np.stack([b, np.zeros(shape, np.complex128), bs[1]])
+    xz, stz = s.solve(bz)
+    check("many sources: a zero source gives x = 0 while the others solve",
+          not xz[1].any() and stz[1].status == "ok" and stz[1].iterations == 0
+          and np.array_equal(xz[0], xs[0]) and np.array_equal(xz[2], xs[1]))
 
     for what, bad, exc in (("complex64", b.astype(np.complex64), TypeError),
                            ("wrong shape", b[:4], ValueError),

@@ -210,20 +210,17 @@ class Solver:
     def solve(self, b: np.ndarray, progress: Optional[Callable[[int, float], None]] = None,
               **changes) -> Tuple[np.ndarray, SolveStats]:
         """x with M x = b, and the stats.  b is (T, Z, Y, X, 4, 3) complex128,
-        or (N, T, Z, Y, X, 4, 3) for N sources solved one after another.
+        or (N, T, Z, Y, X, 4, 3) for N sources: then x has b's shape, stats
+        is a list, and the N solves run as one lock-step batch
+        (wd_solver_solve_many: each source's x and iterations are those of
+        its own solve; seconds are the batch's divided evenly), or one after
+        another when progress is given.
         progress(iterations, residual) is called as the solver goes.
         Keywords change per-solve settings (kappa, mass, tol, solver, ...).
         A solve that does not converge raises Error; its .x and .stats hold
-        the best iterate and its true residual."""
+        the best iterate and its true residual (for N sources: all of them,
+        the error the first failing source's)."""
         shape = self.gauge.spinor_shape
-        if isinstance(b, np.ndarray) and b.ndim == 7:
-            xs, stats = [], []
-            for k in range(b.shape[0]):
-                x, st = self.solve(b[k], progress, **changes)
-                xs.append(x)
-                stats.append(st)
-            return np.stack(xs), stats
-        b = _field(b, shape, "solve b")
         s = dict(self.settings)
         if "kappa" in changes:
             s["mass"] = 1.0 / (2.0 * float(changes.pop("kappa"))) - 4.0
@@ -233,6 +230,25 @@ class Solver:
             elif key == "mixed":
                 value = _MIXED[value]
             s[key] = value
+        if isinstance(b, np.ndarray) and b.ndim == 7:
+            if progress is not None:
+                xs, stats = [], []
+                for k in range(b.shape[0]):
+                    x, st = self.solve(b[k], progress, **changes)
+                    xs.append(x)
+                    stats.append(st)
+                return np.stack(xs), stats
+            b = _field(b, (b.shape[0],) + tuple(shape), "solve b")
+            xs = np.empty(b.shape, np.complex128)
+            d = _call(_core.solver_solve_many, self._solver, xs, b, b.shape[0], s)
+            stats = [SolveStats(**{k: v for k, v in st.items() if k != "code"})
+                     for st in d["stats"]]
+            if d["code"] != 0:
+                err = Error(d["status"], d["code"], d["message"])
+                err.x, err.stats = xs, stats
+                raise err
+            return xs, stats
+        b = _field(b, shape, "solve b")
         x = np.empty(shape, np.complex128)
         d = _call(_core.solver_solve, self._solver, x, b, s, progress)
         code = d.pop("code")

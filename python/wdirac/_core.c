@@ -19,6 +19,10 @@
  *   gauge_observables(u, dims) -> dict  wd_gauge_observables
  *   solver_create(u, dims, settings) -> capsule   wd_solver_create
  *   solver_solve(capsule, x, b, settings, progress) -> dict   wd_solver_solve
+ *   solver_solve_many(capsule, x, b, n, settings) -> dict   wd_solver_solve_many
+ *                                       on n sources back to back (the
+ *                                       batch's code, status, message and
+ *                                       a stats dict per source)
  *   apply(u, dims, x, out, mass, tbc, dagger)   out = M x (or M^dag x) with
  *                                       wd_dslash_cpu, in double (recon 18,
  *                                       or 12 where 18 is not built)
@@ -362,6 +366,27 @@ static void progress_trampoline(void *arg, int iterations, double residual)
     PyGILState_Release(g);
 }
 
+/* one solve's stats as the dict SolveStats takes, with its status and
+ * message and "code" (the wd_status number) */
+static PyObject *solve_stats_dict(const wd_solver_stats *stats, wd_status st, const char *msg)
+{
+    PyObject *d = Py_BuildValue(
+        "{s:s, s:s, s:i, s:i, s:i, s:d, s:d, s:d, s:d, s:d, s:d, s:n}", "status",
+        wd_status_string(st), "message", msg, "iterations",
+        stats->iterations, "sloppy_iterations", stats->sloppy_iterations, "updates", stats->updates,
+        "true_residual", stats->true_residual, "solver_residual", stats->solver_residual,
+        "seconds", stats->seconds, "solve_seconds", stats->solve_seconds, "gflops", stats->gflops,
+        "flops", stats->flops, "bytes_allocated", (Py_ssize_t)stats->bytes_allocated);
+    PyObject *code = d ? PyLong_FromLong((long)st) : NULL;
+    if (d && (!code || PyDict_SetItemString(d, "code", code) < 0)) {
+        Py_XDECREF(code);
+        Py_DECREF(d);
+        return NULL;
+    }
+    Py_XDECREF(code);
+    return d;
+}
+
 static PyObject *py_solver_solve(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -398,18 +423,73 @@ static PyObject *py_solver_solve(PyObject *self, PyObject *args)
         PyErr_Restore(p.exc_type, p.exc_value, p.exc_tb);
         return NULL;
     }
-    PyObject *d = Py_BuildValue(
-        "{s:s, s:s, s:i, s:i, s:i, s:d, s:d, s:d, s:d, s:d, s:d, s:n}", "status",
-        wd_status_string(st), "message", st == WD_OK ? "" : wd_last_error(), "iterations",
-        stats.iterations, "sloppy_iterations", stats.sloppy_iterations, "updates", stats.updates,
-        "true_residual", stats.true_residual, "solver_residual", stats.solver_residual,
-        "seconds", stats.seconds, "solve_seconds", stats.solve_seconds, "gflops", stats.gflops,
-        "flops", stats.flops, "bytes_allocated", (Py_ssize_t)stats.bytes_allocated);
-    if (d && PyDict_SetItemString(d, "code", PyLong_FromLong((long)st)) < 0) {
-        Py_DECREF(d);
+    return solve_stats_dict(&stats, st, st == WD_OK ? "" : wd_last_error());
+}
+
+/* N sources (x, b of N fields each) in one wd_solver_solve_many */
+static PyObject *py_solver_solve_many(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *cap, *x_o, *b_o, *set_o;
+    int nsrc;
+    if (!PyArg_ParseTuple(args, "OOOiO", &cap, &x_o, &b_o, &nsrc, &set_o))
+        return NULL;
+    solver_box *box = PyCapsule_GetPointer(cap, "wdirac.solver");
+    if (!box)
+        return NULL;
+    wd_solver_settings s;
+    if (!parse_settings(set_o, &s))
+        return NULL;
+    if (nsrc < 1) {
+        PyErr_SetString(PyExc_ValueError, "solve: need at least one source");
         return NULL;
     }
-    return d;
+    const size_t n = wd_volume(box->dims) * 12;
+    Py_buffer x, b;
+    if (!get_field(x_o, &x, 1, n * (size_t)nsrc, "solve x"))
+        return NULL;
+    if (!get_field(b_o, &b, 0, n * (size_t)nsrc, "solve b")) {
+        PyBuffer_Release(&x);
+        return NULL;
+    }
+    double **xp = PyMem_Calloc((size_t)nsrc, sizeof *xp);
+    const double **bp = PyMem_Calloc((size_t)nsrc, sizeof *bp);
+    wd_solver_stats *stats = PyMem_Calloc((size_t)nsrc, sizeof *stats);
+    PyObject *out = NULL;
+    if (!xp || !bp || !stats) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int k = 0; k < nsrc; k++) {
+        xp[k] = (double *)x.buf + 2 * n * (size_t)k;
+        bp[k] = (const double *)b.buf + 2 * n * (size_t)k;
+    }
+    wd_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = wd_solver_solve_many(box->sv, xp, bp, nsrc, &s, stats);
+    Py_END_ALLOW_THREADS
+    const char *msg = st == WD_OK ? "" : wd_last_error();
+    PyObject *list = PyList_New(nsrc);
+    for (int k = 0; list && k < nsrc; k++) {
+        /* a source's own message where it failed: the batch's names the first */
+        PyObject *d = solve_stats_dict(&stats[k], stats[k].status,
+                                 stats[k].status == WD_OK ? "" : msg);
+        if (!d) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, k, d);
+    }
+    if (list)
+        out = Py_BuildValue("{s:i, s:s, s:s, s:N}", "code", (int)st, "status",
+                            wd_status_string(st), "message", msg, "stats", list);
+done:
+    PyMem_Free(xp);
+    PyMem_Free(bp);
+    PyMem_Free(stats);
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&b);
+    return out;
 }
 
 static PyObject *py_apply(PyObject *self, PyObject *args)
@@ -595,6 +675,8 @@ static PyMethodDef methods[] = {
     {"gauge_observables", py_gauge_observables, METH_VARARGS, "plaquettes and link trace"},
     {"solver_create", py_solver_create, METH_VARARGS, "a solver for one gauge field"},
     {"solver_solve", py_solver_solve, METH_VARARGS, "one solve"},
+    {"solver_solve_many", py_solver_solve_many, METH_VARARGS,
+     "N sources in one lock-step batch"},
     {"apply", py_apply, METH_VARARGS, "out = M x or M^dag x in double on the CPU"},
     {"propagator", py_propagator, METH_VARARGS, "the 12 columns of a point or wall source"},
     {"meson_correlators", py_meson_correlators, METH_VARARGS, "zero-momentum meson C(t)"},

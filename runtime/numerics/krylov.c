@@ -3,8 +3,12 @@
  * mixed, for the even-odd system; every field operation through
  * wd_backend.h.
  *
- * The externally accessible function is
- *   wd_krylov_run   solve (wd_solver.h documents the fields and settings)
+ * The externally accessible functions are
+ *   wd_krylov_run        solve (wd_solver.h documents the fields and settings)
+ *   wd_krylov_run_many   the same for N right-hand sides in lock step, one
+ *                        multi-RHS operator application per Mhat of the
+ *                        iteration (see "The lock-step iteration" below);
+ *                        wd_krylov_run is its case N = 1
  *
  * The iteration runs on sloppy fields (residual rs, direction p), summing
  * the solution correction into the partial accumulator xs (sloppy or outer
@@ -44,6 +48,8 @@
 #include <complex.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "wd_core.h"
 #include "wd_solver.h"
@@ -95,7 +101,8 @@ static double rel(const wd_krylov *ks, double r)
 static void report(const wd_krylov *ks, double rn, const char *what)
 {
     if (ks->verbosity >= 3)
-        fprintf(stderr, "wdirac solver: k=%d iterated residual %.3e%s\n", ks->k, rel(ks, rn), what);
+        fprintf(stderr, "wdirac solver%s: k=%d iterated residual %.3e%s\n", ks->tag, ks->k,
+                rel(ks, rn), what);
     if (ks->progress)
         ks->progress(ks->progress_arg, ks->k + ks->l, rel(ks, rn));
 }
@@ -171,8 +178,8 @@ static wd_status check(wd_krylov *ks, state *s, int *result, double *rn2)
     wd_blas_copy(be, ks->rs, ks->r);
     wd_blas_zero(be, ks->xs);
     if (ks->verbosity >= 2)
-        fprintf(stderr, "wdirac solver: k=%d l=%d true residual %.3e%s\n", ks->k, ks->l,
-                rel(ks, rs), *result == CHECK_ACCEPT ? "" : " (update rejected, restart)");
+        fprintf(stderr, "wdirac solver%s: k=%d l=%d true residual %.3e%s\n", ks->tag, ks->k,
+                ks->l, rel(ks, rs), *result == CHECK_ACCEPT ? "" : " (update rejected, restart)");
     if (ks->progress)
         ks->progress(ks->progress_arg, ks->k + ks->l, rel(ks, rs));
     return be->error;
@@ -314,158 +321,350 @@ static int breakdown(wd_krylov *ks, state *s, double *rn2, wd_status *status)
     return next == NEXT_DONE ? next : NEXT_RESTART;
 }
 
-static wd_status bicgstab(wd_krylov *ks, state *s, double r2)
+/*
+ * The lock-step iteration.  Each lane (one right-hand side, one wd_krylov)
+ * runs exactly the single-RHS algorithm, cut at its operator applications
+ * into three phases per iteration:
+ *   A  start or restart the Krylov space, the max_iter check
+ *      -> first application: BiCGstab v = Mhat p, CG t = Mhat p
+ *   B  BiCGstab: alpha, rs -= alpha v; CG: p^dag A p (breakdown checks)
+ *      -> second application: BiCGstab t = Mhat rs, CG v = Mhat^dag t
+ *   C  the rest of the iteration: accumulate, the new residual, the
+ *      classification and its check, the new direction
+ * Every application is one wd_eo_mhat_multi per maximal run of consecutive
+ * lanes that take part (views into the shared multi-fields), so a lane
+ * that has finished, or that broke down in phase B and restarts in the
+ * next round, costs nothing.  A lane's arithmetic never depends on another
+ * lane, so each gives bit for bit what it gives alone (wd_eo_mhat_multi is
+ * bit for bit wd_eo_mhat per right-hand side), and one lane is the
+ * single-RHS solver.
+ */
+typedef struct lane {
+    wd_krylov *ks;
+    state s;
+    double r2;                      /* |rs|^2 (CG: of the normal equations) */
+    double complex rho, alpha, omega;   /* BiCGstab */
+    double pap;                     /* CG: |Mhat p|^2 */
+    int fresh;                      /* (re)start the Krylov space in phase A */
+    int step;                       /* takes part in this round's applications */
+    int done;
+    wd_status status;
+} lane;
+
+static int solver_outcome(wd_status st)
 {
+    return st == WD_OK || st == WD_ERR_DIVERGED || st == WD_ERR_STAGNATED || st == WD_ERR_NAN ||
+           st == WD_ERR_MAX_ITER;
+}
+
+/* The lane stops with `status`; a failure's message is kept in the lane. */
+static void finish(lane *L, wd_status status)
+{
+    L->done = 1;
+    L->step = 0;
+    L->status = status;
+    if (status != WD_OK)
+        snprintf(L->ks->message, sizeof L->ks->message, "%s", wd_last_error());
+}
+
+static void phase_a(lane *L)
+{
+    wd_krylov *ks = L->ks;
     wd_backend *be = ks->be;
-    double complex rho = 0, alpha = 0, omega = 0;
-    int fresh = 1;
-    wd_status st, status = WD_OK;
-    for (;;) {
-        if (fresh) {
+    if (L->fresh) {
+        if (ks->solver == WD_SOLVER_BICGSTAB) {
             wd_blas_copy(be, ks->r0, ks->rs);
-            wd_blas_copy(be, ks->p, ks->rs);
-            rho = r2;
-            fresh = 0;
-            s->since = 0;
+            L->rho = L->r2;
         }
-        if (be->error != WD_OK)
-            return be->error;
-        if (ks->k + ks->l + 2 > ks->max_iter)
-            return stop(ks, s, WD_ERR_MAX_ITER);
-        if ((st = wd_eo_mhat(&ks->sloppy, ks->v, ks->p, 0)) != WD_OK)
-            return st;
-        const double complex r0v = cz(wd_blas_cdot(be, ks->r0, ks->v));
-        if (r0v == 0 || rho == 0) {
-            int next = breakdown(ks, s, &r2, &status);
-            if (next == NEXT_DONE)
-                return status;
-            fresh = 1;
-            continue;
-        }
-        alpha = rho / r0v;
-        wd_blas_caxpy(be, wc(-alpha), ks->v, ks->rs);
-        if ((st = wd_eo_mhat(&ks->sloppy, ks->t, ks->rs, 0)) != WD_OK)
-            return st;
-        double ts[3];
-        wd_blas_cdot_norm2(be, ks->t, ks->rs, ts);
-        omega = ts[2] > 0 ? CMPLX(ts[0], ts[1]) / ts[2] : 0;
-        accumulate(ks, wc(alpha), ks->p, wc(omega), ks->rs);
-        double rr[3];
-        wd_blas_caxpy_norm2_cdot(be, wc(-omega), ks->t, ks->rs, ks->r0, rr);
-        double complex rho_new = CMPLX(rr[1], rr[2]);
-        r2 = rr[0];
-        ks->k++;
-        s->since++;
-        s->since_check++;
-        report(ks, sqrt(r2), "");
-        int checked;
-        double rn2;
-        const int next = act(ks, s, classify(ks, s, sqrt(r2)), &checked, &rn2, &status);
-        if (next == NEXT_DONE)
-            return status;
-        if (checked) {
-            r2 = rn2;
-            if (next == NEXT_RESTART) {
-                fresh = 1;
-                continue;
-            }
-            rho_new = cz(wd_blas_cdot(be, ks->r0, ks->rs));
-        }
-        if (omega == 0) {
-            if (breakdown(ks, s, &r2, &status) == NEXT_DONE)
-                return status;
-            fresh = 1;
-            continue;
-        }
-        const double complex beta = (rho_new / rho) * (alpha / omega);
-        wd_blas_cxpaypbz(be, ks->rs, wc(-beta * omega), ks->v, wc(beta), ks->p);
-        rho = rho_new;
+        wd_blas_copy(be, ks->p, ks->rs);
+        L->fresh = 0;
+        L->s.since = 0;
     }
+    if (ks->k + ks->l + 2 > ks->max_iter) {
+        finish(L, stop(ks, &L->s, WD_ERR_MAX_ITER));
+        return;
+    }
+    L->step = 1;
 }
 
-static wd_status cg(wd_krylov *ks, state *s, double r2)
+/* A recurrence coefficient vanished (breakdown() decides): the lane leaves
+ * this round and restarts in the next, or stops. */
+static void lane_breakdown(lane *L)
 {
+    wd_status status = WD_OK;
+    L->step = 0;
+    if (breakdown(L->ks, &L->s, &L->r2, &status) == NEXT_DONE)
+        finish(L, status);
+    else
+        L->fresh = 1;
+}
+
+static void bicgstab_b(lane *L)
+{
+    wd_krylov *ks = L->ks;
+    const double complex r0v = cz(wd_blas_cdot(ks->be, ks->r0, ks->v));
+    if (r0v == 0 || L->rho == 0) {
+        lane_breakdown(L);
+        return;
+    }
+    L->alpha = L->rho / r0v;
+    wd_blas_caxpy(ks->be, wc(-L->alpha), ks->v, ks->rs);
+}
+
+static void bicgstab_c(lane *L)
+{
+    wd_krylov *ks = L->ks;
     wd_backend *be = ks->be;
-    int fresh = 1;
-    wd_status st, status = WD_OK;
-    for (;;) {
-        if (fresh) {
-            wd_blas_copy(be, ks->p, ks->rs);
-            fresh = 0;
-            s->since = 0;
-        }
-        if (be->error != WD_OK)
-            return be->error;
-        if (ks->k + ks->l + 2 > ks->max_iter)
-            return stop(ks, s, WD_ERR_MAX_ITER);
-        if ((st = wd_eo_mhat(&ks->sloppy, ks->t, ks->p, 0)) != WD_OK)
-            return st;
-        const double pap = wd_blas_norm2(be, ks->t);
-        if ((st = wd_eo_mhat(&ks->sloppy, ks->v, ks->t, 1)) != WD_OK)
-            return st;
-        if (!(pap > 0) && isfinite(pap)) {
-            if (breakdown(ks, s, &r2, &status) == NEXT_DONE)
-                return status;
-            fresh = 1;
-            continue;
-        }
-        const double alpha = r2 / pap;
-        const double r2_prev = r2;
-        const double r2_new = wd_blas_axpy_norm2(be, -alpha, ks->v, ks->rs);
-        ks->k++;
-        s->since++;
-        s->since_check++;
-        report(ks, sqrt(r2_new), " (normal equations)");
-        const int v = classify(ks, s, sqrt(r2_new));
-        if (v == GO_ON && ks->xs->precision == ks->p->precision) {
-            wd_blas_axpy_zpbx(be, alpha, ks->p, ks->xs, ks->rs, r2_new / r2);
-            r2 = r2_new;
-            continue;
-        }
-        accumulate(ks, wc(alpha), ks->p, wc(0), NULL);
-        if (v == GO_ON) {
-            wd_blas_xpay(be, ks->rs, r2_new / r2, ks->p);
-            r2 = r2_new;
-            continue;
-        }
-        int checked;
-        double rn2 = 0;
-        const int next = act(ks, s, v, &checked, &rn2, &status);
-        if (next == NEXT_DONE)
-            return status;
-        r2 = rn2;
+    state *s = &L->s;
+    double ts[3];
+    wd_blas_cdot_norm2(be, ks->t, ks->rs, ts);
+    L->omega = ts[2] > 0 ? CMPLX(ts[0], ts[1]) / ts[2] : 0;
+    accumulate(ks, wc(L->alpha), ks->p, wc(L->omega), ks->rs);
+    double rr[3];
+    wd_blas_caxpy_norm2_cdot(be, wc(-L->omega), ks->t, ks->rs, ks->r0, rr);
+    double complex rho_new = CMPLX(rr[1], rr[2]);
+    L->r2 = rr[0];
+    ks->k++;
+    s->since++;
+    s->since_check++;
+    report(ks, sqrt(L->r2), "");
+    int checked;
+    double rn2;
+    wd_status status = WD_OK;
+    const int next = act(ks, s, classify(ks, s, sqrt(L->r2)), &checked, &rn2, &status);
+    if (next == NEXT_DONE) {
+        finish(L, status);
+        return;
+    }
+    if (checked) {
+        L->r2 = rn2;
         if (next == NEXT_RESTART) {
-            fresh = 1;
-            continue;
+            L->fresh = 1;
+            return;
         }
-        /* reliable update: p orthogonal to the new r, then the usual step
-         * with beta = |r_true|^2 / |r_old|^2 */
-        const double rp = wd_blas_cdot(be, ks->rs, ks->p).re / rn2;
-        wd_blas_axpy(be, -rp, ks->rs, ks->p);
-        wd_blas_xpay(be, ks->rs, rn2 / (r2_prev), ks->p);
+        rho_new = cz(wd_blas_cdot(be, ks->r0, ks->rs));
     }
+    if (L->omega == 0) {
+        lane_breakdown(L);
+        return;
+    }
+    const double complex beta = (rho_new / L->rho) * (L->alpha / L->omega);
+    wd_blas_cxpaypbz(be, ks->rs, wc(-beta * L->omega), ks->v, wc(beta), ks->p);
+    L->rho = rho_new;
 }
 
-wd_status wd_krylov_run(wd_krylov *ks)
+static void cg_b(lane *L)
 {
+    L->pap = wd_blas_norm2(L->ks->be, L->ks->t);
+    /* the single-RHS order applied Mhat^dag before this test; its result
+     * is not read on a breakdown, so the lane skips it */
+    if (!(L->pap > 0) && isfinite(L->pap))
+        lane_breakdown(L);
+}
+
+static void cg_c(lane *L)
+{
+    wd_krylov *ks = L->ks;
     wd_backend *be = ks->be;
-    state s = {0};
+    state *s = &L->s;
+    const double alpha = L->r2 / L->pap;
+    const double r2_prev = L->r2;
+    const double r2_new = wd_blas_axpy_norm2(be, -alpha, ks->v, ks->rs);
+    ks->k++;
+    s->since++;
+    s->since_check++;
+    report(ks, sqrt(r2_new), " (normal equations)");
+    const int v = classify(ks, s, sqrt(r2_new));
+    if (v == GO_ON && ks->xs->precision == ks->p->precision) {
+        wd_blas_axpy_zpbx(be, alpha, ks->p, ks->xs, ks->rs, r2_new / L->r2);
+        L->r2 = r2_new;
+        return;
+    }
+    accumulate(ks, wc(alpha), ks->p, wc(0), NULL);
+    if (v == GO_ON) {
+        wd_blas_xpay(be, ks->rs, r2_new / L->r2, ks->p);
+        L->r2 = r2_new;
+        return;
+    }
+    int checked;
+    double rn2 = 0;
+    wd_status status = WD_OK;
+    const int next = act(ks, s, v, &checked, &rn2, &status);
+    if (next == NEXT_DONE) {
+        finish(L, status);
+        return;
+    }
+    L->r2 = rn2;
+    if (next == NEXT_RESTART) {
+        L->fresh = 1;
+        return;
+    }
+    /* reliable update: p orthogonal to the new r, then the usual step
+     * with beta = |r_true|^2 / |r_old|^2 */
+    const double rp = wd_blas_cdot(be, ks->rs, ks->p).re / rn2;
+    wd_blas_axpy(be, -rp, ks->rs, ks->p);
+    wd_blas_xpay(be, ks->rs, rn2 / r2_prev, ks->p);
+}
+
+enum { ROLE_P, ROLE_V, ROLE_T, ROLE_RS };
+
+static wd_field *role(wd_krylov *ks, int r)
+{
+    return r == ROLE_P ? ks->p : r == ROLE_V ? ks->v : r == ROLE_T ? ks->t : ks->rs;
+}
+
+/* out = Mhat in (or Mhat^dag) on every lane that steps: one multi-RHS
+ * application per run of consecutive such lanes, views of the lanes'
+ * fields from the run's first lane on (each a right-hand side of one
+ * multi-field, in lane order: checked by wd_krylov_run_many). */
+static wd_status apply(lane *L, int n, int out, int in, int dagger)
+{
+    for (int a = 0; a < n;) {
+        if (!L[a].step) {
+            a++;
+            continue;
+        }
+        int e = a + 1;
+        while (e < n && L[e].step)
+            e++;
+        wd_field vo = wd_field_view(role(L[a].ks, out), 0, e - a);
+        const wd_field vi = wd_field_view(role(L[a].ks, in), 0, e - a);
+        const wd_status st = wd_eo_mhat_multi(&L[0].ks->sloppy, &vo, &vi, dagger, e - a);
+        if (st != WD_OK)
+            return st;
+        a = e;
+    }
+    return WD_OK;
+}
+
+/* the first lane with a status that is no solver outcome (a backend or
+ * communication failure), or -1 */
+static int fatal_lane(const lane *L, int n)
+{
+    for (int i = 0; i < n; ++i)
+        if (L[i].done && !solver_outcome(L[i].status))
+            return i;
+    return -1;
+}
+
+/* Each lane's fields p, v, t, rs must be right-hand side i of one field
+ * each, lane after lane, so that views from one lane on reach the next. */
+static wd_status check_lanes(wd_krylov *ks, int n)
+{
+    for (int i = 1; i < n; ++i)
+        for (int r = ROLE_P; r <= ROLE_RS; ++r) {
+            const wd_field *f0 = role(&ks[0], r), *fi = role(&ks[i], r);
+            if ((const char *)fi->data != (const char *)f0->data + (size_t)i * f0->bytes ||
+                fi->precision != f0->precision)
+                return wd_fail(WD_ERR_INTERNAL, "wd_krylov_run_many: lane %d's sloppy fields "
+                               "are not right-hand side %d of lane 0's multi-fields", i, i);
+        }
+    return WD_OK;
+}
+
+/* the first true residual of a lane; finished at once when x = 0 already
+ * meets the target (or the residual is not finite) */
+static wd_status lane_start(lane *L)
+{
+    wd_krylov *ks = L->ks;
+    state *s = &L->s;
+    memset(s, 0, sizeof *s);
     ks->k = ks->l = 0;
+    ks->message[0] = 0;
     double rs, r2;
     wd_status st = true_residual(ks, &rs, &r2);
     if (st != WD_OK)
         return st;
-    s.best = ks->residual = rs;
-    s.best_it = sqrt(r2);
-    if (!isfinite(rs))
-        return wd_fail(WD_ERR_NAN, "solver: the initial residual is not finite");
-    if (rs <= ks->target)
+    s->best = ks->residual = rs;
+    s->best_it = sqrt(r2);
+    L->r2 = r2;
+    L->fresh = 1;
+    if (!isfinite(rs)) {
+        finish(L, wd_fail(WD_ERR_NAN, "solver: the initial residual is not finite"));
         return WD_OK;
-    s.rstart = s.rmax = s.rmin = s.rn = sqrt(r2);
-    s.target_iter = ks->target;
+    }
+    if (rs <= ks->target) {
+        finish(L, WD_OK);
+        return WD_OK;
+    }
+    s->rstart = s->rmax = s->rmin = s->rn = sqrt(r2);
+    s->target_iter = ks->target;
     if (ks->solver == WD_SOLVER_CG)
-        cg_target(ks, &s);
-    wd_blas_copy(be, ks->rs, ks->r);
-    wd_blas_zero(be, ks->xs);
-    return ks->solver == WD_SOLVER_CG ? cg(ks, &s, r2) : bicgstab(ks, &s, r2);
+        cg_target(ks, s);
+    wd_blas_copy(ks->be, ks->rs, ks->r);
+    wd_blas_zero(ks->be, ks->xs);
+    return WD_OK;
+}
+
+wd_status wd_krylov_run_many(wd_krylov *ks, int n, wd_status *lane_status)
+{
+    if (n < 1)
+        return wd_fail(WD_ERR_INTERNAL, "wd_krylov_run_many: %d lanes", n);
+    wd_backend *be = ks[0].be;
+    const int bicg = ks[0].solver == WD_SOLVER_BICGSTAB;
+    for (int i = 1; i < n; ++i)
+        if (ks[i].solver != ks[0].solver || ks[i].be != be)
+            return wd_fail(WD_ERR_INTERNAL, "wd_krylov_run_many: lane %d has another solver or "
+                           "backend than lane 0", i);
+    wd_status st = check_lanes(ks, n);
+    lane *L = st == WD_OK ? calloc((size_t)n, sizeof *L) : NULL;
+    if (st == WD_OK && !L)
+        st = wd_fail(WD_ERR_NOMEM, "wd_krylov_run_many: cannot allocate %d lanes", n);
+    for (int i = 0; i < n; ++i)
+        lane_status[i] = st;
+    for (int i = 0; i < n && st == WD_OK; ++i) {
+        L[i].ks = &ks[i];
+        st = lane_start(&L[i]);
+    }
+    while (st == WD_OK) {
+        int stepping = 0;
+        for (int i = 0; i < n; ++i)
+            if (!L[i].done) {
+                phase_a(&L[i]);
+                stepping += L[i].step;
+            }
+        if (be->error != WD_OK) {
+            st = be->error;
+            break;
+        }
+        if (fatal_lane(L, n) >= 0 || !stepping)
+            break;
+        if ((st = apply(L, n, bicg ? ROLE_V : ROLE_T, ROLE_P, 0)) != WD_OK)
+            break;
+        for (int i = 0; i < n; ++i)
+            if (L[i].step)
+                (bicg ? bicgstab_b : cg_b)(&L[i]);
+        if (fatal_lane(L, n) >= 0)
+            break;
+        if ((st = bicg ? apply(L, n, ROLE_T, ROLE_RS, 0) : apply(L, n, ROLE_V, ROLE_T, 1)) !=
+            WD_OK)
+            break;
+        for (int i = 0; i < n; ++i)
+            if (L[i].step)
+                (bicg ? bicgstab_c : cg_c)(&L[i]);
+        if (fatal_lane(L, n) >= 0)
+            break;
+    }
+    if (st == WD_OK) {
+        const int f = fatal_lane(L, n);
+        if (f >= 0)
+            st = wd_fail(L[f].status, "%s", ks[f].message);
+    }
+    for (int i = 0; i < n && L; ++i)
+        lane_status[i] = L[i].done ? L[i].status : st;
+    if (st != WD_OK)
+        for (int i = 0; i < n; ++i)
+            if (L && !L[i].done)
+                snprintf(ks[i].message, sizeof ks[i].message, "%s", wd_last_error());
+    free(L);
+    return st;
+}
+
+wd_status wd_krylov_run(wd_krylov *ks)
+{
+    wd_status lane_st;
+    const wd_status st = wd_krylov_run_many(ks, 1, &lane_st);
+    if (st != WD_OK || lane_st == WD_OK)
+        return st;
+    return wd_fail(lane_st, "%s", ks->message);
 }

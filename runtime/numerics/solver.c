@@ -179,7 +179,9 @@ struct wd_solver {
     double *clover_host;        /* clover: A of the caller's links (the float64 check) */
     double clover_mass;         /* the mass A was built for */
     wd_clover cl_a[2], cl_ainv[2];  /* A, A^-1: [0] outer, [1] sloppy precision (when other) */
-    wd_field f[F_COUNT];
+    wd_field f[F_COUNT];        /* per-lane roles with `lanes` right-hand sides (per_lane) */
+    int lanes;
+    wd_field view[WD_SOLVE_MANY_GROUP][F_COUNT];  /* lane i's right-hand side of each */
 };
 
 static void clover_release(wd_solver *sv)
@@ -436,12 +438,22 @@ wd_status wd_solver_create(wd_solver **out, const double *gauge, const int dims[
     return WD_OK;
 }
 
-/* The field of `role`, allocated at first use in `precision`. */
-static wd_field *field(wd_solver *sv, int role, int precision, wd_status *st)
+/* Whether a role holds one right-hand side a lane (the others are single
+ * scratch fields): the odd scratch of the sloppy operator is its tmp_n. */
+static int per_lane(int role, int shared)
+{
+    return role != F_EVEN && role != F_EVEN_S && (role != F_ODD || shared);
+}
+
+/* The field of `role`, allocated at first use in `precision`, with
+ * sv->lanes right-hand sides where the role has one a lane. */
+static wd_field *field(wd_solver *sv, int role, int precision, int shared, wd_status *st)
 {
     wd_field *f = &sv->f[role];
+    const int n = per_lane(role, shared) ? sv->lanes : 1;
     if (*st == WD_OK && !f->data)
-        *st = wd_field_create(&sv->be, f, precision);
+        *st = n > 1 ? wd_field_create_multi(&sv->be, f, precision, n)
+                    : wd_field_create(&sv->be, f, precision);
     return f;
 }
 
@@ -451,8 +463,14 @@ static int accumulate_outer(const wd_solver_settings *s)
            (s->accumulator == WD_ACCUM_AUTO && s->solver == WD_SOLVER_CG);
 }
 
-/* Fields and operators of one solve into ks; odd is the outer odd scratch. */
-static wd_status setup_krylov(wd_solver *sv, const wd_solver_settings *s, wd_krylov *ks,
+/*
+ * Fields and operators of n lock-step lanes (n <= WD_SOLVE_MANY_GROUP;
+ * one for a single solve) into ks[0..n); *odd is the outer odd scratch.
+ * Lane i's fields are right-hand side i of the work fields (views in
+ * sv->view[i]), as wd_krylov_run_many wants them; work fields with fewer
+ * right-hand sides than n are made again with n.
+ */
+static wd_status setup_krylov(wd_solver *sv, const wd_solver_settings *s, wd_krylov *ks, int n,
                               wd_field **odd)
 {
     const int cg = s->solver == WD_SOLVER_CG;
@@ -461,135 +479,155 @@ static wd_status setup_krylov(wd_solver *sv, const wd_solver_settings *s, wd_kry
     const double kappa = 1.0 / (2.0 * (4.0 + s->mass));
     const wd_gauge *g_sloppy = sv->g_sloppy.data ? &sv->g_sloppy : &sv->g_outer;
     wd_status st = WD_OK;
-    memset(ks, 0, sizeof *ks);
-    ks->b = field(sv, F_B, po, &st);
-    ks->x = field(sv, F_X, po, &st);
-    ks->r = field(sv, F_R, po, &st);
-    *odd = field(sv, F_ODD, po, &st);
-    ks->te = cg ? field(sv, F_TE, po, &st) : NULL;
+    if (n > sv->lanes) {
+        for (int i = 0; i < F_COUNT; ++i)
+            wd_field_destroy(&sv->be, &sv->f[i]);
+        sv->lanes = n;
+    }
+    field(sv, F_B, po, shared, &st);
+    field(sv, F_X, po, shared, &st);
+    field(sv, F_R, po, shared, &st);
+    field(sv, F_ODD, po, shared, &st);
+    if (cg)
+        field(sv, F_TE, po, shared, &st);
     /* the accumulator lives in F_XS, created in the precision of the first
      * solve; a later solve that wants the other precision recreates it */
     const int pxs = accumulate_outer(s) ? po : ps;
     if (sv->f[F_XS].data && sv->f[F_XS].precision != pxs)
         wd_field_destroy(&sv->be, &sv->f[F_XS]);
-    ks->xs = field(sv, F_XS, pxs, &st);
-    ks->rs = shared ? ks->r : field(sv, F_RS, ps, &st);
-    ks->p = field(sv, F_P, ps, &st);
-    ks->v = field(sv, F_V, ps, &st);
-    ks->t = shared && cg ? ks->te : field(sv, F_T, ps, &st);
-    ks->r0 = cg ? NULL : field(sv, F_R0, ps, &st);
-    wd_field *odd_sloppy = shared ? *odd : field(sv, F_ODD_S, ps, &st);
-    if (st == WD_OK)
-        st = wd_eo_op_init(&ks->outer, &sv->be, &sv->g_outer, kappa, *odd, cg);
-    if (st == WD_OK)
-        st = wd_eo_op_init(&ks->sloppy, &sv->be, g_sloppy, kappa, odd_sloppy, cg);
+    field(sv, F_XS, pxs, shared, &st);
+    if (!shared)
+        field(sv, F_RS, ps, shared, &st);
+    field(sv, F_P, ps, shared, &st);
+    field(sv, F_V, ps, shared, &st);
+    if (!(shared && cg))
+        field(sv, F_T, ps, shared, &st);
+    if (!cg)
+        field(sv, F_R0, ps, shared, &st);
+    if (!shared)
+        field(sv, F_ODD_S, ps, shared, &st);
     if (s->csw != 0) {
-        const int sym = s->clover_form == WD_CLOVER_SYMMETRIC, lvl = shared ? 0 : 1;
-        wd_field *even = field(sv, F_EVEN, po, &st);
-        wd_field *even_s = shared ? even : field(sv, F_EVEN_S, ps, &st);
-        if (st == WD_OK)
-            st = wd_eo_op_clover(&ks->outer, sym ? NULL : &sv->cl_a[0], &sv->cl_ainv[0], sym,
-                                 even, cg);
-        if (st == WD_OK)
-            st = wd_eo_op_clover(&ks->sloppy, sym ? NULL : &sv->cl_a[lvl], &sv->cl_ainv[lvl],
-                                 sym, even_s, cg);
+        field(sv, F_EVEN, po, shared, &st);
+        if (!shared)
+            field(sv, F_EVEN_S, ps, shared, &st);
     }
-    ks->be = &sv->be;
-    ks->solver = s->solver;
-    ks->mixed = s->mixed;
-    ks->delta = s->delta;
-    ks->tol_inner = s->tol_inner;
-    ks->divergence = s->divergence;
-    ks->max_stall = s->max_stall;
-    ks->max_iter = s->max_iter;
-    ks->verbosity = sv->grid.rank == 0 ? s->verbosity : 0; /* rank 0 speaks */
-    ks->progress = s->progress;
-    ks->progress_arg = s->progress_arg;
-    return st;
-}
-
-/* One solve on the backend: host b (in the solve's gauge) to host x. */
-static wd_status run(wd_solver *sv, double *x, const double *b_run, const wd_solver_settings *s,
-                     double bnorm, wd_solver_stats *stats)
-{
-    const double t_start = now_s();
-    wd_backend *be = &sv->be;
-    wd_krylov ks;
-    wd_field *odd;
-    wd_status st = setup_krylov(sv, s, &ks, &odd);
     if (st != WD_OK)
         return st;
-    const double kappa = ks.outer.kappa;
+    for (int i = 0; i < n; ++i)
+        for (int r = 0; r < F_COUNT; ++r)
+            sv->view[i][r] = wd_field_view(&sv->f[r], per_lane(r, shared) ? i : 0, 1);
+    *odd = &sv->view[0][F_ODD];
+    wd_field *odd_sloppy = &sv->view[0][shared ? F_ODD : F_ODD_S];
+    memset(ks, 0, (size_t)n * sizeof *ks);
+    if ((st = wd_eo_op_init(&ks->outer, &sv->be, &sv->g_outer, kappa, *odd, cg)) != WD_OK ||
+        (st = wd_eo_op_init(&ks->sloppy, &sv->be, g_sloppy, kappa, odd_sloppy, cg)) != WD_OK)
+        return st;
+    ks->sloppy.tmp_n = &sv->f[shared ? F_ODD : F_ODD_S];
+    if (s->csw != 0) {
+        const int sym = s->clover_form == WD_CLOVER_SYMMETRIC, lvl = shared ? 0 : 1;
+        wd_field *even = &sv->view[0][F_EVEN];
+        wd_field *even_s = shared ? even : &sv->view[0][F_EVEN_S];
+        if ((st = wd_eo_op_clover(&ks->outer, sym ? NULL : &sv->cl_a[0], &sv->cl_ainv[0], sym,
+                                  even, cg)) != WD_OK ||
+            (st = wd_eo_op_clover(&ks->sloppy, sym ? NULL : &sv->cl_a[lvl], &sv->cl_ainv[lvl],
+                                  sym, even_s, cg)) != WD_OK)
+            return st;
+    }
+    for (int i = 0; i < n; ++i) {
+        wd_krylov *k = &ks[i];
+        wd_field *f = sv->view[i];
+        k->outer = ks->outer;
+        k->sloppy = ks->sloppy;
+        k->b = &f[F_B];
+        k->x = &f[F_X];
+        k->r = &f[F_R];
+        k->te = cg ? &f[F_TE] : NULL;
+        k->xs = &f[F_XS];
+        k->rs = shared ? k->r : &f[F_RS];
+        k->p = &f[F_P];
+        k->v = &f[F_V];
+        k->t = shared && cg ? k->te : &f[F_T];
+        k->r0 = cg ? NULL : &f[F_R0];
+        k->be = &sv->be;
+        k->solver = s->solver;
+        k->mixed = s->mixed;
+        k->delta = s->delta;
+        k->tol_inner = s->tol_inner;
+        k->divergence = s->divergence;
+        k->max_stall = s->max_stall;
+        k->max_iter = s->max_iter;
+        k->verbosity = sv->grid.rank == 0 ? s->verbosity : 0; /* rank 0 speaks */
+        /* lock-step lanes do not report progress: one callback cannot tell them apart */
+        k->progress = n == 1 ? s->progress : NULL;
+        k->progress_arg = s->progress_arg;
+    }
+    return WD_OK;
+}
 
-    /* b'_e = (b_e + kappa D_eo b_o) / (4+m); clover (see the top):
-     * t_o = A_oo^-1 b_o, b'_e = A_ee^-1 (b_e + kappa D_eo t_o) / (4+m) in
-     * the symmetric form, without A_ee^-1 in the asymmetric one */
-    const double inv = 1.0 / (4.0 + s->mass);
-    const wd_eo_op *op = &ks.outer;
-    if ((st = be->ops->upload(be, ks.b, b_run, 0)) != WD_OK ||
+/* b'_e = (b_e + kappa D_eo b_o) / (4+m) into ks->b, x = 0; clover (see the
+ * top): t_o = A_oo^-1 b_o, b'_e = A_ee^-1 (b_e + kappa D_eo t_o) / (4+m) in
+ * the symmetric form, without A_ee^-1 in the asymmetric one.  The Krylov
+ * target and scale for bnorm = ||b||. */
+static wd_status prepare(wd_solver *sv, wd_krylov *ks, wd_field *odd, const double *b_run,
+                         const wd_solver_settings *s, double bnorm)
+{
+    wd_backend *be = &sv->be;
+    const double kappa = ks->outer.kappa, inv = 1.0 / (4.0 + s->mass);
+    const wd_eo_op *op = &ks->outer;
+    wd_status st;
+    if ((st = be->ops->upload(be, ks->b, b_run, 0)) != WD_OK ||
         (st = be->ops->upload(be, odd, b_run, 1)) != WD_OK)
         return st;
     const wd_field *b_o = odd;
     if (op->ainv) {
-        /* ks.r (even) is free until the Krylov run: stage b_o through it */
-        if ((st = be->ops->upload(be, ks.r, b_run, 1)) != WD_OK ||
-            (st = wd_dslash_clover(be, op->cl_site, odd, NULL, op->ainv, ks.r, NULL, 0, 1)) !=
+        /* ks->r (even) is free until the Krylov run: stage b_o through it */
+        if ((st = be->ops->upload(be, ks->r, b_run, 1)) != WD_OK ||
+            (st = wd_dslash_clover(be, op->cl_site, odd, NULL, op->ainv, ks->r, NULL, 0, 1)) !=
                 WD_OK)
             return st;
     }
-    if ((st = wd_dslash(be, ks.outer.xpay[0], ks.r, &sv->g_outer, b_o, ks.b, kappa, 0)) != WD_OK)
+    if ((st = wd_dslash(be, op->xpay[0], ks->r, &sv->g_outer, b_o, ks->b, kappa, 0)) != WD_OK)
         return st;
     if (op->ainv && op->symmetric &&
-        (st = wd_dslash_clover(be, op->cl_site, ks.b, NULL, op->ainv, ks.r, NULL, 0, 0)) != WD_OK)
+        (st = wd_dslash_clover(be, op->cl_site, ks->b, NULL, op->ainv, ks->r, NULL, 0, 0)) !=
+            WD_OK)
         return st;
     if (!(op->ainv && op->symmetric))
-        wd_blas_copy(be, ks.b, ks.r);
-    wd_blas_ax(be, inv, ks.b);
-    wd_blas_zero(be, ks.x);
+        wd_blas_copy(be, ks->b, ks->r);
+    wd_blas_ax(be, inv, ks->b);
+    wd_blas_zero(be, ks->x);
+    ks->target = s->tol * bnorm * inv;
+    ks->scale = (4.0 + s->mass) / bnorm;
+    return be->error;
+}
 
-    ks.target = s->tol * bnorm * inv;
-    ks.scale = (4.0 + s->mass) / bnorm;
-    const double flops0 = be->flops, t0 = now_s();
-    const wd_status solve_st = wd_krylov_run(&ks);
-    stats->solve_seconds = now_s() - t0;
-    const double t1 = now_s();
-    stats->flops = be->flops - flops0;
-    stats->sloppy_iterations = ks.k;
-    stats->updates = ks.l;
-    stats->iterations = ks.k + ks.l;
-    stats->solver_residual = ks.residual * ks.scale;
-    stats->bytes_allocated = be->bytes_peak;
-    stats->bytes_gauge = sv->g_outer.bytes + sv->g_sloppy.bytes;
-    if (be->error != WD_OK)
-        return be->error;
-    if (solve_st != WD_OK && solve_st != WD_ERR_DIVERGED && solve_st != WD_ERR_STAGNATED &&
-        solve_st != WD_ERR_NAN && solve_st != WD_ERR_MAX_ITER)
-        return solve_st;
-
-    /* x_o = b_o / (4+m) + kappa D_oe x_e; clover: A_oo^-1 applied to both terms */
+/* x_o = b_o / (4+m) + kappa D_oe x_e (clover: A_oo^-1 applied to both
+ * terms), download x, undo the gauge fixing. */
+static wd_status reconstruct(wd_solver *sv, wd_krylov *ks, wd_field *odd, const double *b_run,
+                             const wd_solver_settings *s, double *x)
+{
+    wd_backend *be = &sv->be;
+    const wd_eo_op *op = &ks->outer;
+    wd_status st;
     if ((st = be->ops->upload(be, odd, b_run, 1)) != WD_OK)
         return st;
     if (op->ainv) {
-        if ((st = be->ops->upload(be, ks.r, b_run, 1)) != WD_OK ||
-            (st = wd_dslash_clover(be, op->cl_site, odd, NULL, op->ainv, ks.r, NULL, 0, 1)) !=
+        if ((st = be->ops->upload(be, ks->r, b_run, 1)) != WD_OK ||
+            (st = wd_dslash_clover(be, op->cl_site, odd, NULL, op->ainv, ks->r, NULL, 0, 1)) !=
                 WD_OK)
             return st;
     }
-    wd_blas_ax(be, inv, odd);
-    if ((st = wd_dslash_clover(be, op->ainv ? op->cl_xpay[0] : ks.outer.xpay[0], ks.r,
-                               &sv->g_outer, op->ainv, ks.x, odd, kappa, 1)) != WD_OK ||
-        (st = be->ops->download(be, x, ks.x, 0)) != WD_OK ||
-        (st = be->ops->download(be, x, ks.r, 1)) != WD_OK)
+    wd_blas_ax(be, 1.0 / (4.0 + s->mass), odd);
+    if ((st = wd_dslash_clover(be, op->ainv ? op->cl_xpay[0] : op->xpay[0], ks->r, &sv->g_outer,
+                               op->ainv, ks->x, odd, op->kappa, 1)) != WD_OK ||
+        (st = be->ops->download(be, x, ks->x, 0)) != WD_OK ||
+        (st = be->ops->download(be, x, ks->r, 1)) != WD_OK)
         return st;
     if (be->error != WD_OK)
         return be->error;
     if (sv->gfix)
         wd_spinor_transform((double complex *)x, sv->gfix, sv->dims, 1);
-    if (s->verbosity >= 1)
-        fprintf(stderr, "wdirac solver: host b to device and source preparation %.4f s, Krylov "
-                "%.4f s, reconstruction and device to host x %.4f s\n", t0 - t_start,
-                stats->solve_seconds, now_s() - t1);
-    return solve_st;
+    return WD_OK;
 }
 
 static int solver_failure(wd_status st)
@@ -598,19 +636,82 @@ static int solver_failure(wd_status st)
            st == WD_ERR_MAX_ITER;
 }
 
-/* One pass on the backend: the source in the solver's gauge, run. */
+/* b in the gauge the solve runs in (sv->bfix, one source at a time) */
+static const double *source_run(wd_solver *sv, const double *b)
+{
+    if (!sv->gfix)
+        return b;
+    memcpy(sv->bfix, b, wd_volume(sv->dims) * 12 * sizeof *sv->bfix);
+    wd_spinor_transform(sv->bfix, sv->gfix, sv->dims, 0);
+    return (const double *)sv->bfix;
+}
+
+/*
+ * n solves on the backend in lock step (n = 1: a single solve): host
+ * sources b[i] (the caller's gauge) to host x[i].  Returns a failure that
+ * is not a solver outcome (every lane stops); otherwise lane i's outcome
+ * in lane_st[i] with its message in ks[i].message.  Each lane's seconds,
+ * solve_seconds and flops are the group's divided by n.
+ */
+static wd_status run_lanes(wd_solver *sv, double *const x[], const double *const b[], int n,
+                           const wd_solver_settings *s, const double bnorm[],
+                           wd_solver_stats *stats[], wd_status lane_st[], wd_krylov *ks,
+                           const int label[])
+{
+    const double t_start = now_s();
+    wd_backend *be = &sv->be;
+    wd_field *odd;
+    be->bytes_peak = be->bytes_allocated;
+    be->error = WD_OK;
+    wd_status st = setup_krylov(sv, s, ks, n, &odd);
+    for (int i = 0; i < n && st == WD_OK; ++i) {
+        st = prepare(sv, &ks[i], odd, source_run(sv, b[i]), s, bnorm[i]);
+        if (label)
+            snprintf(ks[i].tag, sizeof ks[i].tag, " [rhs %d]", label[i]);
+    }
+    if (st != WD_OK)
+        return st;
+    const double flops0 = be->flops, t0 = now_s();
+    st = wd_krylov_run_many(ks, n, lane_st);
+    const double t1 = now_s();
+    const double flops = be->flops - flops0;
+    if (st == WD_OK && be->error != WD_OK)
+        st = be->error;
+    for (int i = 0; i < n && st == WD_OK; ++i)
+        st = reconstruct(sv, &ks[i], odd, source_run(sv, b[i]), s, x[i]);
+    if (st != WD_OK)
+        return st;
+    const double t2 = now_s();
+    for (int i = 0; i < n; ++i) {
+        wd_solver_stats *sti = stats[i];
+        sti->seconds = (t2 - t_start) / n;
+        sti->solve_seconds = (t1 - t0) / n;
+        sti->flops = flops / n;
+        sti->sloppy_iterations = ks[i].k;
+        sti->updates = ks[i].l;
+        sti->iterations = ks[i].k + ks[i].l;
+        sti->solver_residual = ks[i].residual * ks[i].scale;
+        sti->bytes_allocated = be->bytes_peak;
+        sti->bytes_gauge = sv->g_outer.bytes + sv->g_sloppy.bytes;
+    }
+    if (s->verbosity >= 1 && sv->grid.rank == 0)
+        fprintf(stderr, "wdirac solver: %d right-hand side%s: host b to device and source "
+                "preparation %.4f s, Krylov %.4f s, reconstruction and device to host x %.4f s\n",
+                n, n > 1 ? "s" : "", t0 - t_start, t1 - t0, t2 - t1);
+    return WD_OK;
+}
+
+/* One single-RHS pass on the backend (a solve, or a refinement round's
+ * correction solve). */
 static wd_status solve_pass(wd_solver *sv, double *x, const double *b,
                             const wd_solver_settings *s, double bnorm, wd_solver_stats *stats)
 {
-    const double *b_run = b;
-    if (sv->gfix) {
-        memcpy(sv->bfix, b, wd_volume(sv->dims) * 12 * sizeof *sv->bfix);
-        wd_spinor_transform(sv->bfix, sv->gfix, sv->dims, 0);
-        b_run = (const double *)sv->bfix;
-    }
-    sv->be.bytes_peak = sv->be.bytes_allocated;
-    sv->be.error = WD_OK;
-    return run(sv, x, b_run, s, bnorm, stats);
+    wd_krylov ks;
+    wd_status lane_st;
+    const wd_status st = run_lanes(sv, &x, &b, 1, s, &bnorm, &stats, &lane_st, &ks, NULL);
+    if (st != WD_OK)
+        return st;
+    return lane_st == WD_OK ? WD_OK : wd_fail(lane_st, "%s", ks.message);
 }
 
 /*
@@ -687,14 +788,54 @@ static wd_status refine(wd_solver *sv, double *x, const double *b, const wd_solv
     return st;
 }
 
-wd_status wd_solver_solve(wd_solver *sv, double *x, const double *b, const wd_solver_settings *s,
-                          wd_solver_stats *stats)
+/*
+ * After the Krylov solve of one right-hand side (solve_st, its message
+ * msg): the float64 true residual, the refinement, the summary line.
+ * Returns the solve's status (the message set again); a failure that is
+ * no solver outcome zeroes x.
+ */
+static wd_status conclude(wd_solver *sv, double *x, const double *b, const wd_solver_settings *s,
+                          double bnorm, wd_solver_stats *stats, wd_status solve_st,
+                          const char *msg_in, const char *tag)
+{
+    const size_t vol = wd_volume(sv->dims);
+    char msg[600];
+    snprintf(msg, sizeof msg, "%s", msg_in);
+    wd_status st;
+    if ((st = wd_host_residual(&sv->hb, x, sv->gauge, sv->clover_host, b, s->mass, s->tbc,
+                               &stats->true_residual, NULL)) != WD_OK)
+        return st;
+    if (solve_st == WD_OK && stats->true_residual > s->tol) {
+        solve_st = refine(sv, x, b, s, bnorm, stats, msg, sizeof msg);
+        if (solve_st != WD_OK && !solver_failure(solve_st)) {
+            memset(x, 0, vol * 24 * sizeof *x);
+            return wd_fail(solve_st, "%s", msg);
+        }
+    }
+    stats->gflops = stats->solve_seconds > 0 ? stats->flops / stats->solve_seconds * 1e-9 : 0;
+    if (s->verbosity >= 1 && sv->grid.rank == 0)
+        fprintf(stderr, "wdirac solver%s: %s, %d iterations (%d + %d updates), true residual "
+                "%.3e, %.3f s, %.2f Gflops, %zu bytes\n", tag, wd_status_string(solve_st),
+                stats->iterations, stats->sloppy_iterations, stats->updates,
+                stats->true_residual, stats->seconds, stats->gflops, stats->bytes_allocated);
+    if (solve_st != WD_OK)
+        wd_fail(solve_st, "%s", msg);
+    return solve_st;
+}
+
+/* The checks of a solve's settings against the solver's; *st on failure. */
+static wd_status check_solve_settings(const wd_solver *sv, const wd_solver_settings *s)
+{
+    wd_status st = check_settings(s);
+    if (st == WD_OK)
+        st = check_fixed(&sv->fixed, s);
+    return st;
+}
+
+static wd_status solve_one(wd_solver *sv, double *x, const double *b,
+                           const wd_solver_settings *s, wd_solver_stats *stats)
 {
     const double t0 = now_s();
-    wd_solver_stats local;
-    if (!stats)
-        stats = &local;
-    memset(stats, 0, sizeof *stats);
     if (!sv || !x || !b || !s)
         return wd_fail(WD_ERR_INVALID, "wd_solver_solve: solver, x, b and settings must not be NULL");
     if (x == b)
@@ -703,9 +844,7 @@ wd_status wd_solver_solve(wd_solver *sv, double *x, const double *b, const wd_so
     const size_t vol = wd_volume(dims);
     /* x is written whole by a solve (both parities downloaded); zeroed here
      * only where nothing else writes it */
-    wd_status st = check_settings(s);
-    if (st == WD_OK)
-        st = check_fixed(&sv->fixed, s);
+    wd_status st = check_solve_settings(sv, s);
     if (st != WD_OK) {
         memset(x, 0, vol * 24 * sizeof *x);
         return st;
@@ -745,35 +884,137 @@ wd_status wd_solver_solve(wd_solver *sv, double *x, const double *b, const wd_so
     /* keep the solver's message (if any) across the residual check */
     char msg[512];
     snprintf(msg, sizeof msg, "%s", wd_last_error());
-    if ((st = wd_host_residual(&sv->hb, x, sv->gauge, sv->clover_host, b, s->mass, s->tbc,
-                               &stats->true_residual, NULL)) != WD_OK)
-        return st;
-    if (solve_st == WD_OK && stats->true_residual > s->tol) {
-        solve_st = refine(sv, x, b, s, bnorm, stats, msg, sizeof msg);
-        if (solve_st != WD_OK && !solver_failure(solve_st)) {
-            memset(x, 0, vol * 24 * sizeof *x);
-            return wd_fail(solve_st, "%s", msg);
-        }
-    }
-    stats->gflops = stats->solve_seconds > 0 ? stats->flops / stats->solve_seconds * 1e-9 : 0;
-    if (s->verbosity >= 1 && sv->grid.rank == 0)
-        fprintf(stderr, "wdirac solver: %s, %d iterations (%d + %d updates), true residual %.3e, "
-                "%.3f s, %.2f Gflops, %zu bytes\n", wd_status_string(solve_st), stats->iterations,
-                stats->sloppy_iterations, stats->updates, stats->true_residual, stats->seconds,
-                stats->gflops, stats->bytes_allocated);
-    if (solve_st != WD_OK)
-        wd_fail(solve_st, "%s", msg);
-    return solve_st;
+    return conclude(sv, x, b, s, bnorm, stats, solve_st, msg, "");
 }
 
-wd_status wd_solve(double *x, const double *gauge, const double *b, const int dims[4],
-                   const wd_solver_settings *s, wd_solver_stats *stats)
+wd_status wd_solver_solve(wd_solver *sv, double *x, const double *b, const wd_solver_settings *s,
+                          wd_solver_stats *stats)
 {
-    const double t0 = now_s();
     wd_solver_stats local;
     if (!stats)
         stats = &local;
     memset(stats, 0, sizeof *stats);
+    return stats->status = solve_one(sv, x, b, s, stats);
+}
+
+/* a failure of the whole batch: every x zero, every status st */
+static void zero_all(double *const x[], int n, size_t reals, wd_solver_stats *stats, wd_status st)
+{
+    for (int i = 0; i < n; ++i) {
+        memset(x[i], 0, reals * sizeof *x[i]);
+        if (stats)
+            stats[i].status = st;
+    }
+}
+
+wd_status wd_solver_solve_many(wd_solver *sv, double *const x[], const double *const b[], int n,
+                               const wd_solver_settings *s, wd_solver_stats stats[])
+{
+    if (stats && n > 0)
+        memset(stats, 0, (size_t)n * sizeof *stats);
+    if (!sv || !x || !b || !s || n < 0)
+        return wd_fail(WD_ERR_INVALID, "wd_solver_solve_many: solver, x, b and settings must not "
+                       "be NULL and n (%d) not negative", n);
+    for (int i = 0; i < n; ++i) {
+        if (!x[i] || !b[i])
+            return wd_fail(WD_ERR_INVALID, "wd_solver_solve_many: x[%d] or b[%d] is NULL", i, i);
+        for (int j = 0; j < n; ++j)
+            if (x[i] == b[j] || (j != i && x[i] == x[j]))
+                return wd_fail(WD_ERR_INVALID, "wd_solver_solve_many: x[%d] aliases %s[%d]", i,
+                               x[i] == b[j] ? "b" : "x", j);
+    }
+    const size_t reals = wd_volume(sv->dims) * 24;
+    wd_status st = check_solve_settings(sv, s);
+    if (st != WD_OK) {
+        zero_all(x, n, reals, stats, st);
+        return st;
+    }
+    /* every source is checked before anything is solved */
+    double *bnorm = malloc((size_t)(n ? n : 1) * sizeof *bnorm);
+    int *idx = malloc((size_t)(n ? n : 1) * sizeof *idx);
+    wd_krylov *ks = malloc(WD_SOLVE_MANY_GROUP * sizeof *ks);
+    wd_solver_stats *own = stats ? NULL : calloc((size_t)(n ? n : 1), sizeof *own);
+    if (!bnorm || !idx || !ks || (!stats && !own))
+        st = wd_fail(WD_ERR_NOMEM, "wd_solver_solve_many: cannot allocate the bookkeeping of "
+                     "%d right-hand sides", n);
+    if (!stats)
+        stats = own;
+    st = wd_comm_agree(st);
+    for (int i = 0; i < n && st == WD_OK; ++i) {
+        double norm2 = 0;
+        const long bad = wd_host_scan(b[i], reals, &norm2, &st);
+        if (st == WD_OK && bad >= 0)
+            st = wd_fail(WD_ERR_INVALID, "wd_solver_solve_many: source %d holds NaN or Inf (%s, "
+                         "spin %ld, colour %ld); nothing solved", i,
+                         site_name(&sv->grid, bad / 24), bad % 24 / 6, bad % 6 / 2);
+        bnorm[i] = sqrt(norm2);
+        st = wd_comm_agree(st);
+    }
+    if (st == WD_OK && s->csw != 0 && s->mass != sv->clover_mass)
+        st = clover_build(sv, s->mass);
+    if (st != WD_OK) {
+        zero_all(x, n, reals, stats, st);
+        goto out;
+    }
+    /* zero sources: x = 0 at once; the others in groups of lanes */
+    int m = 0;
+    for (int i = 0; i < n; ++i) {
+        if (bnorm[i] == 0)
+            memset(x[i], 0, reals * sizeof *x[i]);
+        else
+            idx[m++] = i;
+    }
+    int first_fail = -1;
+    wd_status fail_st = WD_OK;
+    char fail_msg[600] = "";
+    for (int g0 = 0; g0 < m; g0 += WD_SOLVE_MANY_GROUP) {
+        const int gn = m - g0 < WD_SOLVE_MANY_GROUP ? m - g0 : WD_SOLVE_MANY_GROUP;
+        double *gx[WD_SOLVE_MANY_GROUP];
+        const double *gb[WD_SOLVE_MANY_GROUP];
+        double gnorm[WD_SOLVE_MANY_GROUP];
+        wd_solver_stats *gst[WD_SOLVE_MANY_GROUP];
+        wd_status lane_st[WD_SOLVE_MANY_GROUP];
+        const int *label = idx + g0;
+        for (int q = 0; q < gn; ++q) {
+            const int i = idx[g0 + q];
+            gx[q] = x[i];
+            gb[q] = b[i];
+            gnorm[q] = bnorm[i];
+            gst[q] = &stats[i];
+        }
+        st = run_lanes(sv, gx, gb, gn, s, gnorm, gst, lane_st, ks, label);
+        for (int q = 0; q < gn && st == WD_OK; ++q) {
+            const int i = idx[g0 + q];
+            const wd_status r = conclude(sv, x[i], b[i], s, gnorm[q], &stats[i], lane_st[q],
+                                         ks[q].message, ks[q].tag);
+            stats[i].status = r;
+            if (r != WD_OK && !solver_failure(r))
+                st = r;
+            else if (r != WD_OK && first_fail < 0) {
+                first_fail = i;
+                fail_st = r;
+                snprintf(fail_msg, sizeof fail_msg, "%s", wd_last_error());
+            }
+        }
+        if (st != WD_OK) {
+            zero_all(x, n, reals, stats, st);
+            goto out;
+        }
+    }
+    if (first_fail >= 0)
+        st = wd_fail(fail_st, "wd_solver_solve_many: right-hand side %d: %s", first_fail, fail_msg);
+out:
+    free(bnorm);
+    free(idx);
+    free(ks);
+    free(own);
+    return st;
+}
+
+static wd_status solve_once(double *x, const double *gauge, const double *b, const int dims[4],
+                            const wd_solver_settings *s, wd_solver_stats *stats)
+{
+    const double t0 = now_s();
     if (!x || !gauge || !b || !s || !dims)
         return wd_fail(WD_ERR_INVALID, "wd_solve: x, gauge, b, dims and settings must not be NULL");
     wd_status st = wd_check_dims(dims);
@@ -809,5 +1050,17 @@ wd_status wd_solve(double *x, const double *gauge, const double *b, const int di
     /* the message of a failed solve survives the destroy */
     wd_solver_destroy(sv);
     stats->setup_seconds = setup;
+    return st;
+}
+
+wd_status wd_solve(double *x, const double *gauge, const double *b, const int dims[4],
+                   const wd_solver_settings *s, wd_solver_stats *stats)
+{
+    wd_solver_stats local;
+    if (!stats)
+        stats = &local;
+    memset(stats, 0, sizeof *stats);
+    const wd_status st = solve_once(x, gauge, b, dims, s, stats);
+    stats->status = st;
     return st;
 }

@@ -17,6 +17,7 @@
  *   wd_eo_mhat_multi  the same on N right-hand sides at once
  *   wd_krylov_run   CG-NE or BiCGstab with reliable updates, defect correction
  *                   or neither, between an outer and a sloppy operator
+ *   wd_krylov_run_many  the same for N right-hand sides in lock step
  *   wd_host_block_open / _close, wd_host_scan, wd_host_residual
  *                   the solver's float64 host checks on one rank's block
  *                   (host_check.c)
@@ -105,12 +106,36 @@ typedef struct wd_krylov {
     wd_eo_op outer, sloppy;
     wd_field *b, *x, *r, *te;
     wd_field *rs, *xs, *p, *v, *t, *r0;
+    char tag[24];           /* "" or e.g. " [rhs 3]": follows "wdirac solver" in messages */
     /* results */
     int k, l;               /* sloppy iterations, true-residual updates */
     double residual;        /* ||b - Mhat x|| of the returned x */
+    char message[512];      /* wd_krylov_run_many: a failed lane's message */
 } wd_krylov;
 
 wd_status wd_krylov_run(wd_krylov *ks);
+
+/*
+ * N solves in lock step ("lanes"): ks[i] is lane i, set up as for
+ * wd_krylov_run, each with its own source, target and fields, all with
+ * the same solver, backend and operators.  Each lane runs exactly the
+ * single-RHS algorithm (its own scalars, checks, restarts, convergence and
+ * failure), and gives bit for bit what wd_krylov_run gives it alone; what
+ * the lanes share is each Mhat application of the iteration: one
+ * wd_eo_mhat_multi of ks[0].sloppy over every maximal run of consecutive
+ * lanes still iterating.  So the sloppy p, v, t and rs of lane i must be
+ * right-hand side i of one multi-field each (wd_field_view(f, i, 1); lane
+ * order; checked, WD_ERR_INTERNAL otherwise), and ks[0].sloppy.tmp_n an odd
+ * multi-field of at least n right-hand sides (not needed for n = 1 or the
+ * clover operator).  The outer checks run lane by lane.
+ *  Returns WD_OK when every lane ended with a solver outcome, which
+ * lane_status[i] holds (WD_OK, WD_ERR_DIVERGED, _STAGNATED, _NAN,
+ * _MAX_ITER; a failure's message in ks[i].message); any other failure (the
+ * backend, communication, memory) stops every lane and is returned, and
+ * is the status of each lane that had not finished.  Deterministic: lanes
+ * are visited in order and share no arithmetic.
+ */
+wd_status wd_krylov_run_many(wd_krylov *ks, int n, wd_status *lane_status);
 
 /*
  * The float64 checks on the host fields of one rank's block (host_check.c):

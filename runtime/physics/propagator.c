@@ -6,8 +6,9 @@
  *
  * The externally accessible functions are
  *   wd_propagator          12 solves with one wd_solver (the gauge field
- *                          uploaded once), each column scattered into the
- *                          12 x 12 matrix of every site
+ *                          uploaded once) as one lock-step batch
+ *                          (wd_solver_solve_many), each column scattered
+ *                          into the 12 x 12 matrix of every site
  *   wd_meson_name          names and time symmetry of the mesons
  *   wd_meson_correlators   per-site traces summed per time slice in site
  *                          order, then over ranks in rank order
@@ -101,16 +102,26 @@ wd_status wd_propagator(double *prop, const double *gauge, const wd_lattice *lat
                            D[2], D[3]);
     wd_solver_settings set = *s;
     memcpy(set.grid, lat->procs, sizeof set.grid);
-    const size_t vol = wd_volume(L);
-    double *b = malloc(vol * 24 * sizeof *b), *x = malloc(vol * 24 * sizeof *x);
-    wd_status st = wd_comm_agree(b && x ? WD_OK : wd_fail(WD_ERR_NOMEM, "wd_propagator: cannot "
-                                 "allocate two spinors of %zu sites", vol));
+    const size_t vol = wd_volume(L), reals = vol * 24;
+    /* the 12 sources and solutions, one block each */
+    double *buf = malloc(2 * 12 * reals * sizeof *buf);
+    wd_status st = wd_comm_agree(buf ? WD_OK : wd_fail(WD_ERR_NOMEM, "wd_propagator: cannot "
+                                 "allocate 24 spinors of %zu sites", vol));
     wd_solver *sv = NULL;
     if (st == WD_OK)
         st = wd_solver_create(&sv, gauge, D, &set);
-    for (int col = 0; col < 12 && st == WD_OK; col++) {
+    if (st != WD_OK) {
+        free(buf);
+        return st;
+    }
+    double *x[12];
+    const double *b[12];
+    memset(buf, 0, 12 * reals * sizeof *buf);
+    for (int col = 0; col < 12; col++) {
         const int spin = col / 3, colour = col % 3;
-        memset(b, 0, vol * 24 * sizeof *b);
+        double *bc = buf + (size_t)col * reals;
+        b[col] = bc;
+        x[col] = buf + (size_t)(12 + col) * reals;
         /* the sites of this block that the source covers */
         for (size_t site = 0; site < vol; site++) {
             size_t r = site;
@@ -124,23 +135,23 @@ wd_status wd_propagator(double *prop, const double *gauge, const wd_lattice *lat
                                : g[0] == src->site[0] && g[1] == src->site[1] &&
                                      g[2] == src->site[2] && g[3] == src->site[3];
             if (on)
-                b[24 * site + 6 * (size_t)spin + 2 * (size_t)colour] = 1.0;
+                bc[24 * site + 6 * (size_t)spin + 2 * (size_t)colour] = 1.0;
         }
-        wd_solver_stats local;
-        st = wd_solver_solve(sv, x, b, &set, stats ? &stats[col] : &local);
-        if (st != WD_OK)
-            break;
-        /* column (spin, colour) of every site's 12 x 12 matrix */
+    }
+    /* one batch: the 12 solves in lock step, sharing each operator application */
+    st = wd_solver_solve_many(sv, x, b, 12, &set, stats);
+    const int written = st == WD_OK || st == WD_ERR_DIVERGED || st == WD_ERR_STAGNATED ||
+                        st == WD_ERR_NAN || st == WD_ERR_MAX_ITER;
+    /* column (spin, colour) of every site's 12 x 12 matrix */
+    for (int col = 0; col < 12 && written; col++)
         for (size_t site = 0; site < vol; site++)
             for (int row = 0; row < 12; row++) {
                 double *p = prop + 288 * site + 24 * (size_t)row + 2 * (size_t)col;
-                p[0] = x[24 * site + 2 * (size_t)row];
-                p[1] = x[24 * site + 2 * (size_t)row + 1];
+                p[0] = x[col][24 * site + 2 * (size_t)row];
+                p[1] = x[col][24 * site + 2 * (size_t)row + 1];
             }
-    }
     wd_solver_destroy(sv);
-    free(b);
-    free(x);
+    free(buf);
     return st;
 }
 

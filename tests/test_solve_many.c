@@ -1,0 +1,512 @@
+/*
+ * test_solve_many: wd_solver_solve_many, the lock-step solve of many
+ * right-hand sides, against the float64 reference and against one
+ * wd_solver_solve per right-hand side.
+ *
+ *   [mpirun -n N] test_solve_many [--seed N] [--bench] [--backend cuda]
+ *
+ * On a 4 x 4 x 4 x 8 lattice with a smooth random gauge field (the
+ * automatic grid of the ranks it runs on), batches of different random
+ * sources (never copies of one) are solved with BiCGstab and CG in pure
+ * double and double-single / double-half mixed precision, N = 5, 12
+ * (BiCGstab d-s) and 13 (two groups, d-h), gauge-fixed on both levels
+ * (SKIP where a filtered build lacks those variants), and with the clover term (c_sw 1.3, both Schur forms).
+ * Per right-hand side: WD_OK; ||b - M x|| / ||b|| <= tol by the float64
+ * reference on the whole lattice (rank 0 gathers x; ref_wilson, or
+ * ref_wilson_clover with ref_clover.h's term); iterations within 2 of the
+ * single solve of the same source (the lanes run the single algorithm, so
+ * equal is expected and reported) and x within 100 tol of its x (bitwise
+ * equality reported).  On a pure-gauge field, a batch with a zero source
+ * (x exactly zero, 0 iterations, the rest solved) and a source M y of a
+ * smooth y (an eigenvector) that converges much earlier than the random
+ * ones, so lanes stop while others go on; a batch with NaN in one source:
+ * WD_ERR_INVALID naming its index and site, every x zero; a batch where
+ * max_iter stops the lanes: WD_ERR_MAX_ITER naming the first failing
+ * right-hand side, each x the single solve's best iterate; two batch
+ * solves give the same bits.  One line per check on rank 0; "N of M
+ * failed" last; exit 1 on any failure.
+ *  --bench [--dims X Y Z T]: 12 random sources on 8^3 x 16 (or the
+ * given lattice), BiCGstab double-single, the batch against 12 single
+ * solves (wall-clock time, iterations), no checks.  --backend cuda runs
+ * every solve on the GPU.
+ */
+#include <complex.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gauge_tools.h"
+#include "ref_clover.h"
+#include "ref_wilson.h"
+#include "wd_comm.h"
+#include "wdirac.h"
+
+#define NMAX 13
+#define CSW 1.3
+
+static int rank, nranks, checks_run, checks_failed;
+static wd_backend_kind backend = WD_BACKEND_CPU;
+static int dims[4] = {4, 4, 4, 8};
+
+static void *xalloc(size_t n)
+{
+    void *p = calloc(1, n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "test_solve_many: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+/* a check fails when it failed on any rank */
+static void check(int ok, const char *what, const char *detail)
+{
+    double bad = !ok;
+    if (wd_comm_sum(&bad, 1) != WD_OK) {
+        fprintf(stderr, "test_solve_many: rank %d: %s\n", rank, wd_last_error());
+        exit(1);
+    }
+    checks_run++;
+    checks_failed += bad > 0;
+    if (!ok && rank != 0)
+        printf("rank %d: %-60s FAIL %s\n", rank, what, detail);
+    else if (rank == 0)
+        printf("%-66s %s %s\n", what, bad > 0 ? "FAIL" : "OK  ", detail);
+}
+
+/* block <-> global copies of a host field of `reals` doubles a site */
+static void copy_block(double *local, double *global, const wd_lattice *lat, int reals,
+                       int to_global)
+{
+    const int *L = lat->local, *D = lat->dims, *o = lat->origin;
+    for (int t = 0; t < L[3]; t++)
+        for (int z = 0; z < L[2]; z++)
+            for (int y = 0; y < L[1]; y++)
+                for (int x = 0; x < L[0]; x++) {
+                    const size_t ls = x + (size_t)L[0] * (y + (size_t)L[1] * (z + (size_t)L[2] * t));
+                    const size_t gs = (x + o[0]) + (size_t)D[0] * ((y + o[1]) + (size_t)D[1] *
+                                      ((z + o[2]) + (size_t)D[2] * (t + o[3])));
+                    if (to_global)
+                        memcpy(global + reals * gs, local + reals * ls, reals * sizeof(double));
+                    else
+                        memcpy(local + reals * ls, global + reals * gs, reals * sizeof(double));
+                }
+}
+
+/* rank 0: the whole field from every rank's block */
+static void gather(double *global, const double *block, const wd_lattice *lat)
+{
+    const size_t n = wd_volume(lat->local) * 24;
+    if (rank != 0) {
+        if (wd_comm_send(block, n * sizeof *block, 0, 7) != WD_OK)
+            fprintf(stderr, "rank %d: %s\n", rank, wd_last_error());
+        return;
+    }
+    double *buf = xalloc(n * sizeof *buf);
+    for (int r = 0; r < nranks; r++) {
+        wd_grid g;
+        wd_grid_make(&g, lat->dims, lat->procs, nranks, r, 4);
+        wd_lattice lr = *lat;
+        memcpy(lr.local, g.local, sizeof lr.local);
+        memcpy(lr.origin, g.origin, sizeof lr.origin);
+        if (r == 0)
+            memcpy(buf, block, n * sizeof *buf);
+        else if (wd_comm_recv(buf, n * sizeof *buf, r, 7) != WD_OK)
+            fprintf(stderr, "rank 0: %s\n", wd_last_error());
+        copy_block(buf, global, &lr, 24, 1);
+    }
+    free(buf);
+}
+
+typedef struct problem {
+    wd_lattice lat;
+    size_t vol, nloc;       /* global and local sites */
+    double *u, *ub;         /* gauge field: global, this rank's block */
+    double complex *t;      /* rank 0: the reference clover term c_sw T */
+    double *bg[NMAX];       /* global sources */
+    double *bb[NMAX], *xb[NMAX], *x1[NMAX], *x2[NMAX];  /* blocks: b, batch x, single x, again */
+    double *xg, *yg;        /* rank 0: a gathered x */
+} problem;
+
+/* ||b - M x|| / ||b|| of the global x on rank 0 (M_sw with csw) */
+static double reference_residual(const problem *p, const double *x, const double *b,
+                                 const wd_solver_settings *s)
+{
+    double complex *mx = xalloc(p->vol * 12 * sizeof *mx);
+    if (s->csw != 0)
+        ref_wilson_clover(mx, (const double complex *)p->u, p->t, (const double complex *)x, dims,
+                          s->mass, s->tbc, 0);
+    else
+        ref_wilson(mx, (const double complex *)p->u, (const double complex *)x, dims, s->mass,
+                   s->tbc, 0);
+    const double complex *bc = (const double complex *)b;
+    double num = 0, den = 0;
+    for (size_t i = 0; i < p->vol * 12; i++) {
+        num += creal((bc[i] - mx[i]) * conj(bc[i] - mx[i]));
+        den += creal(bc[i] * conj(bc[i]));
+    }
+    free(mx);
+    return den > 0 ? sqrt(num / den) : 0;
+}
+
+static double rel_diff(const double *a, const double *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        num += (a[i] - b[i]) * (a[i] - b[i]);
+        den += b[i] * b[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/*
+ * Solve sources bg[0..n) as one batch and one by one; judge each right-hand
+ * side.  expect: the batch's status; zero_src: index of a zero source (-1
+ * none); again: solve the batch twice and compare the bits.
+ */
+static void batch_case(problem *p, const char *name, const wd_solver_settings *s, int n,
+                       wd_status expect, int again, int *iters)
+{
+    char what[160], detail[800];
+    const size_t nl = p->nloc * 24;
+    for (int i = 0; i < n; i++) {
+        copy_block(p->bb[i], p->bg[i], &p->lat, 24, 0);
+        memset(p->xb[i], 0x7f, nl * sizeof(double)); /* garbage the solve must overwrite */
+    }
+    wd_solver *sv;
+    wd_status st = wd_solver_create(&sv, p->ub, dims, s);
+    if (st != WD_OK) {
+        snprintf(what, sizeof what, "%s: create", name);
+        check(0, what, wd_last_error());
+        return;
+    }
+    wd_solver_stats stats[NMAX], single[NMAX];
+    st = wd_solver_solve_many(sv, p->xb, (const double *const *)p->bb, n, s, stats);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", wd_last_error());
+    if (st == WD_ERR_NOT_BUILT) {
+        /* a filtered build (-Dkernels) without this case's variants */
+        if (rank == 0)
+            printf("%s: SKIP (%s)\n", name, msg);
+        wd_solver_destroy(sv);
+        return;
+    }
+    snprintf(what, sizeof what, "%s: batch of %d status", name, n);
+    snprintf(detail, sizeof detail, "%s%s%s", wd_status_string(st), st ? ": " : "",
+             st ? msg : "");
+    check(st == expect, what, detail);
+    if (expect == WD_ERR_MAX_ITER) {
+        snprintf(what, sizeof what, "%s: the message names the first failing rhs", name);
+        check(strstr(msg, "right-hand side 1:") != NULL, what, "");
+    }
+    for (int i = 0; i < n; i++) {
+        const wd_status s1 = wd_solver_solve(sv, p->x1[i], p->bb[i], s, &single[i]);
+        gather(p->xg, p->xb[i], &p->lat);
+        gather(p->yg, p->x1[i], &p->lat);
+        if (iters)
+            iters[i] = stats[i].iterations;
+        double bn = 0;
+        for (size_t k = 0; k < nl; k++)
+            bn += p->bb[i][k] * p->bb[i][k];
+        wd_comm_sum(&bn, 1);
+        int ok = 1;
+        double res = 0, dx = 0;
+        int same = 0;
+        if (rank == 0) {
+            dx = rel_diff(p->xg, p->yg, p->vol * 24);
+            same = !memcmp(p->xg, p->yg, p->vol * 24 * sizeof(double));
+            if (bn == 0) {
+                for (size_t k = 0; k < p->vol * 24; k++)
+                    ok &= p->xg[k] == 0;
+                ok &= stats[i].iterations == 0;
+            } else if (expect == WD_OK) {
+                res = reference_residual(p, p->xg, p->bg[i], s);
+                ok &= res <= s->tol && fabs(res - stats[i].true_residual) <= 1e-3 * res + 1e-300;
+            }
+            ok &= abs(stats[i].iterations - single[i].iterations) <= 2;
+            ok &= expect == WD_OK ? dx <= 100 * s->tol : same;
+            ok &= bn == 0 || expect == WD_OK ? s1 == WD_OK : s1 == expect;
+        }
+        snprintf(what, sizeof what, "%s: rhs %2d%s", name, i, bn == 0 ? " (zero source)" : "");
+        snprintf(detail, sizeof detail, "it=%d single=%d true=%.2e |x-x1|/|x1|=%.1e%s",
+                 stats[i].iterations, single[i].iterations, res, dx, same ? " (same bits)" : "");
+        check(ok, what, detail);
+    }
+    if (again) {
+        st = wd_solver_solve_many(sv, p->x2, (const double *const *)p->bb, n, s, NULL);
+        int same = st == expect;
+        for (int i = 0; i < n; i++)
+            same &= !memcmp(p->x2[i], p->xb[i], nl * sizeof(double));
+        snprintf(what, sizeof what, "%s: a second batch gives the same bits", name);
+        check(same, what, "");
+    }
+    wd_solver_destroy(sv);
+}
+
+static void settings(wd_solver_settings *s, wd_solver_type solver, int sloppy, double tol)
+{
+    wd_solver_default_settings(s);
+    s->backend = backend;
+    s->solver = solver;
+    s->mass = -0.4;
+    s->tol = tol;
+    s->precision = WD_PREC_DOUBLE;
+    s->sloppy_precision = (wd_precision)sloppy;
+}
+
+static void nan_case(problem *p)
+{
+    const int n = 5, bad = 3;
+    const size_t nl = p->nloc * 24;
+    for (int i = 0; i < n; i++) {
+        copy_block(p->bb[i], p->bg[i], &p->lat, 24, 0);
+        memset(p->xb[i], 0x7f, nl * sizeof(double));
+    }
+    /* NaN at one site of source 3, on the last rank */
+    if (rank == nranks - 1)
+        p->bb[bad][24 * (p->nloc - 1) + 7] = NAN;
+    wd_solver_settings s;
+    settings(&s, WD_SOLVER_BICGSTAB, 4, 1e-9);
+    wd_solver *sv;
+    wd_status st = wd_solver_create(&sv, p->ub, dims, &s);
+    if (st == WD_OK) {
+        st = wd_solver_solve_many(sv, p->xb, (const double *const *)p->bb, n, &s, NULL);
+        wd_solver_destroy(sv);
+    }
+    const char *msg = wd_last_error();
+    int zero = 1;
+    for (int i = 0; i < n; i++)
+        for (size_t k = 0; k < nl; k++)
+            zero &= p->xb[i][k] == 0;
+    char detail[600];
+    snprintf(detail, sizeof detail, "%s: %s", wd_status_string(st), msg);
+    check(st == WD_ERR_INVALID && strstr(msg, "source 3") && strstr(msg, "site ("),
+          "NaN in source 3: refused naming the index and the site", detail);
+    check(zero, "NaN in source 3: every x zero, nothing solved", "");
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* 12 sources on 8^3 x 16: the batch against 12 single solves */
+static int bench(problem *p)
+{
+    wd_solver_settings s;
+    settings(&s, WD_SOLVER_BICGSTAB, 4, 1e-10);
+    wd_solver *sv;
+    if (wd_solver_create(&sv, p->ub, dims, &s) != WD_OK) {
+        fprintf(stderr, "test_solve_many: %s\n", wd_last_error());
+        return 1;
+    }
+    wd_solver_stats st[12], s1[12];
+    double best_b = 1e30, best_s = 1e30;
+    for (int rep = 0; rep < 2; rep++) {
+        double t0 = now();
+        wd_status r = wd_solver_solve_many(sv, p->xb, (const double *const *)p->bb, 12, &s, st);
+        const double tb = now() - t0;
+        t0 = now();
+        for (int i = 0; i < 12 && r == WD_OK; i++)
+            r = wd_solver_solve(sv, p->x1[i], p->bb[i], &s, &s1[i]);
+        const double ts = now() - t0;
+        if (r != WD_OK) {
+            fprintf(stderr, "test_solve_many: %s\n", wd_last_error());
+            return 1;
+        }
+        best_b = fmin(best_b, tb);
+        best_s = fmin(best_s, ts);
+    }
+    if (rank == 0) {
+        printf("bench: %dx%dx%dx%d, %d rank(s), %s, BiCGstab d-s tol 1e-10 mass %.2f, best of "
+               "2\n", dims[0], dims[1], dims[2], dims[3], nranks,
+               backend == WD_BACKEND_CUDA ? "cuda" : "cpu", s.mass);
+        printf("rhs  iterations batch  single\n");
+        for (int i = 0; i < 12; i++)
+            printf("%3d  %16d  %6d\n", i, st[i].iterations, s1[i].iterations);
+        printf("batch of 12: %.3f s; 12 single solves: %.3f s; ratio %.2f\n", best_b, best_s,
+               best_s / best_b);
+    }
+    wd_solver_destroy(sv);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (wd_init(&argc, &argv) != WD_OK) {
+        fprintf(stderr, "test_solve_many: %s\n", wd_last_error());
+        return 1;
+    }
+    rank = wd_rank();
+    nranks = wd_ranks();
+    uint64_t seed = (uint64_t)time(NULL);
+    int do_bench = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed = strtoull(argv[i + 1], NULL, 10);
+        do_bench |= !strcmp(argv[i], "--bench");
+        if (!strcmp(argv[i], "--backend") && i + 1 < argc && !strcmp(argv[i + 1], "cuda"))
+            backend = WD_BACKEND_CUDA;
+    }
+    if (do_bench) {
+        const int big[4] = {8, 8, 8, 16};
+        memcpy(dims, big, sizeof dims);
+        for (int i = 1; i + 4 < argc; i++)
+            if (!strcmp(argv[i], "--dims"))
+                for (int mu = 0; mu < 4; mu++)
+                    dims[mu] = atoi(argv[i + 1 + mu]);
+    }
+    double s0 = rank == 0 ? (double)(seed % (1ull << 52)) : 0;
+    wd_comm_bcast(&s0, sizeof s0, 0);
+    seed = (uint64_t)s0;
+    if (rank == 0)
+        printf("test_solve_many: %d rank(s), seed %llu (--seed N replays)\n", nranks,
+               (unsigned long long)seed);
+
+    problem p;
+    memset(&p, 0, sizeof p);
+    if (wd_lattice_make(&p.lat, dims, NULL) != WD_OK) {
+        fprintf(stderr, "test_solve_many: %s\n", wd_last_error());
+        return 1;
+    }
+    p.vol = wd_volume(dims);
+    p.nloc = wd_volume(p.lat.local);
+    p.u = xalloc(p.vol * 72 * sizeof(double));
+    p.ub = xalloc(p.nloc * 72 * sizeof(double));
+    p.xg = xalloc(p.vol * 24 * sizeof(double));
+    p.yg = xalloc(p.vol * 24 * sizeof(double));
+    wd_rng r;
+    wd_rng_seed(&r, seed);
+    wd_gauge_smooth((double complex *)p.u, dims, 0.4, &r);
+    copy_block(p.ub, p.u, &p.lat, 72, 0);
+    for (int i = 0; i < NMAX; i++) {
+        p.bg[i] = xalloc(p.vol * 24 * sizeof(double));
+        wd_spinor_fill_random(p.bg[i], dims, seed + 10 + (uint64_t)i);
+        p.bb[i] = xalloc(p.nloc * 24 * sizeof(double));
+        p.xb[i] = xalloc(p.nloc * 24 * sizeof(double));
+        p.x1[i] = xalloc(p.nloc * 24 * sizeof(double));
+        p.x2[i] = xalloc(p.nloc * 24 * sizeof(double));
+    }
+    if (do_bench) {
+        for (int i = 0; i < 12; i++)
+            copy_block(p.bb[i], p.bg[i], &p.lat, 24, 0);
+        const int rc = bench(&p);
+        wd_finalize();
+        return rc;
+    }
+
+    /* pure and mixed, both solvers, N = 5; N = 12 and 13 (two groups) */
+    static const struct {
+        const char *name;
+        wd_solver_type solver;
+        int sloppy, n, again;
+        double tol;
+    } cases[] = {
+        {"BiCGstab d   N=5", WD_SOLVER_BICGSTAB, 8, 5, 0, 1e-10},
+        {"BiCGstab d-s N=5", WD_SOLVER_BICGSTAB, 4, 5, 1, 1e-10},
+        {"BiCGstab d-h N=5", WD_SOLVER_BICGSTAB, 2, 5, 0, 1e-9},
+        {"CG-NE    d   N=5", WD_SOLVER_CG, 8, 5, 0, 1e-10},
+        {"CG-NE    d-s N=5", WD_SOLVER_CG, 4, 5, 1, 1e-10},
+        {"CG-NE    d-h N=5", WD_SOLVER_CG, 2, 5, 0, 1e-9},
+        {"BiCGstab d-s N=12", WD_SOLVER_BICGSTAB, 4, 12, 1, 1e-10},
+        {"BiCGstab d-h N=13", WD_SOLVER_BICGSTAB, 2, 13, 0, 1e-9},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        wd_solver_settings s;
+        settings(&s, cases[c].solver, cases[c].sloppy, cases[c].tol);
+        batch_case(&p, cases[c].name, &s, cases[c].n, WD_OK, cases[c].again, NULL);
+    }
+    {
+        /* gauge fixing on both levels: each source to temporal gauge and back
+         * (skipped where the gauge-fixed variants are not built) */
+        wd_solver_settings s;
+        settings(&s, WD_SOLVER_BICGSTAB, 4, 1e-10);
+        s.gauge_fix = s.sloppy_gauge_fix = 1;
+        batch_case(&p, "BiCGstab d-s gauge-fixed N=5", &s, 5, WD_OK, 0, NULL);
+    }
+
+    /* a zero source, and a source that converges early, on a pure-gauge
+     * field (a random gauge transform of the unit field, periodic in time)
+     * where y = g(n) c with a constant spinor c is an eigenvector of M:
+     * b = M y converges in a few iterations, random sources do not */
+    {
+        double *orig[3] = {p.bg[0], p.bg[1], p.bg[2]};
+        double *u_keep = p.u, *ub_keep = p.ub;
+        double *zero = xalloc(p.vol * 24 * sizeof(double));
+        double *easy = xalloc(p.vol * 24 * sizeof(double));
+        double complex *y = xalloc(p.vol * 12 * sizeof *y);
+        double complex *g = xalloc(p.vol * 9 * sizeof *g);
+        p.u = xalloc(p.vol * 72 * sizeof(double));
+        p.ub = xalloc(p.nloc * 72 * sizeof(double));
+        wd_gauge_unit((double complex *)p.u, dims);
+        wd_gauge_transform_random(g, dims, &r);
+        wd_gauge_transform((double complex *)p.u, g, dims);
+        copy_block(p.ub, p.u, &p.lat, 72, 0);
+        for (size_t k = 0; k < p.vol; k++)
+            for (int a = 0; a < 12; a++)
+                y[12 * k + a] = (1.0 + 0.1 * a) * cexp(I * 0.3 * a);
+        wd_spinor_transform(y, g, dims, 0);
+        wd_solver_settings s;
+        settings(&s, WD_SOLVER_BICGSTAB, 4, 1e-10);
+        s.tbc = WD_TIME_PERIODIC;
+        ref_wilson((double complex *)easy, (const double complex *)p.u, y, dims, s.mass, s.tbc, 0);
+        p.bg[1] = zero;
+        p.bg[2] = easy;
+        int it[5] = {0};
+        batch_case(&p, "pure gauge: mixed batch d-s", &s, 5, WD_OK, 1, it);
+        int most = 0;
+        for (int i = 0; i < 5; i++)
+            most = it[i] > most ? it[i] : most;
+        char detail[96];
+        snprintf(detail, sizeof detail, "it=%d, the slowest rhs %d", it[2], most);
+        check(it[2] > 0 && 4 * it[2] <= most, "pure gauge: b = M y converges much earlier",
+              detail);
+        free(p.u);
+        free(p.ub);
+        p.u = u_keep;
+        p.ub = ub_keep;
+        /* max_iter stops the lanes: rhs 0 is the zero source, so rhs 1 fails first */
+        p.bg[0] = zero;
+        p.bg[1] = orig[1];
+        p.bg[2] = orig[2];
+        settings(&s, WD_SOLVER_BICGSTAB, 4, 1e-10);
+        s.max_iter = 8;
+        batch_case(&p, "max_iter 8 batch d-s", &s, 4, WD_ERR_MAX_ITER, 0, NULL);
+        p.bg[0] = orig[0];
+        free(zero);
+        free(easy);
+        free(y);
+        free(g);
+    }
+
+    /* clover, both Schur forms */
+    if (rank == 0) {
+        double complex *fhat = xalloc(p.vol * 54 * sizeof *fhat);
+        p.t = xalloc(p.vol * 144 * sizeof *p.t);
+        ref_clover_fhat(fhat, (const double complex *)p.u, dims);
+        ref_clover_term(p.t, fhat, p.vol, CSW);
+        free(fhat);
+    }
+    {
+        wd_solver_settings s;
+        settings(&s, WD_SOLVER_BICGSTAB, 4, 1e-10);
+        s.csw = CSW;
+        batch_case(&p, "clover symmetric BiCGstab d-s N=5", &s, 5, WD_OK, 1, NULL);
+        settings(&s, WD_SOLVER_CG, 4, 1e-10);
+        s.csw = CSW;
+        s.clover_form = WD_CLOVER_ASYMMETRIC;
+        batch_case(&p, "clover asymmetric CG-NE d-s N=5", &s, 5, WD_OK, 0, NULL);
+    }
+
+    nan_case(&p);
+
+    if (rank == 0)
+        printf("%d of %d failed\n", checks_failed, checks_run);
+    wd_finalize();
+    return checks_failed ? 1 : 0;
+}
