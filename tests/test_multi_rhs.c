@@ -10,7 +10,8 @@
  * random sources (7 = 4 + 2 + 1 and 12 = 4 + 4 + 4 kernel calls) in one
  * multi-field, poisoned outputs: every right-hand side must equal its
  * one-RHS application bit for bit (the kernels do the same arithmetic per
- * right-hand side) and ref_schur within the Schur tolerance of test_schur;
+ * right-hand side; half precision on the GPU: within 1e-5, see below) and
+ * ref_schur within the Schur tolerance of test_schur;
  * views of a multi-field are checked to address the right-hand side they
  * name.  One line per case; "N of M failed" last.
  */
@@ -107,7 +108,7 @@ static void run(int precision, int nrhs, wd_rng *r)
         if ((st = wd_eo_mhat_multi(&op, &out, &in, dag, nrhs)) != WD_OK)
             break;
         int same = 1;
-        double worst = 0;
+        double worst = 0, apart = 0;
         for (int q = 0; q < nrhs && st == WD_OK; q++) {
             const wd_field vo = wd_field_view(&out, q, 1);
             memset(got, 0, n * sizeof *got);
@@ -121,6 +122,12 @@ static void run(int precision, int nrhs, wd_rng *r)
                 break;
             be.ops->download(&be, (double *)one, &o1, 0);
             same &= !memcmp(got, one, n * sizeof *got);
+            double dd = 0, nn = 0;
+            for (size_t k = 0; k < n; k++) {
+                dd += creal((got[k] - one[k]) * conj(got[k] - one[k]));
+                nn += creal(one[k] * conj(one[k]));
+            }
+            apart = fmax(apart, nn > 0 && isfinite(dd) ? sqrt(dd / nn) : INFINITY);
             ref_schur(want, u, x + q * n, dims, mass, WD_TIME_ANTIPERIODIC, dag);
             double d = 0, w = 0;
             for (size_t k = 0; k < n; k++) {
@@ -129,10 +136,17 @@ static void run(int precision, int nrhs, wd_rng *r)
             }
             worst = fmax(worst, w > 0 && isfinite(d) ? sqrt(d / w) : INFINITY);
         }
-        snprintf(what, sizeof what, "%c N=%-2d Mhat%s: each RHS = its one-RHS Mhat, bit for bit",
-                 precision == 8 ? 'd' : precision == 4 ? 's' : 'h', nrhs, dag ? "^dag" : "    ");
-        snprintf(detail, sizeof detail, "vs ref_schur %.1e (tol %.0e)", worst, tol);
-        check(st == WD_OK && same && worst <= tol, what, detail);
+        /* bit for bit everywhere except half precision on the GPU, where
+         * nvcc contracts the fixed-point arithmetic of the two kernels into
+         * FMAs differently: there within 1e-5 of the one-RHS result (the
+         * 16-bit resolution is 3e-5 of a site's largest component) */
+        const int loose = precision == 2 && backend == WD_BACKEND_CUDA;
+        snprintf(what, sizeof what, "%c N=%-2d Mhat%s: each RHS = its one-RHS Mhat, %s",
+                 precision == 8 ? 'd' : precision == 4 ? 's' : 'h', nrhs, dag ? "^dag" : "    ",
+                 loose ? "to 1e-5" : "bit for bit");
+        snprintf(detail, sizeof detail, "apart %.1e; vs ref_schur %.1e (tol %.0e)", apart, worst,
+                 tol);
+        check(st == WD_OK && (same || (loose && apart <= 1e-5)) && worst <= tol, what, detail);
     }
     if (st != WD_OK)
         check(0, "run", wd_last_error());

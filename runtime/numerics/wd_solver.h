@@ -76,7 +76,9 @@ wd_status wd_eo_mhat(const wd_eo_op *op, wd_field *out, const wd_field *in, int 
  * out and in, through op->tmp_n (at least count right-hand sides): each
  * link loaded once for up to four right-hand sides by the multi-RHS kernels
  * where they are built (wd_dslash_group); the clover operator runs one
- * right-hand side after another.  Bit for bit what wd_eo_mhat gives each. */
+ * right-hand side after another.  Bit for bit what wd_eo_mhat gives each,
+ * except half precision on the GPU, where nvcc contracts the two kernels'
+ * arithmetic differently (within 1e-5 relative; tests/test_multi_rhs.c). */
 wd_status wd_eo_mhat_multi(const wd_eo_op *op, wd_field *out, const wd_field *in, int dagger,
                            int count);
 
