@@ -336,8 +336,8 @@ static int breakdown(wd_krylov *ks, state *s, double *rn2, wd_status *status)
  * that has finished, or that broke down in phase B and restarts in the
  * next round, costs nothing.  A lane's arithmetic never depends on another
  * lane, so each gives bit for bit what it gives alone (wd_eo_mhat_multi is
- * bit for bit wd_eo_mhat per right-hand side), and one lane is the
- * single-RHS solver.
+ * bit for bit wd_eo_mhat per right-hand side, but for half precision on the
+ * GPU: wd_solver.h), and one lane is the single-RHS solver.
  */
 typedef struct lane {
     wd_krylov *ks;
