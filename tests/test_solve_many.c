@@ -336,6 +336,13 @@ static int bench(problem *p)
     return 0;
 }
 
+static void problem_free(problem *p)
+{
+    free(p->u), free(p->ub), free(p->t), free(p->xg), free(p->yg);
+    for (int i = 0; i < NMAX; i++)
+        free(p->bg[i]), free(p->bb[i]), free(p->xb[i]), free(p->x1[i]), free(p->x2[i]);
+}
+
 int main(int argc, char **argv)
 {
     if (wd_init(&argc, &argv) != WD_OK) {
@@ -396,6 +403,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < 12; i++)
             copy_block(p.bb[i], p.bg[i], &p.lat, 24, 0);
         const int rc = bench(&p);
+        problem_free(&p);
         wd_finalize();
         return rc;
     }
@@ -507,6 +515,7 @@ int main(int argc, char **argv)
 
     if (rank == 0)
         printf("%d of %d failed\n", checks_failed, checks_run);
+    problem_free(&p);
     wd_finalize();
     return checks_failed ? 1 : 0;
 }
