@@ -297,7 +297,15 @@ typedef struct gpu_cache {
     int m_norm_stride;
 } gpu_cache;
 
-#define MAX_NRHS 4
+/* the most right-hand sides a built kernel carries (the manifest decides) */
+static int max_nrhs(void)
+{
+    int n = 1;
+    for (int k = 0; k < wd_variant_count; ++k)
+        n = wd_variants[k].nrhs > n ? wd_variants[k].nrhs : n;
+    return n;
+}
+#define MAX_NRHS max_nrhs()
 
 static void gpu_cache_free(gpu_cache *c)
 {

@@ -41,6 +41,7 @@
 #include "gauge_tools.h"
 #include "ref_clover.h"
 #include "ref_wilson.h"
+#include "test_grid.h"
 #include "wd_comm.h"
 #include "wdirac.h"
 
@@ -77,49 +78,6 @@ static void check(int ok, const char *what, const char *detail)
         printf("%-66s %s %s\n", what, bad > 0 ? "FAIL" : "OK  ", detail);
 }
 
-/* block <-> global copies of a host field of `reals` doubles a site */
-static void copy_block(double *local, double *global, const wd_lattice *lat, int reals,
-                       int to_global)
-{
-    const int *L = lat->local, *D = lat->dims, *o = lat->origin;
-    for (int t = 0; t < L[3]; t++)
-        for (int z = 0; z < L[2]; z++)
-            for (int y = 0; y < L[1]; y++)
-                for (int x = 0; x < L[0]; x++) {
-                    const size_t ls = x + (size_t)L[0] * (y + (size_t)L[1] * (z + (size_t)L[2] * t));
-                    const size_t gs = (x + o[0]) + (size_t)D[0] * ((y + o[1]) + (size_t)D[1] *
-                                      ((z + o[2]) + (size_t)D[2] * (t + o[3])));
-                    if (to_global)
-                        memcpy(global + reals * gs, local + reals * ls, reals * sizeof(double));
-                    else
-                        memcpy(local + reals * ls, global + reals * gs, reals * sizeof(double));
-                }
-}
-
-/* rank 0: the whole field from every rank's block */
-static void gather(double *global, const double *block, const wd_lattice *lat)
-{
-    const size_t n = wd_volume(lat->local) * 24;
-    if (rank != 0) {
-        if (wd_comm_send(block, n * sizeof *block, 0, 7) != WD_OK)
-            fprintf(stderr, "rank %d: %s\n", rank, wd_last_error());
-        return;
-    }
-    double *buf = xalloc(n * sizeof *buf);
-    for (int r = 0; r < nranks; r++) {
-        wd_grid g;
-        wd_grid_make(&g, lat->dims, lat->procs, nranks, r, 4);
-        wd_lattice lr = *lat;
-        memcpy(lr.local, g.local, sizeof lr.local);
-        memcpy(lr.origin, g.origin, sizeof lr.origin);
-        if (r == 0)
-            memcpy(buf, block, n * sizeof *buf);
-        else if (wd_comm_recv(buf, n * sizeof *buf, r, 7) != WD_OK)
-            fprintf(stderr, "rank 0: %s\n", wd_last_error());
-        copy_block(buf, global, &lr, 24, 1);
-    }
-    free(buf);
-}
 
 typedef struct problem {
     wd_lattice lat;
@@ -173,7 +131,7 @@ static void batch_case(problem *p, const char *name, const wd_solver_settings *s
     char what[160], detail[800];
     const size_t nl = p->nloc * 24;
     for (int i = 0; i < n; i++) {
-        copy_block(p->bb[i], p->bg[i], &p->lat, 24, 0);
+        test_copy_block(p->bb[i], p->bg[i], &p->lat, 24, 0);
         memset(p->xb[i], 0x7f, nl * sizeof(double)); /* garbage the solve must overwrite */
     }
     wd_solver *sv;
@@ -204,8 +162,8 @@ static void batch_case(problem *p, const char *name, const wd_solver_settings *s
     }
     for (int i = 0; i < n; i++) {
         const wd_status s1 = wd_solver_solve(sv, p->x1[i], p->bb[i], s, &single[i]);
-        gather(p->xg, p->xb[i], &p->lat);
-        gather(p->yg, p->x1[i], &p->lat);
+        test_gather(p->xg, p->xb[i], &p->lat);
+        test_gather(p->yg, p->x1[i], &p->lat);
         if (iters)
             iters[i] = stats[i].iterations;
         double bn = 0;
@@ -262,7 +220,7 @@ static void nan_case(problem *p)
     const int n = 5, bad = 3;
     const size_t nl = p->nloc * 24;
     for (int i = 0; i < n; i++) {
-        copy_block(p->bb[i], p->bg[i], &p->lat, 24, 0);
+        test_copy_block(p->bb[i], p->bg[i], &p->lat, 24, 0);
         memset(p->xb[i], 0x7f, nl * sizeof(double));
     }
     /* NaN at one site of source 3, on the last rank */
@@ -390,7 +348,7 @@ int main(int argc, char **argv)
     wd_rng r;
     wd_rng_seed(&r, seed);
     wd_gauge_smooth((double complex *)p.u, dims, 0.4, &r);
-    copy_block(p.ub, p.u, &p.lat, 72, 0);
+    test_copy_block(p.ub, p.u, &p.lat, 72, 0);
     for (int i = 0; i < NMAX; i++) {
         p.bg[i] = xalloc(p.vol * 24 * sizeof(double));
         wd_spinor_fill_random(p.bg[i], dims, seed + 10 + (uint64_t)i);
@@ -401,7 +359,7 @@ int main(int argc, char **argv)
     }
     if (do_bench) {
         for (int i = 0; i < 12; i++)
-            copy_block(p.bb[i], p.bg[i], &p.lat, 24, 0);
+            test_copy_block(p.bb[i], p.bg[i], &p.lat, 24, 0);
         const int rc = bench(&p);
         problem_free(&p);
         wd_finalize();
@@ -454,7 +412,7 @@ int main(int argc, char **argv)
         wd_gauge_unit((double complex *)p.u, dims);
         wd_gauge_transform_random(g, dims, &r);
         wd_gauge_transform((double complex *)p.u, g, dims);
-        copy_block(p.ub, p.u, &p.lat, 72, 0);
+        test_copy_block(p.ub, p.u, &p.lat, 72, 0);
         for (size_t k = 0; k < p.vol; k++)
             for (int a = 0; a < 12; a++)
                 y[12 * k + a] = (1.0 + 0.1 * a) * cexp(I * 0.3 * a);

@@ -39,6 +39,7 @@
 #include "gauge_tools.h"
 #include "ref_clover.h"
 #include "ref_wilson.h"
+#include "test_grid.h"
 #include "wd_comm.h"
 #include "wdirac.h"
 
@@ -71,49 +72,6 @@ static void check(int ok, const char *what, const char *detail)
         printf("%-72s %s %s\n", what, bad > 0 ? "FAIL" : "OK  ", detail);
 }
 
-/* block <-> global copies of a host field of `reals` doubles a site */
-static void copy_block(double *local, double *global, const wd_lattice *lat, int reals,
-                       int to_global)
-{
-    const int *L = lat->local, *D = lat->dims, *o = lat->origin;
-    for (int t = 0; t < L[3]; t++)
-        for (int z = 0; z < L[2]; z++)
-            for (int y = 0; y < L[1]; y++)
-                for (int x = 0; x < L[0]; x++) {
-                    const size_t ls = x + (size_t)L[0] * (y + (size_t)L[1] * (z + (size_t)L[2] * t));
-                    const size_t gs = (x + o[0]) + (size_t)D[0] * ((y + o[1]) + (size_t)D[1] *
-                                      ((z + o[2]) + (size_t)D[2] * (t + o[3])));
-                    if (to_global)
-                        memcpy(global + reals * gs, local + reals * ls, reals * sizeof(double));
-                    else
-                        memcpy(local + reals * ls, global + reals * gs, reals * sizeof(double));
-                }
-}
-
-/* rank 0: the whole x from every rank's block */
-static void gather(double *global, const double *block, const wd_lattice *lat)
-{
-    const size_t n = wd_volume(lat->local) * 24;
-    if (rank != 0) {
-        if (wd_comm_send(block, n * sizeof *block, 0, 7) != WD_OK)
-            fprintf(stderr, "rank %d: %s\n", rank, wd_last_error());
-        return;
-    }
-    double *buf = xalloc(n * sizeof *buf);
-    for (int r = 0; r < nranks; r++) {
-        wd_grid g;
-        wd_grid_make(&g, lat->dims, lat->procs, nranks, r, 4);
-        wd_lattice lr = *lat;
-        memcpy(lr.local, g.local, sizeof lr.local);
-        memcpy(lr.origin, g.origin, sizeof lr.origin);
-        if (r == 0)
-            memcpy(buf, block, n * sizeof *buf);
-        else if (wd_comm_recv(buf, n * sizeof *buf, r, 7) != WD_OK)
-            fprintf(stderr, "rank 0: %s\n", wd_last_error());
-        copy_block(buf, global, &lr, 24, 1);
-    }
-    free(buf);
-}
 
 /* the solve cases, each on every grid */
 enum { CASES = 7 };
@@ -175,7 +133,7 @@ static void solve_case(problem *p, int c, const wd_lattice *lat, const char *gri
     wd_comm_bcast(root, sizeof root, 0);
     const int same = !memcmp(root, mine, sizeof root);
 
-    gather(p->x, p->xb, lat);
+    test_gather(p->x, p->xb, lat);
     double res = 0, diff = 0;
     if (rank == 0) {
         const size_t vol = wd_volume(dims);
@@ -225,7 +183,7 @@ static void solve_gf(problem *p, const wd_lattice *lat, const char *grid_name)
     s.tol = 1e-10;
     wd_solver_stats st;
     const wd_status rc = wd_solve(p->xb, p->ub, p->bb, dims, &s, &st);
-    gather(p->x, p->xb, lat);
+    test_gather(p->x, p->xb, lat);
     double diff = 0;
     if (rank == 0) {
         const size_t n = wd_volume(dims) * 24;
@@ -276,7 +234,7 @@ static void clover_extra(problem *p, const wd_lattice *lat, const char *grid_nam
     s.gauge_fix = s.sloppy_gauge_fix = 1;
     wd_solver_stats st;
     wd_status rc = wd_solve(p->xb, p->ub, p->bb, dims, &s, &st);
-    gather(p->x, p->xb, lat);
+    test_gather(p->x, p->xb, lat);
     if (rank == 0) {
         double dn = 0, xn = 0;
         for (size_t i = 0; i < nv; i++) {
@@ -301,7 +259,7 @@ static void clover_extra(problem *p, const wd_lattice *lat, const char *grid_nam
         rc = wd_solver_solve(sv, p->xb, p->bb, &s, &st);
     }
     wd_solver_destroy(sv);
-    gather(p->x, p->xb, lat);
+    test_gather(p->x, p->xb, lat);
     double res = 0;
     if (rank == 0)
         res = reference_residual(p, 0.2, s.tbc, 1);
@@ -320,8 +278,8 @@ static void temporal_block(problem *p, const wd_lattice *lat, const char *grid_n
     double complex *ufb = xalloc(n * 36 * sizeof *ufb), *gb = xalloc(n * 9 * sizeof *gb);
     double complex *want = xalloc(n * 36 * sizeof *want), *gwant = xalloc(n * 9 * sizeof *gwant);
     wd_temporal_gauge_field(uf, g, (const double complex *)p->u, dims);
-    copy_block((double *)want, (double *)uf, lat, 72, 0);
-    copy_block((double *)gwant, (double *)g, lat, 18, 0);
+    test_copy_block((double *)want, (double *)uf, lat, 72, 0);
+    test_copy_block((double *)gwant, (double *)g, lat, 18, 0);
     wd_grid grid;
     wd_grid_make(&grid, dims, lat->procs, nranks, rank, 4);
     const wd_status st = wd_temporal_gauge_field_block(ufb, gb, (const double complex *)p->ub,
@@ -454,8 +412,8 @@ int main(int argc, char **argv)
         p.ub = xalloc(n * 72 * sizeof(double));
         p.bb = xalloc(n * 24 * sizeof(double));
         p.xb = xalloc(n * 24 * sizeof(double));
-        copy_block(p.ub, p.u, &lat, 72, 0);
-        copy_block(p.bb, p.b, &lat, 24, 0);
+        test_copy_block(p.ub, p.u, &lat, 72, 0);
+        test_copy_block(p.bb, p.b, &lat, 24, 0);
         char name[64], what[128];
         snprintf(name, sizeof name, "%s%d %d %d %d", grids[k][0] ? "" : "auto ", lat.procs[0],
                  lat.procs[1], lat.procs[2], lat.procs[3]);

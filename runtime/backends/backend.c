@@ -118,29 +118,6 @@ static void account(wd_backend *be, size_t bytes)
         be->bytes_peak = be->bytes_allocated;
 }
 
-wd_status wd_field_create(wd_backend *be, wd_field *f, int precision)
-{
-    memset(f, 0, sizeof *f);
-    wd_spinor_layout l;
-    wd_status st = wd_spinor_layout_make_halo(&l, be->dims, &be->halo, precision, be->pad);
-    if (st != WD_OK)
-        return st;
-    f->precision = l.precision;
-    f->width = l.width;
-    f->elements = l.elements;
-    f->volume_cb = l.volume_cb;
-    f->stride = l.stride;
-    f->bytes = l.bytes;
-    f->norm_bytes = l.norm_bytes;
-    st = be->ops->field_alloc(be, f);
-    if (st != WD_OK) {
-        memset(f, 0, sizeof *f);
-        return st;
-    }
-    account(be, f->bytes + f->norm_bytes);
-    return WD_OK;
-}
-
 wd_status wd_field_create_multi(wd_backend *be, wd_field *f, int precision, int nrhs)
 {
     if (nrhs < 1)
@@ -168,6 +145,11 @@ wd_status wd_field_create_multi(wd_backend *be, wd_field *f, int precision, int 
     f->norm_bytes = l.norm_bytes;
     f->nrhs = nrhs;
     return WD_OK;
+}
+
+wd_status wd_field_create(wd_backend *be, wd_field *f, int precision)
+{
+    return wd_field_create_multi(be, f, precision, 1);
 }
 
 wd_field wd_field_view(const wd_field *f, int first, int count)
@@ -208,17 +190,13 @@ wd_status wd_dslash_group(wd_backend *be, wd_kernel_for_nrhs kernel, const void 
                           const wd_field *in, const wd_field *x, double a, int parity,
                           int count)
 {
-    static const int sizes[] = {4, 2, 1};
     const int multi = wd_backend_multi_rhs(be);
     wd_status st = WD_OK;
     for (int q = 0; q < count && st == WD_OK;) {
-        int n = 1, k = -1;
-        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i)
-            if (sizes[i] <= count - q && (sizes[i] == 1 || multi) &&
-                (k = kernel(ctx, sizes[i])) >= 0) {
-                n = sizes[i];
-                break;
-            }
+        /* the largest count the registry has a kernel for (the manifest decides) */
+        int n = multi ? count - q : 1, k = -1;
+        for (; n >= 1 && (k = kernel(ctx, n)) < 0; --n)
+            ;
         if (k < 0)
             return wd_fail(WD_ERR_NOT_BUILT, "no one-RHS kernel for this operator is built");
         wd_field vo = wd_field_view(out, q, n), vi = wd_field_view(in, q, n);

@@ -44,10 +44,8 @@
 #include <stddef.h>
 
 #include "wd_comm.h"
+#include "wd_physics.h"     /* WD_CLOVER_BLOCK_REALS, WD_CLOVER_SITE_REALS: the generator's */
 #include "wdirac.h"
-
-#define WD_CLOVER_BLOCK_REALS 36
-#define WD_CLOVER_SITE_REALS 72
 
 /* the offset in a block of re A[i][j], i > j (im follows) */
 static inline int wd_clover_lower(int i, int j)
