@@ -27,6 +27,11 @@
  *               tolerance
  *   accumulate  (z += a x + b y, z of any precision, x and y of any other)
  *               the destination's field tolerance
+ * Pair transfers: both parities of a host-layout array in one call
+ * (wd_upload_pair / wd_download_pair; on the GPU converted there, and also
+ * from and to device memory) hold the bits of the per-parity upload and
+ * download (exact: the same arithmetic in the same order), poisoned with
+ * 1e30 first; the device scan's norm (1e-13) and first non-finite entry.
  * Reproducibility: each reduction twice, then with 1 and with 2 OpenMP
  * threads, on lattices of several reduction blocks: identical bits required.
  * One line per check; "N of M failed" last; exit 0 when all pass.
@@ -40,6 +45,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cuda_rt.h"
 #include "gauge_tools.h"
 #include "test_backend.h"
 #include "wd_backend.h"
@@ -402,6 +408,110 @@ static void test_accumulate(const int dims[4], wd_rng *r)
     free(h), free(hx), free(hy), free(hz), free(got);
 }
 
+/* the host-layout pair transfers (wd_upload_pair / wd_download_pair, and
+ * on the GPU from device memory) against the per-parity upload / download:
+ * the same stored bits, and within the precision of the original */
+static void test_pair(const int dims[4], wd_rng *r)
+{
+    static const int precs[3] = {8, 4, 2};
+    wd_backend be;
+    wd_status st = wd_backend_open(&be, backend, dims, 3);
+    if (st != WD_OK)
+        die("backend", st);
+    const size_t n = wd_volume(dims) * 12, bytes = n * sizeof(double complex);
+    double complex *h = xalloc(bytes), *poison = xalloc(bytes), *g1 = xalloc(bytes);
+    double complex *g2 = xalloc(bytes), *g3 = xalloc(bytes);
+    double *dev = NULL;
+    if (backend == WD_BACKEND_CUDA && (st = wd_cuda_malloc((void **)&dev, bytes, "test")) != WD_OK)
+        die("device array", st);
+    for (size_t k = 0; k < n; k++)
+        poison[k] = CMPLX(1e30, -1e30);
+    for (int i = 0; i < 3; i++) {
+        wd_field e1, o1, e2, o2;
+        if ((st = wd_field_create(&be, &e1, precs[i])) != WD_OK ||
+            (st = wd_field_create(&be, &o1, precs[i])) != WD_OK ||
+            (st = wd_field_create(&be, &e2, precs[i])) != WD_OK ||
+            (st = wd_field_create(&be, &o2, precs[i])) != WD_OK)
+            die("field", st);
+        wd_spinor_random(h, dims, r);
+        char what[128];
+        /* the reference: per parity */
+        if ((st = be.ops->upload(&be, &e2, (const double *)h, 0)) != WD_OK ||
+            (st = be.ops->upload(&be, &o2, (const double *)h, 1)) != WD_OK ||
+            (st = be.ops->download(&be, (double *)g2, &e2, 0)) != WD_OK ||
+            (st = be.ops->download(&be, (double *)g2, &o2, 1)) != WD_OK)
+            die("upload", st);
+        for (int from_device = 0; from_device < 1 + (dev != NULL); from_device++) {
+            const double *src = (const double *)h;
+            if (from_device && (st = wd_cuda_h2d(dev, h, bytes)) != WD_OK)
+                die("h2d", st);
+            if (from_device)
+                src = dev;
+            const char *where = from_device ? "device array" : "host array";
+            /* poisoned first: a site the pair transfer missed keeps 1e30 */
+            if ((st = be.ops->upload(&be, &e1, (const double *)poison, 0)) != WD_OK ||
+                (st = be.ops->upload(&be, &o1, (const double *)poison, 1)) != WD_OK ||
+                (st = wd_upload_pair(&be, &e1, &o1, src, from_device)) != WD_OK)
+                die("upload_pair", st);
+            memcpy(g1, poison, bytes);
+            if ((st = be.ops->download(&be, (double *)g1, &e1, 0)) != WD_OK ||
+                (st = be.ops->download(&be, (double *)g1, &o1, 1)) != WD_OK)
+                die("download", st);
+            snprintf(what, sizeof what, "upload_pair %s %s: bits of upload", pname(precs[i]), where);
+            check(what, memcmp(g1, g2, bytes) ? 1 : 0, 0);
+            double d = 0;
+            for (size_t k = 0; k < n; k++)
+                d += creal((g1[k] - h[k]) * conj(g1[k] - h[k]));
+            snprintf(what, sizeof what, "upload_pair %s %s: the source", pname(precs[i]), where);
+            check(what, sqrt(d / norm2(h, n)), field_tol(precs[i]));
+            /* back: from the reference fields into a poisoned array */
+            memcpy(g3, poison, bytes);
+            if (from_device && (st = wd_cuda_h2d(dev, poison, bytes)) != WD_OK)
+                die("h2d", st);
+            if ((st = wd_download_pair(&be, from_device ? dev : (double *)g3, &e2, &o2,
+                                       from_device)) != WD_OK ||
+                (from_device && (st = wd_cuda_d2h(g3, dev, bytes)) != WD_OK))
+                die("download_pair", st);
+            snprintf(what, sizeof what, "download_pair %s %s: bits of download", pname(precs[i]),
+                     where);
+            check(what, memcmp(g3, g2, bytes) ? 1 : 0, 0);
+        }
+        wd_field_destroy(&be, &e1), wd_field_destroy(&be, &o1);
+        wd_field_destroy(&be, &e2), wd_field_destroy(&be, &o2);
+    }
+    if (dev) {
+        /* the device scan: the squared norm, no bad entry; then a NaN and an
+         * Inf planted at random entries: the lower index is found */
+        wd_spinor_random(h, dims, r);
+        double norm2_dev = -1;
+        long bad = 0;
+        if ((st = wd_cuda_h2d(dev, h, bytes)) != WD_OK ||
+            (st = be.ops->scan_device(&be, dev, 2 * n, &norm2_dev, &bad)) != WD_OK)
+            die("scan_device", st);
+        check("scan_device: squared norm", fabs(norm2_dev - norm2(h, n)) / norm2(h, n), 1e-13);
+        check("scan_device: no bad entry", bad == -1 ? 0 : 1, 0);
+        const long k1 = (long)(wd_rng_uniform(r) * 2 * n), k2 = (long)(wd_rng_uniform(r) * 2 * n);
+        ((double *)h)[k1] = NAN;
+        ((double *)h)[k2] = -INFINITY;
+        if ((st = wd_cuda_h2d(dev, h, bytes)) != WD_OK ||
+            (st = be.ops->scan_device(&be, dev, 2 * n, &norm2_dev, &bad)) != WD_OK)
+            die("scan_device", st);
+        check("scan_device: the first non-finite entry", bad == (k1 < k2 ? k1 : k2) ? 0 : 1, 0);
+        wd_cuda_free(dev);
+    } else {
+        /* the CPU backend takes no device arrays: a clear refusal */
+        wd_field e, o;
+        if ((st = wd_field_create(&be, &e, 8)) != WD_OK || (st = wd_field_create(&be, &o, 8)) != WD_OK)
+            die("field", st);
+        st = wd_upload_pair(&be, &e, &o, (const double *)h, 1);
+        check("upload_pair of device memory on the CPU backend refused",
+              st == WD_ERR_INVALID && strstr(wd_last_error(), "device") ? 0 : 1, 0);
+        wd_field_destroy(&be, &e), wd_field_destroy(&be, &o);
+    }
+    wd_backend_close(&be);
+    free(h), free(poison), free(g1), free(g2), free(g3);
+}
+
 int main(int argc, char **argv)
 {
     uint64_t seed = (uint64_t)time(NULL);
@@ -444,6 +554,8 @@ int main(int argc, char **argv)
         }
     test_copy(lattices[0], &r);
     test_accumulate(lattices[0], &r);
+    test_pair(lattices[0], &r);
+    test_pair(lattices[1], &r);
 
     printf("%d of %d failed\n", checks_failed, checks_run);
     return checks_failed ? 1 : 0;

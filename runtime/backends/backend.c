@@ -14,6 +14,7 @@
  *                                        packing and memory from the backend
  *   wd_clover_create, wd_clover_destroy  the same for a clover field
  *   wd_field_create_multi, wd_field_view N right-hand sides in one block, views
+ *   wd_upload_pair, wd_download_pair     both parities of a host-layout spinor
  *   wd_dslash_group                      N right-hand sides through the
  *                                        multi-RHS kernels of an operator
  *   wd_variant_flops                     nominal flops a site of a variant
@@ -205,6 +206,34 @@ wd_status wd_dslash_group(wd_backend *be, wd_kernel_for_nrhs kernel, const void 
         q += n;
     }
     return st;
+}
+
+static wd_status no_device_arrays(const wd_backend *be)
+{
+    return wd_fail(WD_ERR_INVALID, "the %s backend takes host arrays only, not device memory",
+                   be->ops->name);
+}
+
+wd_status wd_upload_pair(wd_backend *be, wd_field *even, wd_field *odd, const double *src,
+                         int on_device)
+{
+    if (be->ops->upload_pair)
+        return be->ops->upload_pair(be, even, odd, src, on_device);
+    if (on_device)
+        return no_device_arrays(be);
+    wd_status st = be->ops->upload(be, even, src, 0);
+    return st == WD_OK ? be->ops->upload(be, odd, src, 1) : st;
+}
+
+wd_status wd_download_pair(wd_backend *be, double *dst, const wd_field *even, const wd_field *odd,
+                           int on_device)
+{
+    if (be->ops->download_pair)
+        return be->ops->download_pair(be, dst, even, odd, on_device);
+    if (on_device)
+        return no_device_arrays(be);
+    wd_status st = be->ops->download(be, dst, even, 0);
+    return st == WD_OK ? be->ops->download(be, dst, odd, 1) : st;
 }
 
 /* The backward ghost links of every partitioned mu: each rank sends the

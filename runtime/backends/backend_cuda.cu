@@ -32,6 +32,7 @@
  * stream computes the interior sites, then the boundary slices (T alone
  * partitioned), or before the whole kernel on the main stream (otherwise).
  */
+#define WD_PHYSICS_HOST_TABLES /* wd_physics.h's basis change, copied to c_basis */
 #include <algorithm>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -425,6 +426,135 @@ __global__ void ghost_scatter_kernel(W *field, float *norm, int stride, int elem
     }
 }
 
+/* ---- spinors in the host layout on the device -------------------------- */
+/* The host layout is DESIGN.md's: complex double (T, Z, Y, X, spin, colour)
+ * over the local block, DeGrand-Rossi basis.  These kernels do on the GPU
+ * what layout_tmpl.c's wd_pack_spinor / wd_unpack_spinor do on the host,
+ * operation for operation (the basis change as C's complex product, ac - bd
+ * and ad + bc, each rounded, no FMA; the half-precision norm and scale in
+ * double, lrint's rounding), so a field converted here holds the bits the
+ * host packing gives (tests/test_gpu_layout.c). */
+
+__constant__ double c_basis[4][4][2], c_basis_inv[4][4][2];
+
+__device__ __forceinline__ void cmul_acc(double ar, double ai, double2 h, double &vr, double &vi)
+{
+    vr = __dadd_rn(vr, __dsub_rn(__dmul_rn(ar, h.x), __dmul_rn(ai, h.y)));
+    vi = __dadd_rn(vi, __dadd_rn(__dmul_rn(ar, h.y), __dmul_rn(ai, h.x)));
+}
+
+/* full index i of the local block -> its parity and checkerboard index (x
+ * fastest, X even: cb = i / 2) */
+__device__ __forceinline__ int site_parity(long i, int4 d)
+{
+    long r = i / d.x;
+    const int x = (int)(i - r * d.x), y = (int)(r % d.y);
+    r /= d.y;
+    const int z = (int)(r % d.z), t = (int)(r / d.z);
+    return (x + y + z + t) & 1;
+}
+
+template <int P>
+__device__ __forceinline__ void store_packed(const wd_field &f, int cb, const double *re);
+template <> __device__ __forceinline__ void store_packed<8>(const wd_field &f, int cb, const double *re)
+{
+    store<8>(f, cb, re);
+}
+template <> __device__ __forceinline__ void store_packed<4>(const wd_field &f, int cb, const double *re)
+{
+    float v[NR];
+#pragma unroll
+    for (int r = 0; r < NR; ++r)
+        v[r] = __double2float_rn(re[r]);
+    store<4>(f, cb, v);
+}
+template <> __device__ __forceinline__ void store_packed<2>(const wd_field &f, int cb, const double *re)
+{
+    double m = 0;
+#pragma unroll
+    for (int r = 0; r < NR; ++r)
+        m = fmax(m, fabs(re[r]));
+    const double scale = m > 0 ? __ddiv_rn((double)WD_HALF_SCALE, m) : 0;
+    short4 *p = (short4 *)f.data;
+#pragma unroll
+    for (int e = 0; e < NR / 4; ++e)
+        p[(size_t)e * f.stride + cb] = make_short4(
+            (short)__double2int_rn(__dmul_rn(re[4 * e], scale)),
+            (short)__double2int_rn(__dmul_rn(re[4 * e + 1], scale)),
+            (short)__double2int_rn(__dmul_rn(re[4 * e + 2], scale)),
+            (short)__double2int_rn(__dmul_rn(re[4 * e + 3], scale)));
+    f.norm[cb] = __double2float_rn(m);
+}
+
+template <int P>
+__global__ void __launch_bounds__(BLAS_BLOCK) from_host_layout(const double2 *raw, wd_field even,
+                                                               wd_field odd, int4 d, long n)
+{
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
+         i += (long)gridDim.x * blockDim.x) {
+        double2 h[12];
+#pragma unroll
+        for (int k = 0; k < 12; ++k)
+            h[k] = raw[12 * i + k];
+        double re[NR];
+#pragma unroll
+        for (int s = 0; s < 4; ++s)
+#pragma unroll
+            for (int c = 0; c < 3; ++c) {
+                double vr = 0, vi = 0;
+#pragma unroll
+                for (int k = 0; k < 4; ++k)
+                    cmul_acc(c_basis[s][k][0], c_basis[s][k][1], h[3 * k + c], vr, vi);
+                re[2 * (3 * s + c)] = vr;
+                re[2 * (3 * s + c) + 1] = vi;
+            }
+        store_packed<P>(site_parity(i, d) ? odd : even, (int)(i >> 1), re);
+    }
+}
+
+template <int P>
+__global__ void __launch_bounds__(BLAS_BLOCK) to_host_layout(double2 *raw, wd_field even,
+                                                             wd_field odd, int4 d, long n)
+{
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
+         i += (long)gridDim.x * blockDim.x) {
+        double v[NR];
+        load_double<P>(site_parity(i, d) ? odd : even, (int)(i >> 1), v);
+#pragma unroll
+        for (int s = 0; s < 4; ++s)
+#pragma unroll
+            for (int c = 0; c < 3; ++c) {
+                double ar = 0, ai = 0;
+#pragma unroll
+                for (int k = 0; k < 4; ++k)
+                    cmul_acc(c_basis_inv[s][k][0], c_basis_inv[s][k][1],
+                             make_double2(v[2 * (3 * k + c)], v[2 * (3 * k + c) + 1]), ar, ai);
+                raw[12 * i + 3 * s + c] = make_double2(ar, ai);
+            }
+    }
+}
+
+/* a host-layout array on the device: the squared norm in double (a fixed
+ * tree, as the reductions above) and the first entry that is not finite
+ * (the lowest index, by an integer atomic: the same on every run) */
+__global__ void __launch_bounds__(BLAS_BLOCK) scan_host_layout(const double *raw, long n,
+                                                               double *partial,
+                                                               unsigned long long *bad)
+{
+    double acc[1] = {0};
+    unsigned long long first = ~0ull;
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
+         i += (long)gridDim.x * blockDim.x) {
+        const double v = raw[i];
+        acc[0] += v * v;
+        if (!isfinite(v) && (unsigned long long)i < first)
+            first = (unsigned long long)i;
+    }
+    if (first != ~0ull)
+        atomicMin(bad, first);
+    block_reduce<1>(acc, partial);
+}
+
 /* ---- host side --------------------------------------------------------- */
 
 typedef struct cuda_ctx {
@@ -432,6 +562,9 @@ typedef struct cuda_ctx {
     double *result;    /* 3 */
     void *staging;     /* pinned host memory for transfers, grown on demand */
     size_t staging_bytes;
+    double *raw;       /* a spinor in the host layout on the device, grown on demand */
+    size_t raw_bytes;
+    unsigned long long *bad;  /* scan_host_layout's first non-finite entry */
     /* process grid */
     wd_nccl *nccl;
     int *face_idx;             /* device: checkerboard indices of face sites */
@@ -514,6 +647,10 @@ wd_status wd_cuda_be_open(wd_backend *be)
         return st;
     }
     be->ctx = c;
+    if (failed(be, cudaMemcpyToSymbol(c_basis, wd_basis_change, sizeof c_basis), "basis change") ||
+        failed(be, cudaMemcpyToSymbol(c_basis_inv, wd_basis_change_inv, sizeof c_basis_inv),
+               "basis change"))
+        return be->error;
     return WD_OK;
 }
 
@@ -532,6 +669,8 @@ void wd_cuda_be_close(wd_backend *be)
         wd_cuda_free(c->halo);
         wd_cuda_free(c->partial);
         wd_cuda_free(c->result);
+        wd_cuda_free(c->raw);
+        wd_cuda_free(c->bad);
         if (c->staging)
             cudaFreeHost(c->staging);
         free(c);
@@ -561,6 +700,112 @@ wd_status wd_cuda_be_staging(wd_backend *be, size_t bytes, void **buf)
         c->staging_bytes = bytes;
     }
     *buf = c->staging;
+    return WD_OK;
+}
+
+/* The device buffer for one spinor in the host layout (`bytes`), grown on
+ * demand and counted in the backend's memory. */
+wd_status wd_cuda_be_raw(wd_backend *be, size_t bytes, double **raw)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    if (c->raw_bytes < bytes) {
+        wd_cuda_free(c->raw);
+        be->bytes_allocated -= c->raw_bytes;
+        c->raw = NULL;
+        c->raw_bytes = 0;
+        wd_status st = wd_cuda_malloc((void **)&c->raw, bytes, "a spinor in the host layout");
+        if (st != WD_OK)
+            return st;
+        c->raw_bytes = bytes;
+        be->bytes_allocated += bytes;
+        if (be->bytes_allocated > be->bytes_peak)
+            be->bytes_peak = be->bytes_allocated;
+    }
+    *raw = c->raw;
+    return WD_OK;
+}
+
+static int4 local_dims(const wd_backend *be)
+{
+    return make_int4(be->dims[0], be->dims[1], be->dims[2], be->dims[3]);
+}
+
+static long local_volume(const wd_backend *be)
+{
+    return (long)be->dims[0] * be->dims[1] * be->dims[2] * be->dims[3];
+}
+
+wd_status wd_cuda_be_from_host_layout(wd_backend *be, wd_field *even, wd_field *odd,
+                                      const double *raw)
+{
+    if (even->precision != odd->precision)
+        return wd_fail(WD_ERR_INVALID, "CUDA backend: the two parities of a source in different "
+                       "precisions (%d and %d bytes)", even->precision, odd->precision);
+    const long n = local_volume(be);
+    const int grid = grid_for((int)std::min<long>(n, 1L << 30));
+    cudaStream_t st = (cudaStream_t)wd_cuda_stream();
+    const double2 *r = (const double2 *)raw;
+    switch (even->precision) {
+    case 8: from_host_layout<8><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n); break;
+    case 4: from_host_layout<4><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n); break;
+    default: from_host_layout<2><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n); break;
+    }
+    failed(be, cudaGetLastError(), "from the host layout");
+    return be->error;
+}
+
+wd_status wd_cuda_be_to_host_layout(wd_backend *be, double *raw, const wd_field *even,
+                                    const wd_field *odd)
+{
+    if (even->precision != odd->precision)
+        return wd_fail(WD_ERR_INVALID, "CUDA backend: the two parities of a solution in "
+                       "different precisions (%d and %d bytes)", even->precision, odd->precision);
+    const long n = local_volume(be);
+    const int grid = grid_for((int)std::min<long>(n, 1L << 30));
+    cudaStream_t st = (cudaStream_t)wd_cuda_stream();
+    double2 *r = (double2 *)raw;
+    switch (even->precision) {
+    case 8: to_host_layout<8><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n); break;
+    case 4: to_host_layout<4><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n); break;
+    default: to_host_layout<2><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n); break;
+    }
+    failed(be, cudaGetLastError(), "to the host layout");
+    return be->error;
+}
+
+/* n doubles at raw (device): their squared norm on this rank, and the index
+ * of the first that is not finite (-1: none) */
+wd_status wd_cuda_be_scan_host_layout(wd_backend *be, const double *raw, long n, double *norm2,
+                                      long *bad)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    if (be->error != WD_OK)
+        return be->error;
+    if (!c->bad) {
+        const wd_status st = wd_cuda_malloc((void **)&c->bad, sizeof *c->bad, "the scan's index");
+        if (st != WD_OK)
+            return st;
+    }
+    const int grid = grid_for((int)std::min<long>(n, 1L << 30));
+    cudaStream_t st = (cudaStream_t)wd_cuda_stream();
+    unsigned long long first = ~0ull;
+    double res[3];
+    if (failed(be, cudaMemcpyAsync(c->bad, &first, sizeof first, cudaMemcpyHostToDevice, st),
+               "scan"))
+        return be->error;
+    scan_host_layout<<<grid, BLAS_BLOCK, 0, st>>>(raw, n, c->partial, c->bad);
+    if (failed(be, cudaGetLastError(), "scan"))
+        return be->error;
+    final_reduce<<<1, BLAS_BLOCK, 0, st>>>(c->partial, grid, c->result);
+    if (failed(be, cudaGetLastError(), "scan") ||
+        failed(be, cudaMemcpyAsync(res, c->result, sizeof res, cudaMemcpyDeviceToHost, st),
+               "scan") ||
+        failed(be, cudaMemcpyAsync(&first, c->bad, sizeof first, cudaMemcpyDeviceToHost, st),
+               "scan") ||
+        failed(be, cudaStreamSynchronize(st), "scan"))
+        return be->error;
+    *norm2 = res[0];
+    *bad = first == ~0ull ? -1 : (long)first;
     return WD_OK;
 }
 

@@ -4,7 +4,10 @@
  * they are packed on the host (wd_layout.h) and copied over, exactly as the
  * CPU backend packs them, so the two backends hold the same bytes.  The
  * Dslash runs the generated CUDA kernel of the variant with its autotuned
- * block size; the BLAS are backend_cuda.cu's kernels.
+ * block size; the BLAS are backend_cuda.cu's kernels.  The solvers' sources
+ * and solutions take the faster route of upload_pair / download_pair: the
+ * whole host-layout array in one staged transfer, converted on the GPU to
+ * the same bytes.
  *
  * On a process grid (one GPU per rank, NCCL between them) fields carry the
  * ghost faces of wd_halo, the gauge field its backward ghost links, and
@@ -51,6 +54,13 @@ void wd_cuda_be_caxpy(wd_backend *be, wd_complex a, const wd_field *x, wd_field 
 void wd_cuda_be_accumulate(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
                            const wd_field *y, wd_field *z);
 wd_status wd_cuda_be_staging(wd_backend *be, size_t bytes, void **buf);
+wd_status wd_cuda_be_raw(wd_backend *be, size_t bytes, double **raw);
+wd_status wd_cuda_be_from_host_layout(wd_backend *be, wd_field *even, wd_field *odd,
+                                      const double *raw);
+wd_status wd_cuda_be_to_host_layout(wd_backend *be, double *raw, const wd_field *even,
+                                    const wd_field *odd);
+wd_status wd_cuda_be_scan_host_layout(wd_backend *be, const double *raw, long n, double *norm2,
+                                      long *bad);
 wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
                                const long off[4][2][2]);
 wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_args *args,
@@ -145,6 +155,71 @@ static wd_status download(wd_backend *be, double *host, const wd_field *f, int p
         wd_unpack_spinor(&l, (double complex *)host, buf, (const float *)((char *)buf + l.bytes),
                          be->dims, parity);
     return st;
+}
+
+/*
+ * Sources and solutions in the host layout: one transfer of the whole
+ * block (complex double) through two pinned chunks, the host side's copy
+ * into and out of them threaded, then one kernel converting both parities
+ * on the GPU (backend_cuda.cu, bit for bit the host packing).  A device
+ * array (on_device) skips the transfer.
+ */
+enum { STAGED_CHUNK = 8 << 20 };
+
+static void copy_threaded(void *dst, const void *src, size_t bytes)
+{
+    enum { PARTS = 16 };
+#pragma omp parallel for schedule(static)
+    for (int k = 0; k < PARTS; ++k) {
+        const size_t lo = bytes * k / PARTS, hi = bytes * (k + 1) / PARTS;
+        memcpy((char *)dst + lo, (const char *)src + lo, hi - lo);
+    }
+}
+
+static size_t host_layout_bytes(const wd_backend *be)
+{
+    return wd_volume(be->dims) * 24 * sizeof(double);
+}
+
+static wd_status upload_pair(wd_backend *be, wd_field *even, wd_field *odd, const double *src,
+                             int on_device)
+{
+    if (on_device)
+        return wd_cuda_be_from_host_layout(be, even, odd, src);
+    const size_t bytes = host_layout_bytes(be);
+    double *raw;
+    void *pinned;
+    wd_status st = wd_cuda_be_raw(be, bytes, &raw);
+    if (st == WD_OK)
+        st = wd_cuda_be_staging(be, 2 * STAGED_CHUNK, &pinned);
+    if (st == WD_OK)
+        st = wd_cuda_h2d_staged(raw, src, bytes, pinned, STAGED_CHUNK, copy_threaded);
+    return st == WD_OK ? wd_cuda_be_from_host_layout(be, even, odd, raw) : st;
+}
+
+static wd_status download_pair(wd_backend *be, double *dst, const wd_field *even,
+                               const wd_field *odd, int on_device)
+{
+    if (on_device) {
+        wd_status st = wd_cuda_be_to_host_layout(be, dst, even, odd);
+        /* the caller's arrays live on other streams: done before return */
+        return st == WD_OK ? wd_cuda_sync() : st;
+    }
+    const size_t bytes = host_layout_bytes(be);
+    double *raw;
+    void *pinned;
+    wd_status st = wd_cuda_be_raw(be, bytes, &raw);
+    if (st == WD_OK)
+        st = wd_cuda_be_staging(be, 2 * STAGED_CHUNK, &pinned);
+    if (st == WD_OK)
+        st = wd_cuda_be_to_host_layout(be, raw, even, odd);
+    return st == WD_OK ? wd_cuda_d2h_staged(dst, raw, bytes, pinned, STAGED_CHUNK, copy_threaded)
+                       : st;
+}
+
+static wd_status scan_device(wd_backend *be, const double *src, size_t n, double *norm2, long *bad)
+{
+    return wd_cuda_be_scan_host_layout(be, src, (long)n, norm2, bad);
 }
 
 /* ghost: the backward ghost links of each partitioned mu (NULL elsewhere) */
@@ -277,6 +352,9 @@ static const wd_backend_ops cuda_ops = {
     .field_free = field_free,
     .upload = upload,
     .download = download,
+    .upload_pair = upload_pair,
+    .download_pair = download_pair,
+    .scan_device = scan_device,
     .gauge_upload = gauge_upload,
     .gauge_free = gauge_free,
     .clover_upload = clover_upload,

@@ -169,6 +169,84 @@ extern "C" wd_status wd_cuda_d2h_rows(void *dst, const void *src, size_t pitch, 
     return WD_OK;
 }
 
+/* The two events of the staged copies below (made at first use). */
+static cudaEvent_t staged_ev[2];
+
+static wd_status staged_events(void)
+{
+    for (int k = 0; k < 2; ++k)
+        if (!staged_ev[k])
+            CHECK(cudaEventCreateWithFlags(&staged_ev[k], cudaEventDisableTiming));
+    return WD_OK;
+}
+
+/* a failure inside a staged copy: wait for what is in flight (it may still
+ * read or write the pinned chunks) and report the first error */
+static wd_status staged_fail(cudaStream_t s, cudaError_t err, const char *what)
+{
+    cudaStreamSynchronize(s);
+    cudaGetLastError();
+    return wd_fail(WD_ERR_CUDA, "%s failed: %s", what, cudaGetErrorString(err));
+}
+
+extern "C" wd_status wd_cuda_h2d_staged(void *dst, const void *src, size_t bytes, void *pinned,
+                                        size_t chunk, wd_copy_fn copy)
+{
+    cudaStream_t s = 0;
+    wd_status st = stream(&s);
+    if (st == WD_OK)
+        st = staged_events();
+    if (st != WD_OK)
+        return st;
+    for (size_t off = 0, k = 0; off < bytes; off += chunk, ++k) {
+        const size_t n = bytes - off < chunk ? bytes - off : chunk;
+        char *buf = (char *)pinned + (k & 1) * chunk;
+        cudaError_t err = cudaSuccess;
+        /* the DMA that last read this chunk (two chunks back) must be done */
+        if (k >= 2 && (err = cudaEventSynchronize(staged_ev[k & 1])) != cudaSuccess)
+            return staged_fail(s, err, "cudaEventSynchronize (staged host to device copy)");
+        copy(buf, (const char *)src + off, n);
+        if ((err = cudaMemcpyAsync((char *)dst + off, buf, n, cudaMemcpyHostToDevice, s)) !=
+                cudaSuccess ||
+            (err = cudaEventRecord(staged_ev[k & 1], s)) != cudaSuccess)
+            return staged_fail(s, err, "cudaMemcpyAsync (staged host to device copy)");
+    }
+    CHECK(cudaStreamSynchronize(s));
+    return WD_OK;
+}
+
+extern "C" wd_status wd_cuda_d2h_staged(void *dst, const void *src, size_t bytes, void *pinned,
+                                        size_t chunk, wd_copy_fn copy)
+{
+    cudaStream_t s = 0;
+    wd_status st = stream(&s);
+    if (st == WD_OK)
+        st = staged_events();
+    if (st != WD_OK)
+        return st;
+    const size_t chunks = (bytes + chunk - 1) / chunk;
+    cudaError_t err = cudaSuccess;
+    /* chunk k arrives in pinned half k & 1; chunk k + 2 is requested into
+     * that half once chunk k has been copied out */
+    for (size_t k = 0; k < chunks + 2; ++k) {
+        if (k >= 2) {
+            const size_t j = k - 2, off = j * chunk;
+            if ((err = cudaEventSynchronize(staged_ev[j & 1])) != cudaSuccess)
+                return staged_fail(s, err, "cudaEventSynchronize (staged device to host copy)");
+            copy((char *)dst + off, (char *)pinned + (j & 1) * chunk,
+                 bytes - off < chunk ? bytes - off : chunk);
+        }
+        if (k < chunks) {
+            const size_t off = k * chunk, n = bytes - off < chunk ? bytes - off : chunk;
+            if ((err = cudaMemcpyAsync((char *)pinned + (k & 1) * chunk, (const char *)src + off, n,
+                                       cudaMemcpyDeviceToHost, s)) != cudaSuccess ||
+                (err = cudaEventRecord(staged_ev[k & 1], s)) != cudaSuccess)
+                return staged_fail(s, err, "cudaMemcpyAsync (staged device to host copy)");
+        }
+    }
+    return WD_OK;
+}
+
 static wd_status launch(int index, const wd_dslash_args *a, int block, cudaStream_t s)
 {
     if (index < 0 || index >= wd_cuda_launcher_count)

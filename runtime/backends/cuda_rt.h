@@ -12,6 +12,10 @@
  *   wd_cuda_h2d_rows/d2h_rows  the same for `rows` rows of `width` bytes
  *                       `pitch` bytes apart on both sides (the local sites
  *                       of a field's sub-arrays, leaving ghosts and padding)
+ *   wd_cuda_h2d_staged/d2h_staged  a large copy between pageable host memory
+ *                       and the device through two pinned chunks: the host
+ *                       side's copy of one chunk (`copy`, e.g. threaded)
+ *                       overlaps the DMA of the other
  *   wd_cuda_set_device  run this process on device `dev` (a process grid:
  *                       one GPU per rank), before its first stream
  *   wd_cuda_dslash      launch built variant `index` with a block size
@@ -55,6 +59,12 @@ wd_status wd_cuda_d2h(void *dst, const void *src, size_t bytes);
 wd_status wd_cuda_memset(void *dst, int value, size_t bytes);
 wd_status wd_cuda_h2d_rows(void *dst, const void *src, size_t pitch, size_t width, size_t rows);
 wd_status wd_cuda_d2h_rows(void *dst, const void *src, size_t pitch, size_t width, size_t rows);
+typedef void (*wd_copy_fn)(void *dst, const void *src, size_t bytes);
+/* pinned: 2 * chunk bytes of pinned host memory; returns when dst holds it all */
+wd_status wd_cuda_h2d_staged(void *dst, const void *src, size_t bytes, void *pinned, size_t chunk,
+                             wd_copy_fn copy);
+wd_status wd_cuda_d2h_staged(void *dst, const void *src, size_t bytes, void *pinned, size_t chunk,
+                             wd_copy_fn copy);
 /* WD_ERR_NO_DEVICE when there are fewer than nlocal devices (ranks of one
  * node would share one); WD_ERR_INVALID when this process already made its
  * stream on another device. */

@@ -24,6 +24,16 @@ void wd_cuda_free(void *p) { (void)p; }
 wd_status wd_cuda_h2d(void *d, const void *s, size_t n) { (void)d, (void)s, (void)n; return none(); }
 wd_status wd_cuda_d2h(void *d, const void *s, size_t n) { (void)d, (void)s, (void)n; return none(); }
 wd_status wd_cuda_memset(void *d, int v, size_t n) { (void)d, (void)v, (void)n; return none(); }
+wd_status wd_cuda_h2d_staged(void *d, const void *s, size_t n, void *p, size_t c, wd_copy_fn f)
+{
+    (void)d, (void)s, (void)n, (void)p, (void)c, (void)f;
+    return none();
+}
+wd_status wd_cuda_d2h_staged(void *d, const void *s, size_t n, void *p, size_t c, wd_copy_fn f)
+{
+    (void)d, (void)s, (void)n, (void)p, (void)c, (void)f;
+    return none();
+}
 wd_status wd_cuda_h2d_rows(void *d, const void *s, size_t p, size_t w, size_t r)
 {
     (void)d, (void)s, (void)p, (void)w, (void)r;

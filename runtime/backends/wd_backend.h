@@ -29,6 +29,8 @@
  *                                        reconstruction and gauge fixing
  *   wd_clover_create / wd_clover_destroy a clover field (both parities) in a
  *                                        precision, from host clover blocks
+ *   wd_upload_pair / wd_download_pair    a host-layout spinor to and from both
+ *                                        parities' fields
  *   wd_dslash / wd_dslash_clover / wd_blas_*   inline wrappers that dispatch to the
  *                                        table and count flops (so no backend
  *                                        has to)
@@ -140,6 +142,19 @@ typedef struct wd_backend_ops {
     void (*field_free)(wd_backend *be, wd_field *f);
     wd_status (*upload)(wd_backend *be, wd_field *f, const double *host, int parity);
     wd_status (*download)(wd_backend *be, double *host, const wd_field *f, int parity);
+    /* Both parities of one spinor in the host layout (this rank's block,
+     * DeGrand-Rossi, complex double) at src into even and odd (one
+     * precision) in one transfer, or back; src / dst in device memory when
+     * on_device.  Optional (NULL): wd_upload_pair and wd_download_pair fall
+     * back to upload / download of each parity for host memory. */
+    wd_status (*upload_pair)(wd_backend *be, wd_field *even, wd_field *odd, const double *src,
+                             int on_device);
+    wd_status (*download_pair)(wd_backend *be, double *dst, const wd_field *even,
+                               const wd_field *odd, int on_device);
+    /* n doubles in device memory: this rank's squared norm and the index of
+     * the first that is not finite (-1: none).  Optional. */
+    wd_status (*scan_device)(wd_backend *be, const double *src, size_t n, double *norm2,
+                             long *bad);
     wd_status (*gauge_upload)(wd_backend *be, wd_gauge *g, const double *host,
                               const double *const ghost[4]);
     void (*gauge_free)(wd_backend *be, wd_gauge *g);
@@ -228,6 +243,14 @@ wd_status wd_backend_agree(wd_status st);
  * (a no-op on one rank); a failure is recorded in be->error. */
 void wd_backend_allsum(wd_backend *be, double *v, int n);
 void wd_backend_close(wd_backend *be);
+
+/* The upload_pair / download_pair operations of the table, or for a backend
+ * without them the two parities one at a time (host memory only: device
+ * memory is WD_ERR_INVALID there). */
+wd_status wd_upload_pair(wd_backend *be, wd_field *even, wd_field *odd, const double *src,
+                         int on_device);
+wd_status wd_download_pair(wd_backend *be, double *dst, const wd_field *even, const wd_field *odd,
+                           int on_device);
 
 /* For backends: check that the fields, gauge field and parity match Dslash
  * variant `variant` (WD_ERR_NOT_BUILT / WD_ERR_INTERNAL otherwise) and fill

@@ -157,7 +157,7 @@ static wd_status check_settings(const wd_solver_settings *s)
 
 /* The work fields, by role (wd_solver.h: wd_krylov documents each). */
 enum {
-    F_B, F_X, F_R, F_ODD, F_TE,             /* outer precision */
+    F_B, F_X, F_R, F_ODD, F_TE, F_BO,       /* outer precision (F_BO: the odd source) */
     F_XS,                                   /* the accumulator's precision */
     F_RS, F_P, F_V, F_T, F_R0, F_ODD_S,     /* sloppy precision */
     F_EVEN, F_EVEN_S,                       /* clover: even scratch, outer and sloppy */
@@ -488,6 +488,7 @@ static wd_status setup_krylov(wd_solver *sv, const wd_solver_settings *s, wd_kry
     field(sv, F_X, po, shared, &st);
     field(sv, F_R, po, shared, &st);
     field(sv, F_ODD, po, shared, &st);
+    field(sv, F_BO, po, shared, &st);
     if (cg)
         field(sv, F_TE, po, shared, &st);
     /* the accumulator lives in F_XS, created in the precision of the first
@@ -568,23 +569,21 @@ static wd_status setup_krylov(wd_solver *sv, const wd_solver_settings *s, wd_kry
  * top): t_o = A_oo^-1 b_o, b'_e = A_ee^-1 (b_e + kappa D_eo t_o) / (4+m) in
  * the symmetric form, without A_ee^-1 in the asymmetric one.  The Krylov
  * target and scale for bnorm = ||b||. */
-static wd_status prepare(wd_solver *sv, wd_krylov *ks, wd_field *odd, const double *b_run,
-                         const wd_solver_settings *s, double bnorm)
+static wd_status prepare(wd_solver *sv, wd_krylov *ks, wd_field *odd, wd_field *bo,
+                         const double *b_run, int on_device, const wd_solver_settings *s,
+                         double bnorm)
 {
     wd_backend *be = &sv->be;
     const double kappa = ks->outer.kappa, inv = 1.0 / (4.0 + s->mass);
     const wd_eo_op *op = &ks->outer;
     wd_status st;
-    if ((st = be->ops->upload(be, ks->b, b_run, 0)) != WD_OK ||
-        (st = be->ops->upload(be, odd, b_run, 1)) != WD_OK)
+    if ((st = wd_upload_pair(be, ks->b, bo, b_run, on_device)) != WD_OK)
         return st;
-    const wd_field *b_o = odd;
+    const wd_field *b_o = bo;
     if (op->ainv) {
-        /* ks->r (even) is free until the Krylov run: stage b_o through it */
-        if ((st = be->ops->upload(be, ks->r, b_run, 1)) != WD_OK ||
-            (st = wd_dslash_clover(be, op->cl_site, odd, NULL, op->ainv, ks->r, NULL, 0, 1)) !=
-                WD_OK)
+        if ((st = wd_dslash_clover(be, op->cl_site, odd, NULL, op->ainv, bo, NULL, 0, 1)) != WD_OK)
             return st;
+        b_o = odd;
     }
     if ((st = wd_dslash(be, op->xpay[0], ks->r, &sv->g_outer, b_o, ks->b, kappa, 0)) != WD_OK)
         return st;
@@ -602,26 +601,23 @@ static wd_status prepare(wd_solver *sv, wd_krylov *ks, wd_field *odd, const doub
 }
 
 /* x_o = b_o / (4+m) + kappa D_oe x_e (clover: A_oo^-1 applied to both
- * terms), download x, undo the gauge fixing. */
-static wd_status reconstruct(wd_solver *sv, wd_krylov *ks, wd_field *odd, const double *b_run,
-                             const wd_solver_settings *s, double *x)
+ * terms) with b_o from prepare (bo), download x, undo the gauge fixing. */
+static wd_status reconstruct(wd_solver *sv, wd_krylov *ks, wd_field *odd, const wd_field *bo,
+                             int on_device, const wd_solver_settings *s, double *x)
 {
     wd_backend *be = &sv->be;
     const wd_eo_op *op = &ks->outer;
     wd_status st;
-    if ((st = be->ops->upload(be, odd, b_run, 1)) != WD_OK)
-        return st;
     if (op->ainv) {
-        if ((st = be->ops->upload(be, ks->r, b_run, 1)) != WD_OK ||
-            (st = wd_dslash_clover(be, op->cl_site, odd, NULL, op->ainv, ks->r, NULL, 0, 1)) !=
-                WD_OK)
+        if ((st = wd_dslash_clover(be, op->cl_site, odd, NULL, op->ainv, bo, NULL, 0, 1)) != WD_OK)
             return st;
+    } else {
+        wd_blas_copy(be, odd, bo);
     }
     wd_blas_ax(be, 1.0 / (4.0 + s->mass), odd);
     if ((st = wd_dslash_clover(be, op->ainv ? op->cl_xpay[0] : op->xpay[0], ks->r, &sv->g_outer,
                                op->ainv, ks->x, odd, op->kappa, 1)) != WD_OK ||
-        (st = be->ops->download(be, x, ks->x, 0)) != WD_OK ||
-        (st = be->ops->download(be, x, ks->r, 1)) != WD_OK)
+        (st = wd_download_pair(be, x, ks->x, ks->r, on_device)) != WD_OK)
         return st;
     if (be->error != WD_OK)
         return be->error;
@@ -654,7 +650,7 @@ static const double *source_run(wd_solver *sv, const double *b)
  * solve_seconds and flops are the group's divided by n.
  */
 static wd_status run_lanes(wd_solver *sv, double *const x[], const double *const b[], int n,
-                           const wd_solver_settings *s, const double bnorm[],
+                           int on_device, const wd_solver_settings *s, const double bnorm[],
                            wd_solver_stats *stats[], wd_status lane_st[], wd_krylov *ks,
                            const int label[])
 {
@@ -665,7 +661,8 @@ static wd_status run_lanes(wd_solver *sv, double *const x[], const double *const
     be->error = WD_OK;
     wd_status st = setup_krylov(sv, s, ks, n, &odd);
     for (int i = 0; i < n && st == WD_OK; ++i) {
-        st = prepare(sv, &ks[i], odd, source_run(sv, b[i]), s, bnorm[i]);
+        st = prepare(sv, &ks[i], odd, &sv->view[i][F_BO], on_device ? b[i] : source_run(sv, b[i]),
+                     on_device, s, bnorm[i]);
         if (label)
             snprintf(ks[i].tag, sizeof ks[i].tag, " [rhs %d]", label[i]);
     }
@@ -678,7 +675,7 @@ static wd_status run_lanes(wd_solver *sv, double *const x[], const double *const
     if (st == WD_OK && be->error != WD_OK)
         st = be->error;
     for (int i = 0; i < n && st == WD_OK; ++i)
-        st = reconstruct(sv, &ks[i], odd, source_run(sv, b[i]), s, x[i]);
+        st = reconstruct(sv, &ks[i], odd, &sv->view[i][F_BO], on_device, s, x[i]);
     if (st != WD_OK)
         return st;
     const double t2 = now_s();
@@ -703,12 +700,12 @@ static wd_status run_lanes(wd_solver *sv, double *const x[], const double *const
 
 /* One single-RHS pass on the backend (a solve, or a refinement round's
  * correction solve). */
-static wd_status solve_pass(wd_solver *sv, double *x, const double *b,
+static wd_status solve_pass(wd_solver *sv, double *x, const double *b, int on_device,
                             const wd_solver_settings *s, double bnorm, wd_solver_stats *stats)
 {
     wd_krylov ks;
     wd_status lane_st;
-    const wd_status st = run_lanes(sv, &x, &b, 1, s, &bnorm, &stats, &lane_st, &ks, NULL);
+    const wd_status st = run_lanes(sv, &x, &b, 1, on_device, s, &bnorm, &stats, &lane_st, &ks, NULL);
     if (st != WD_OK)
         return st;
     return lane_st == WD_OK ? WD_OK : wd_fail(lane_st, "%s", ks.message);
@@ -753,7 +750,7 @@ static wd_status refine(wd_solver *sv, double *x, const double *b, const wd_solv
         sr.max_iter = s->max_iter - stats->iterations;
         wd_solver_stats sub;
         memset(&sub, 0, sizeof sub);
-        st = solve_pass(sv, d, r, &sr, res * bnorm, &sub);
+        st = solve_pass(sv, d, r, 0, &sr, res * bnorm, &sub);
         stats->iterations += sub.iterations;
         stats->sloppy_iterations += sub.sloppy_iterations;
         stats->updates += sub.updates;
@@ -873,7 +870,7 @@ static wd_status solve_one(wd_solver *sv, double *x, const double *b,
             return st;
         }
     }
-    wd_status solve_st = solve_pass(sv, x, b, s, bnorm, stats);
+    wd_status solve_st = solve_pass(sv, x, b, 0, s, bnorm, stats);
     /* host b to host x; the float64 residual check below is not counted
      * (a refinement adds its rounds' time) */
     stats->seconds = now_s() - t_solve;
@@ -982,7 +979,7 @@ wd_status wd_solver_solve_many(wd_solver *sv, double *const x[], const double *c
             gnorm[q] = bnorm[i];
             gst[q] = &stats[i];
         }
-        st = run_lanes(sv, gx, gb, gn, s, gnorm, gst, lane_st, ks, label);
+        st = run_lanes(sv, gx, gb, gn, 0, s, gnorm, gst, lane_st, ks, label);
         for (int q = 0; q < gn && st == WD_OK; ++q) {
             const int i = idx[g0 + q];
             const wd_status r = conclude(sv, x[i], b[i], s, gnorm[q], &stats[i], lane_st[q],
