@@ -26,6 +26,17 @@
  * field: the host order puts t outermost, so a prefix of the arrays is the
  * 24^3 x T lattice).
  *
+ * Many right-hand sides (--nrhs N,N,...; one process): for every selected
+ * one-RHS Wilson variant and each N, N random right-hand sides (right-hand
+ * side q from wd_spinor_fill_random(seed + 1 + q)) through the backend as
+ * one wd_dslash_group, which runs the largest multi-RHS kernels built for
+ * the variant (12 = 4+4+4) or one-RHS calls.  Bytes at the multi-RHS
+ * fewest-bytes model: every right-hand side's spinors once, the links once
+ * per kernel call the group made.  CPU: the group call's wall time; GPU:
+ * the CUDA-event medians of its kernel calls summed (the backend waits
+ * after each kernel, so the group's wall time, reported beside it, also
+ * holds a launch and a synchronisation per call).
+ *
  * Process grid (--grid Px Py Pz Pt, or several ranks under mpirun; CUDA
  * backend, one GPU per rank): each rank times, with CUDA events, the
  * backend's whole Dslash on its block: the NCCL halo exchange (gather,
@@ -71,6 +82,8 @@
 #define XPAY_FLOPS_PER_SITE 48.0
 #define MAX_LATTICES 32
 #define MAX_PADS 4
+#define MAX_NRHS_LIST 16    /* --nrhs: counts in the list (1 included) */
+#define MAX_NRHS_ARG 64     /* --nrhs: right-hand sides of one group */
 
 double wd_dslash_bytes_per_site(int precision, int recon, int gauge_fix, int xpay)
 {
@@ -329,7 +342,6 @@ static wd_status gpu_cache_get(gpu_cache *c, const host_fields *h, const wd_vari
     const int same_gauge = same_spinor && c->recon == recon && c->gauge_fix == v->gauge_fix;
     if (same_gauge && (v->op == WD_OP_WILSON || c->clover) && (v->nrhs == 1 || c->m_in))
         return WD_OK;
-    wd_gpu_gauge_free(&c->g);
     wd_status st = WD_OK;
     if (!same_spinor) {
         gpu_cache_free(c);
@@ -345,9 +357,12 @@ static wd_status gpu_cache_get(gpu_cache *c, const host_fields *h, const wd_vari
         if (st == WD_OK)
             st = wd_gpu_spinor_upload(&c->out, h->psi, h->dims, 0);
     }
-    if (st == WD_OK && !same_gauge)
+    /* the gauge field stays when only the multi-RHS or clover fields are new */
+    if (st == WD_OK && !same_gauge) {
+        wd_gpu_gauge_free(&c->g);
         st = wd_gpu_gauge_upload(&c->g, v->gauge_fix ? h->uf : h->u, h->dims, v->precision,
                                  recon, v->gauge_fix, pad);
+    }
     if (st == WD_OK && v->nrhs > 1 && !c->m_in) {
         /* MAX_NRHS right-hand sides, the spinor's two parities in turn */
         wd_spinor_layout sl;
@@ -452,6 +467,10 @@ static void usage(FILE *f)
             "  --seed N              random field seed (default 1)\n"
             "  --tune-cache FILE     GPU tune cache (default $WDIRAC_TUNE_CACHE or ~/.cache/wdirac/)\n"
             "  --json FILE           also write the results as JSON\n"
+            "  --nrhs N,N,...        per selected one-RHS Wilson variant, time N random right-hand\n"
+            "                        sides (1..%d) as one wd_dslash_group (the largest multi-RHS\n"
+            "                        kernels built, else one-RHS calls): per-RHS time, Gflops,\n"
+            "                        bytes at the multi-RHS model, speedup over N = 1 (always timed)\n"
             "  --grid Px Py Pz Pt    run on a process grid under mpirun, one GPU per rank (CUDA\n"
             "                        backend, NCCL halos; the default under several ranks: the\n"
             "                        automatic grid); --dims are then global lattices\n"
@@ -459,7 +478,8 @@ static void usage(FILE *f)
             "                        256 MiB and for each lattice's halo faces\n"
             "  --wrap-halo AXES      on a grid (--grid 1 1 1 1 too): also exchange the faces of\n"
             "                        AXES (letters of XYZT) that the grid does not split, each\n"
-            "                        rank with itself: the halo path's cost without a second GPU\n");
+            "                        rank with itself: the halo path's cost without a second GPU\n",
+            MAX_NRHS_ARG);
 }
 
 static void print_row(const bench_row *r, double copy, double base_us)
@@ -790,12 +810,319 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
     return rc;
 }
 
+/* ---- many right-hand sides through wd_dslash_group (--nrhs) ------------- */
+
+/* The calls wd_dslash_group made for one group: each lookup that finds a
+ * kernel is one call of n right-hand sides with variant k. */
+typedef struct group_log {
+    int calls, n[MAX_NRHS_ARG], k[MAX_NRHS_ARG];
+} group_log;
+
+/* The operator family of a one-RHS Wilson variant; log, when not NULL,
+ * records the calls (the lookup is the group's only view of its plan). */
+typedef struct group_family {
+    const wd_variant *v;
+    group_log *log;
+} group_family;
+
+static int group_kernel(const void *ctx, int n)
+{
+    const group_family *f = ctx;
+    const wd_variant *v = f->v;
+    const int k = wd_variant_find_nrhs(WD_OP_WILSON, v->precision, v->recon, v->gauge_fix,
+                                       v->dagger, v->xpay, n);
+    if (k >= 0 && f->log && f->log->calls < MAX_NRHS_ARG) {
+        f->log->n[f->log->calls] = n;
+        f->log->k[f->log->calls++] = k;
+    }
+    return k;
+}
+
+/* "4+4+4", "4+2+1", "1x12" (one-RHS calls), "4x16" (four or more of a kind) */
+static void group_plan_name(const group_log *log, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int c = 0; c < log->calls && at < len;) {
+        int m = 1;
+        while (c + m < log->calls && log->n[c + m] == log->n[c])
+            m++;
+        const int runs = log->n[c] == 1 ? m > 1 : m > 3;
+        const int w = runs ? snprintf(buf + at, len - at, "%s%dx%d", c ? "+" : "", log->n[c], m)
+                           : snprintf(buf + at, len - at, "%s%d", c ? "+" : "", log->n[c]);
+        at += w > 0 ? (size_t)w : 0;
+        c += runs ? m : 1;
+    }
+}
+
+/* "1,2,4,8,12": sorted, duplicates dropped, 1 (the baseline) added; the
+ * count, or -1 on anything else */
+static int parse_nrhs_list(const char *s, int *list)
+{
+    int n = 1;
+    list[0] = 1;
+    for (;;) {
+        char *end;
+        const long v = strtol(s, &end, 10);
+        if (end == s || v < 1 || v > MAX_NRHS_ARG || (*end && *end != ','))
+            return -1;
+        int at = 0;
+        while (at < n && list[at] < v)
+            at++;
+        if (at == n || list[at] != v) {
+            if (n == MAX_NRHS_LIST)
+                return -1;
+            memmove(list + at + 1, list + at, (size_t)(n - at) * sizeof *list);
+            list[at] = (int)v;
+            n++;
+        }
+        if (!*end)
+            return n;
+        s = end + 1;
+    }
+}
+
+/* The multi-fields of one precision: nmax random right-hand sides in `in`
+ * (odd sites of host spinor q) and `x` (its even sites), `out`. */
+typedef struct nrhs_fields {
+    int precision;
+    wd_field in, out, x;
+} nrhs_fields;
+
+static void nrhs_fields_free(wd_backend *be, nrhs_fields *f)
+{
+    wd_field_destroy(be, &f->in);
+    wd_field_destroy(be, &f->out);
+    wd_field_destroy(be, &f->x);
+    f->precision = 0;
+}
+
+/* right-hand side q: wd_spinor_fill_random(seed + 1 + q) */
+static wd_status nrhs_fields_get(wd_backend *be, nrhs_fields *f, int precision, int nmax,
+                                 uint64_t seed, double *host)
+{
+    if (f->precision == precision)
+        return WD_OK;
+    nrhs_fields_free(be, f);
+    wd_status st = wd_field_create_multi(be, &f->in, precision, nmax);
+    if (st == WD_OK)
+        st = wd_field_create_multi(be, &f->out, precision, nmax);
+    if (st == WD_OK)
+        st = wd_field_create_multi(be, &f->x, precision, nmax);
+    for (int q = 0; q < nmax && st == WD_OK; ++q) {
+        wd_field vi = wd_field_view(&f->in, q, 1), vx = wd_field_view(&f->x, q, 1);
+        st = wd_spinor_fill_random(host, be->dims, seed + 1 + (uint64_t)q);
+        if (st == WD_OK)
+            st = be->ops->upload(be, &vi, host, 1);
+        if (st == WD_OK)
+            st = be->ops->upload(be, &vx, host, 0);
+    }
+    if (st != WD_OK)
+        nrhs_fields_free(be, f);
+    else
+        f->precision = precision;
+    return st;
+}
+
+typedef struct nrhs_row {
+    double us, us_wall;     /* the group: per-kernel CUDA events summed (GPU) or wall clock */
+    group_log log;
+} nrhs_row;
+
+/* Time out = D in (+ x) on right-hand sides 0..n-1 as one wd_dslash_group.
+ * CPU: the group's wall time.  GPU: the CUDA-event medians of the group's
+ * kernel calls summed (the backend waits for each kernel, so the group's
+ * wall time also holds a launch and a synchronisation per call: us_wall). */
+static wd_status time_group(wd_backend *be, int gpu, const wd_variant *v, const wd_gauge *g,
+                            nrhs_fields *f, int n, int reps, nrhs_row *row)
+{
+    wd_field in = wd_field_view(&f->in, 0, n), out = wd_field_view(&f->out, 0, n);
+    wd_field x = wd_field_view(&f->x, 0, n);
+    const double a = -0.0157;
+    memset(&row->log, 0, sizeof row->log);
+    group_family fam = {v, &row->log};
+    wd_status st = wd_dslash_group(be, group_kernel, &fam, &out, g, NULL, &in,
+                                   v->xpay ? &x : NULL, a, 0, n);
+    fam.log = NULL;
+    if (st == WD_OK)
+        st = wd_dslash_group(be, group_kernel, &fam, &out, g, NULL, &in, v->xpay ? &x : NULL, a,
+                             0, n);
+    double *t = malloc((size_t)reps * sizeof *t);
+    if (st == WD_OK && !t)
+        st = wd_fail(WD_ERR_NOMEM, "the timings of %d repetitions", reps);
+    for (int r = 0; r < reps && st == WD_OK; ++r) {
+        const double t0 = wd_bench_now();
+        st = wd_dslash_group(be, group_kernel, &fam, &out, g, NULL, &in, v->xpay ? &x : NULL, a,
+                             0, n);
+        t[r] = wd_bench_now() - t0;
+    }
+    if (st == WD_OK)
+        row->us = row->us_wall = wd_bench_median(t, reps) * 1e6;
+    free(t);
+    if (st != WD_OK || !gpu)
+        return st;
+    row->us = 0;
+    for (int c = 0, q = 0; c < row->log.calls && st == WD_OK; q += row->log.n[c++]) {
+        wd_field vo = wd_field_view(&out, q, row->log.n[c]), vi = wd_field_view(&in, q, row->log.n[c]);
+        wd_field vx = wd_field_view(&x, q, row->log.n[c]);
+        double us = 0, halo_us = 0;
+        st = wd_backend_cuda_time_dslash(be, row->log.k[c], &vo, g, &vi, v->xpay ? &vx : NULL, a,
+                                         0, reps, &us, &halo_us);
+        row->us += us;
+    }
+    return st;
+}
+
+static void nrhs_usage_note(FILE *f, int gpu)
+{
+    fprintf(f, "\nN right-hand sides as one wd_dslash_group: kernels, the calls it made (4+4+4: "
+            "three _n4 calls; 1x12: twelve one-RHS calls, no multi-RHS kernel built for the "
+            "variant);\nus/call: all N, %s; us/RHS, Gflops (1320 (+48) x N per output site), "
+            "B/site: bytes per output site and right-hand side at the multi-RHS fewest-bytes "
+            "model:\nthe spinors in + out (+ x) of every right-hand side once and the links once "
+            "per kernel call, divided by N; GB/s and copy: those bytes over the time and the copy "
+            "bandwidth;\nspeedup: time per right-hand side of N = 1 over that of N, same variant "
+            "and run\n", gpu ? "the CUDA-event medians of the group's kernel calls summed "
+            "(wall us: the host's wall clock of the whole group call, a launch and a "
+            "synchronisation per kernel)" : "wall clock of the group call");
+}
+
+static int bench_nrhs(int gpu, int lat[][4], int nlat, const int *pads, int npads,
+                      const char *glob, const int *list, int nlist, int reps, uint64_t seed,
+                      const char *device, double copy, const char *json_path)
+{
+    json_t *root = wd_bench_json_run("dslash-nrhs", gpu ? "cuda" : "cpu", device, seed);
+    json_t *res = json_array(), *ns = json_array();
+    for (int i = 0; i < nlist; ++i)
+        json_array_append_new(ns, json_integer(list[i]));
+    json_object_set_new(root, "build_id", json_string(wd_tune_build_id()));
+    json_object_set_new(root, "reps", json_integer(reps));
+    json_object_set_new(root, "copy_GBps", json_real(copy));
+    json_object_set_new(root, "flops_per_site", json_real(FLOPS_PER_SITE));
+    json_object_set_new(root, "nrhs_list", ns);
+    json_object_set_new(root, "timing", json_string(
+        gpu ? "CUDA-event medians of the group's kernel calls, summed" : "wall clock of the "
+              "group call, median"));
+    json_object_set_new(root, "bytes_model", json_string(
+        "per output site and right-hand side: spinor in + out (+ x) once each, plus the links "
+        "(8 or 6 at the stored size) once per kernel call of the group, divided by N"));
+    printf("%-28s %-14s %4s %3s %-10s %10s %9s %8s %8s %8s %6s %7s%s\n", "variant", "lattice",
+           "pad", "N", "kernels", "us/call", "us/RHS", "Gflops", "B/site", "GB/s", "copy",
+           "speedup", gpu ? "    wall us" : "");
+    int n = 0, failed = 0, skipped = 0;
+    const int nmax = list[nlist - 1];
+    for (int l = 0; l < nlat; ++l) {
+        host_fields h;
+        if (!host_make(&h, lat[l], seed)) {
+            fprintf(stderr, "wdirac bench dslash: out of host memory for %dx%dx%dx%d\n",
+                    lat[l][0], lat[l][1], lat[l][2], lat[l][3]);
+            failed++;
+            continue;
+        }
+        for (int p = 0; p < npads; ++p) {
+            wd_backend be;
+            wd_status st = wd_backend_open(&be, gpu ? WD_BACKEND_CUDA : WD_BACKEND_CPU, h.dims,
+                                           pads[p]);
+            if (st != WD_OK) {
+                fprintf(stderr, "wdirac bench dslash: %s\n", wd_last_error());
+                failed++;
+                continue;
+            }
+            nrhs_fields f;
+            wd_gauge g;
+            memset(&f, 0, sizeof f);
+            memset(&g, 0, sizeof g);
+            for (int k = 0; k < wd_variant_count; ++k) {
+                const wd_variant *v = &wd_variants[k];
+                if (fnmatch(glob, v->name, 0) != 0 || v->nrhs != 1)
+                    continue;
+                if (v->op != WD_OP_WILSON) {
+                    skipped += l == 0 && p == 0;
+                    continue;
+                }
+                st = nrhs_fields_get(&be, &f, v->precision, nmax, seed, (double *)h.psi);
+                if (st == WD_OK && (!g.data || g.precision != v->precision ||
+                                    g.recon != v->recon || g.gauge_fix != v->gauge_fix)) {
+                    wd_gauge_destroy(&be, &g);
+                    st = wd_gauge_create(&be, &g, (const double *)(v->gauge_fix ? h.uf : h.u),
+                                         v->precision, v->recon, v->gauge_fix, -1);
+                }
+                double base = 0;
+                for (int i = 0; i < nlist && st == WD_OK; ++i) {
+                    const int N = list[i];
+                    nrhs_row r;
+                    if ((st = time_group(&be, gpu, v, &g, &f, N, reps, &r)) != WD_OK)
+                        break;
+                    const double sites = h.volume / 2.0;
+                    const double spinor = 24.0 * v->precision + (v->precision == 2 ? sizeof(float) : 0);
+                    const double links = (v->gauge_fix ? 6 : 8) * (double)v->recon * v->precision;
+                    const double bytes_site = (spinor * (2 + v->xpay) * N + links * r.log.calls) / N;
+                    const double gflops = wd_variant_flops(k) * N * sites / r.us / 1e3;
+                    const double gbps = bytes_site * N * sites / r.us / 1e3;
+                    if (N == 1)
+                        base = r.us;
+                    const double speedup = base / (r.us / N);
+                    char plan[32], wall[16] = "";
+                    group_plan_name(&r.log, plan, sizeof plan);
+                    if (gpu)
+                        snprintf(wall, sizeof wall, " %10.2f", r.us_wall);
+                    printf("%-28s %4dx%dx%dx%-3d %4d %3d %-10s %10.2f %9.2f %8.1f %8.1f %8.1f "
+                           "%5.0f%% %7.2f%s\n", v->name, h.dims[0], h.dims[1], h.dims[2],
+                           h.dims[3], pads[p], N, plan, r.us, r.us / N, gflops, bytes_site, gbps,
+                           100 * gbps / copy, speedup, wall);
+                    fflush(stdout);
+                    json_array_append_new(
+                        res, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:[iiii], s:i, s:i, s:s, "
+                                       "s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+                                       "variant", v->name, "precision", v->precision, "recon",
+                                       v->recon, "gauge_fix", v->gauge_fix, "dagger", v->dagger,
+                                       "xpay", v->xpay, "dims", h.dims[0], h.dims[1], h.dims[2],
+                                       h.dims[3], "pad", pads[p], "nrhs", N, "kernels", plan,
+                                       "kernel_calls", r.log.calls, "us_per_call", r.us,
+                                       "us_per_rhs", r.us / N, "us_wall_per_call", r.us_wall,
+                                       "gflops", gflops, "bytes_per_site_per_rhs", bytes_site,
+                                       "bytes_per_rhs", bytes_site * sites, "GBps", gbps,
+                                       "fraction_of_copy", gbps / copy, "speedup_per_rhs",
+                                       speedup));
+                    n++;
+                }
+                if (st != WD_OK) {
+                    fprintf(stderr, "wdirac bench dslash: %s on %dx%dx%dx%d: %s\n", v->name,
+                            h.dims[0], h.dims[1], h.dims[2], h.dims[3], wd_last_error());
+                    failed++;
+                }
+            }
+            wd_gauge_destroy(&be, &g);
+            nrhs_fields_free(&be, &f);
+            wd_backend_close(&be);
+        }
+        host_free(&h);
+    }
+    if (n)
+        nrhs_usage_note(stdout, gpu);
+    else
+        fprintf(stderr, "wdirac bench dslash: no built one-RHS Wilson variant (dslash_*_n1) "
+                "matches '%s'\n", glob);
+    if (skipped)
+        fprintf(stderr, "wdirac bench dslash: --nrhs times the Wilson dslash_* variants; %d "
+                "clover variant%s matching '%s' left out\n", skipped, skipped > 1 ? "s" : "", glob);
+    json_object_set_new(root, "results", res);
+    int rc = failed || !n ? WD_EXIT_FAILED : WD_EXIT_OK;
+    if (json_path && n && json_dump_file(root, json_path, JSON_INDENT(1)) != 0) {
+        fprintf(stderr, "wdirac bench dslash: cannot write %s\n", json_path);
+        rc = WD_EXIT_FAILED;
+    }
+    json_decref(root);
+    return rc;
+}
+
 int wd_bench_dslash_main(int argc, char **argv)
 {
     int lat[MAX_LATTICES][4], nlat = 0, pads[MAX_PADS], npads = 0, reps = 0, sweep = 0;
     uint64_t seed = 1;
     const char *glob = "*", *json_path = NULL, *backend = "auto", *tune_cache = NULL;
     int procs[4] = {0, 0, 0, 0}, grid_given = 0, sweep_nccl = 0, wrap = 0;
+    int nrhs[MAX_NRHS_LIST], nnrhs = 0;
     for (int k = 0; k < argc; ++k) {
         if (!strcmp(argv[k], "--dims") && k + 4 < argc && nlat < MAX_LATTICES) {
             for (int mu = 0; mu < 4; ++mu)
@@ -823,6 +1150,13 @@ int wd_bench_dslash_main(int argc, char **argv)
             grid_given = 1;
         } else if (!strcmp(argv[k], "--nccl-sweep")) {
             sweep_nccl = 1;
+        } else if (!strcmp(argv[k], "--nrhs") && k + 1 < argc) {
+            if ((nnrhs = parse_nrhs_list(argv[++k], nrhs)) < 0) {
+                fprintf(stderr, "wdirac bench dslash: --nrhs takes a comma-separated list of "
+                        "right-hand-side counts from 1 to %d (at most %d counts with the N = 1 "
+                        "baseline), got '%s'\n", MAX_NRHS_ARG, MAX_NRHS_LIST, argv[k]);
+                return WD_EXIT_USAGE;
+            }
         } else if (!strcmp(argv[k], "--wrap-halo") && k + 1 < argc) {
             const char *d = argv[++k];
             for (; *d; ++d) {
@@ -842,6 +1176,11 @@ int wd_bench_dslash_main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
+    }
+    if (nnrhs && (grid_given || wd_ranks() > 1 || sweep || tune_only)) {
+        fprintf(stderr, "wdirac bench dslash: --nrhs times one process on --dims lattices "
+                "(not with --grid, --wrap-halo, --paper-sweep or tune)\n");
+        return WD_EXIT_USAGE;
     }
     if (grid_given || wd_ranks() > 1) {
         if (!strcmp(backend, "cpu") || sweep || npads > 1 || tune_only) {
@@ -922,6 +1261,11 @@ int wd_bench_dslash_main(int argc, char **argv)
     if (gpu && wd_tune_cache_note()[0])
         printf("%s\n", wd_tune_cache_note());
     printf("copy bandwidth %.1f GB/s (read + write, same run)\n\n", copy);
+    if (nnrhs) {
+        free(rows);
+        return bench_nrhs(gpu, lat, nlat, pads, npads, glob, nrhs, nnrhs, reps, seed, device,
+                          copy, json_path);
+    }
     if (tune_only)
         printf("tune cache %s\n%-28s %-14s %4s %5s\n", getenv("WDIRAC_TUNE_CACHE") ? getenv("WDIRAC_TUNE_CACHE") : "(default)",
                "variant", "lattice", "pad", "block");

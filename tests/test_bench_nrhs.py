@@ -1,0 +1,204 @@
+"""`wdirac bench dslash --nrhs` and `wdirac bench solver --nrhs` end to end on
+the CPU backend (4^3x8 lattice).
+
+    test_bench_nrhs.py WDIRAC [PLOT_NRHS_PY]
+
+Dslash: every built one-RHS Wilson variant the glob selects gets one row per
+N of the list (1 added, duplicates dropped), with positive finite times,
+Gflops, GB/s and speedup; the kernel calls the group made are the largest
+built multi-RHS kernels first (from `wdirac list`: 7 = 4+2+1 with _n4 and
+_n2, 1x7 where no multi-RHS kernel is built); the bytes per site and
+right-hand side follow the multi-RHS model (spinors in + out once per
+right-hand side, links once per kernel call, over N).  Solver: 13 sources
+(one lock-step group of 12 and one of 1) as a batch and one by one: every
+source converges to tol in both, the iterations agree within 2.  Bad
+--nrhs values exit 2 naming the option; without --nrhs the dslash JSON is
+the plain one.  With PLOT_NRHS_PY, bench/plot_nrhs.py draws the --nrhs JSON
+(skipped without matplotlib).  One line per check; exit 1 on any failure.
+"""
+
+import fnmatch
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+failed = []
+DIMS = ["--dims", "4", "4", "4", "8"]
+GLOB = "dslash_[ds]_r1[28]_gf0_dag0_xpay[01]_n1"
+NLIST = [1, 2, 4, 7, 12]
+TOL = 1e-9
+
+
+def check(name, ok, detail=""):
+    print(f"{name}  {'OK' if ok else 'FAIL'}{'  ' + detail if detail and not ok else ''}")
+    if not ok:
+        failed.append(name)
+
+
+def run(wdirac, *args):
+    return subprocess.run([wdirac, *args], capture_output=True, text=True)
+
+
+def positive(x):
+    return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+
+
+def expected_plan(built, one_rhs, n):
+    """The calls wd_dslash_group makes: the largest built count that fits first."""
+    calls, q = [], 0
+    while q < n:
+        m = n - q
+        while m > 1 and one_rhs[: -len("_n1")] + f"_n{m}" not in built:
+            m -= 1
+        calls.append(m)
+        q += m
+    return calls
+
+
+def plan_name(calls):
+    """The benchmark's spelling: 4+4+4, 4+2+1, 1x12 (one-RHS runs), 4x16 (four or more)."""
+    out, c = [], 0
+    while c < len(calls):
+        m = 1
+        while c + m < len(calls) and calls[c + m] == calls[c]:
+            m += 1
+        if (calls[c] == 1 and m > 1) or m > 3:
+            out.append(f"{calls[c]}x{m}")
+            c += m
+        else:
+            out.append(str(calls[c]))
+            c += 1
+    return "+".join(out)
+
+
+def bytes_per_site_rhs(row, calls, n):
+    p = row["precision"]
+    spinor = 24 * p + (4 if p == 2 else 0)
+    links = (6 if row["gauge_fix"] else 8) * row["recon"] * p
+    return (spinor * (2 + row["xpay"]) * n + links * len(calls)) / n
+
+
+def dslash_checks(wdirac, tmp, plot):
+    built = set(run(wdirac, "list").stdout.split())
+    selected = sorted(v for v in built if fnmatch.fnmatchcase(v, GLOB))
+    check(f"built variants matching {GLOB}", len(selected) > 0, "none built")
+    path = os.path.join(tmp, "dslash-nrhs.json")
+    p = run(wdirac, "bench", "dslash", "--backend", "cpu", *DIMS, "--kernels", GLOB,
+            "--nrhs", "12,2,7,4,2", "--reps", "3", "--seed", "5", "--json", path)
+    check("bench dslash --nrhs 12,2,7,4,2 exits 0", p.returncode == 0,
+          f"exit {p.returncode}: {p.stderr}")
+    if p.returncode != 0:
+        return
+    js = json.load(open(path))
+    check("... JSON: benchmark dslash-nrhs, the list sorted with 1, copy bandwidth",
+          js["benchmark"] == "dslash-nrhs" and js["nrhs_list"] == NLIST
+          and positive(js["copy_GBps"]), str({k: js.get(k) for k in ("benchmark", "nrhs_list")}))
+    rows = js["results"]
+    keys = sorted((r["variant"], r["nrhs"]) for r in rows)
+    check("... one row per (variant, N)", keys == sorted((v, n) for v in selected for n in NLIST),
+          f"{keys}")
+    for r in rows:
+        name = f"... {r['variant']} N={r['nrhs']}"
+        n = r["nrhs"]
+        ok = all(positive(r[k]) for k in ("us_per_call", "us_per_rhs", "us_wall_per_call",
+                                           "gflops", "GBps", "fraction_of_copy",
+                                           "speedup_per_rhs", "bytes_per_site_per_rhs",
+                                           "bytes_per_rhs"))
+        ok = ok and abs(r["us_per_rhs"] * n - r["us_per_call"]) <= 1e-9 * r["us_per_call"]
+        check(f"{name}: finite positive times, Gflops, GB/s, speedup", ok, json.dumps(r))
+        calls = expected_plan(built, r["variant"], n)
+        check(f"{name}: kernels {r['kernels']}, {r['kernel_calls']} calls",
+              r["kernels"] == plan_name(calls) and r["kernel_calls"] == len(calls),
+              f"expected {plan_name(calls)}")
+        want = bytes_per_site_rhs(r, calls, n)
+        check(f"{name}: {r['bytes_per_site_per_rhs']:.1f} bytes per site and RHS",
+              abs(r["bytes_per_site_per_rhs"] - want) <= 1e-9 * want, f"expected {want}")
+        if n == 1:
+            check(f"{name}: speedup 1 (the baseline)", r["speedup_per_rhs"] == 1.0,
+                  str(r["speedup_per_rhs"]))
+    if plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            print("plot_nrhs.py  SKIP (no matplotlib)")
+            return
+        png = os.path.join(tmp, "nrhs.png")
+        q = subprocess.run([sys.executable, plot, path, "--out", png], capture_output=True,
+                           text=True)
+        check("bench/plot_nrhs.py draws the --nrhs JSON",
+              q.returncode == 0 and os.path.getsize(png) > 0, q.stderr)
+
+
+def solver_checks(wdirac, tmp):
+    path = os.path.join(tmp, "solver-nrhs.json")
+    n = 13
+    p = run(wdirac, "bench", "solver", "--backend", "cpu", *DIMS, "--sweeps", "5",
+            "--kappas", "0.12", "--configs", "d,d-s", "--solvers", "cg,bicgstab", "--tol",
+            str(TOL), "--nrhs", str(n), "--seed", "3", "--json", path)
+    check(f"bench solver --nrhs {n} exits 0", p.returncode == 0,
+          f"exit {p.returncode}: {p.stdout[-2000:]} {p.stderr}")
+    if p.returncode != 0:
+        return
+    js = json.load(open(path))
+    rows = js["results"]
+    check("... JSON: nrhs, one row per (config, solver)",
+          js.get("nrhs") == n and sorted((r["config"], r["solver"]) for r in rows)
+          == sorted((c, s) for c in ("d", "d-s") for s in ("cg", "bicgstab")), str(len(rows)))
+    for r in rows:
+        name = f"... {r['solver']} {r['config']}"
+        check(f"{name}: N fields and finite positive seconds",
+              r["nrhs"] == n and len(r["per_rhs"]) == n
+              and all(positive(r[k]) for k in ("batch_seconds", "seconds_per_rhs",
+                                                 "single_seconds", "single_seconds_per_rhs",
+                                                 "speedup")), json.dumps(r)[:400])
+        per = r["per_rhs"]
+        check(f"{name}: every source converged, batch and single (max {r['true_residual_max']:.2e})",
+              r["status"] == "ok" and r["single_status"] == "ok"
+              and all(q["status"] == "ok" and q["single_status"] == "ok" for q in per)
+              and all(0 < q["true_residual"] <= TOL and 0 < q["single_true_residual"] <= TOL
+                      for q in per), json.dumps(per)[:400])
+        diff = max(abs(q["iterations"] - q["single_iterations"]) for q in per)
+        check(f"{name}: batch iterations equal the singles' within 2 (max difference {diff})",
+              diff <= 2 and r["iterations_max_difference"] == diff
+              and all(q["iterations"] > 0 for q in per), json.dumps(per)[:400])
+
+
+def usage_checks(wdirac):
+    for args in (["dslash", "--nrhs", "0"], ["dslash", "--nrhs", "abc"],
+                 ["dslash", "--nrhs", "65"], ["dslash", "--nrhs", "2,,4"],
+                 ["dslash", "--nrhs"], ["dslash", "--nrhs", "2", "--paper-sweep"],
+                 ["solver", "--nrhs", "0"], ["solver", "--nrhs", "abc"],
+                 ["solver", "--nrhs", "257"], ["solver", "--nrhs", "4x"]):
+        p = run(wdirac, "bench", *args, "--backend", "cpu", *DIMS)
+        check(f"bench {' '.join(args)}: exit 2 naming --nrhs",
+              p.returncode == 2 and "--nrhs" in p.stderr, f"exit {p.returncode}: {p.stderr}")
+
+
+def plain_check(wdirac, tmp):
+    path = os.path.join(tmp, "dslash.json")
+    p = run(wdirac, "bench", "dslash", "--backend", "cpu", *DIMS, "--kernels",
+            "dslash_s_r12_gf0_dag0_xpay0_n*", "--reps", "2", "--json", path)
+    ok = p.returncode == 0
+    if ok:
+        js = json.load(open(path))
+        ok = js["benchmark"] == "dslash" and all("kernels" not in r for r in js["results"])
+    check("bench dslash without --nrhs: the plain rows", ok, p.stderr)
+
+
+def main():
+    wdirac = sys.argv[1]
+    plot = sys.argv[2] if len(sys.argv) > 2 else None
+    with tempfile.TemporaryDirectory() as tmp:
+        dslash_checks(wdirac, tmp, plot)
+        solver_checks(wdirac, tmp)
+        usage_checks(wdirac)
+        plain_check(wdirac, tmp)
+    print(f"{len(failed)} check{'s' if len(failed) != 1 else ''} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
