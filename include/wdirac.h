@@ -303,6 +303,20 @@ wd_status wd_solver_solve(wd_solver *solver, double *x, const double *b,
                           const wd_solver_settings *s, wd_solver_stats *stats);
 
 /*
+ * wd_solver_solve with x and b in GPU memory (a solver on the CUDA
+ * backend; the CPU backend answers WD_ERR_INVALID): the same host layout
+ * and contract, the arrays read and written on the device (converted there;
+ * the call synchronizes the device before and after, so arrays written on
+ * other streams are safe).  NaN or Inf in b: WD_ERR_INVALID naming the
+ * site, x zero.  The float64 true residual is measured on the device for a
+ * double outer level without clover; otherwise, and when a refinement round
+ * is due, x and b are read back to the host for wd_solver_solve's check and
+ * x is written back.  A gauge-fixed solver refuses device arrays.
+ */
+wd_status wd_solver_solve_device(wd_solver *solver, double *x, const double *b,
+                                 const wd_solver_settings *s, wd_solver_stats *stats);
+
+/*
  * n right-hand sides at once: x[i] solves M x[i] = b[i] with the contract
  * of wd_solver_solve for each (full-lattice host fields, on a grid this
  * rank's blocks and collective; the float64 true-residual check and
@@ -333,6 +347,11 @@ wd_status wd_solver_solve(wd_solver *solver, double *x, const double *b,
 #define WD_SOLVE_MANY_GROUP 12
 wd_status wd_solver_solve_many(wd_solver *solver, double *const x[], const double *const b[],
                                int n, const wd_solver_settings *s, wd_solver_stats stats[]);
+/* The same with every x[i] and b[i] in GPU memory (wd_solver_solve_device's
+ * terms for each right-hand side). */
+wd_status wd_solver_solve_many_device(wd_solver *solver, double *const x[],
+                                      const double *const b[], int n,
+                                      const wd_solver_settings *s, wd_solver_stats stats[]);
 /* Free everything the solver holds; NULL is a no-op. */
 void wd_solver_destroy(wd_solver *solver);
 

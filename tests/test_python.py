@@ -196,6 +196,25 @@ def main():
             check(f"error: {what} b raises {exc.__name__}", False)
         except exc as e:
             check(f"error: {what} b raises {exc.__name__}", True, str(e)[:60])
+    # a GPU array (anything saying kDLCUDA through __dlpack_device__) on a
+    # CPU-backend solver: refused before anything runs, naming the remedy
+    class FakeCudaArray:
+        def __dlpack_device__(self):
+            return (2, 0)
+
+        def __dlpack__(self, stream=None):
+            raise AssertionError("not to be consumed")
+    try:
+        s.solve(FakeCudaArray())
+        check("error: a GPU array on a CPU-backend solver raises ValueError", False)
+    except ValueError as e:
+        check("error: a GPU array on a CPU-backend solver raises ValueError",
+              "backend='cuda'" in str(e), str(e)[:60])
+    t_wall = time.perf_counter()
+    _, st1 = s.solve(b)
+    t_wall = time.perf_counter() - t_wall
+    check("call_seconds: the C call's wall time, within the Python call's",
+          0 < st1.call_seconds <= t_wall, f"{st1.call_seconds:.4f} s of {t_wall:.4f} s")
     bn = b.copy()
     bn[3, 2, 1, 0, 2, 1] = np.nan
     try:

@@ -25,6 +25,8 @@
  * right-hand side, each x the single solve's best iterate; two batch
  * solves give the same bits.  One line per check on rank 0; "N of M
  * failed" last; exit 1 on any failure.
+ * Device arrays (device_case below): the batch and the single solve from
+ * GPU memory against the host batch; refused on the CPU backend.
  *  --bench [--dims X Y Z T]: 12 random sources on 8^3 x 16 (or the
  * given lattice), BiCGstab double-single, the batch against 12 single
  * solves (wall-clock time, iterations), no checks.  --backend cuda runs
@@ -38,6 +40,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cuda_rt.h"
 #include "gauge_tools.h"
 #include "ref_clover.h"
 #include "ref_wilson.h"
@@ -244,6 +247,123 @@ static void nan_case(problem *p)
     check(st == WD_ERR_INVALID && strstr(msg, "source 3") && strstr(msg, "site ("),
           "NaN in source 3: refused naming the index and the site", detail);
     check(zero, "NaN in source 3: every x zero, nothing solved", "");
+}
+
+/*
+ * Device arrays (wd_solver_solve_device / _many_device, the CUDA backend,
+ * one rank): the same sources from GPU memory, x poisoned (NaN bytes)
+ * first: each x within 100 tol of the host batch's, iterations within 2,
+ * the reference residual <= tol; a zero source gives zero; NaN in a device
+ * source is refused naming it, every x zero.  Wilson d-h (the true residual
+ * measured on the GPU) and clover CG d-s (the host check: x read back and
+ * written again).  On the CPU backend: refused, naming the device arrays.
+ */
+static void device_case(problem *p)
+{
+    const int n = 5;
+    const size_t nl = p->nloc * 24, bytes = nl * sizeof(double);
+    wd_solver_settings s;
+    settings(&s, WD_SOLVER_BICGSTAB, 2, 1e-9);
+    if (backend != WD_BACKEND_CUDA) {
+        wd_solver *sv;
+        wd_status st = wd_solver_create(&sv, p->ub, dims, &s);
+        double *x0 = p->xb[0];
+        const double *b0 = p->bb[0];
+        if (st == WD_OK) {
+            st = wd_solver_solve_many_device(sv, &x0, &b0, 1, &s, NULL);
+            wd_solver_destroy(sv);
+        }
+        check(st == WD_ERR_INVALID && strstr(wd_last_error(), "device arrays"),
+              "device arrays on the CPU backend: refused", wd_last_error());
+        return;
+    }
+    if (nranks > 1)
+        return;
+    double *db[NMAX], *dx[NMAX];
+    for (int i = 0; i < n; i++) {
+        test_copy_block(p->bb[i], p->bg[i], &p->lat, 24, 0);
+        if (wd_cuda_malloc((void **)&db[i], bytes, "test") != WD_OK ||
+            wd_cuda_malloc((void **)&dx[i], bytes, "test") != WD_OK ||
+            wd_cuda_h2d(db[i], p->bb[i], bytes) != WD_OK) {
+            check(0, "device arrays: allocate and copy", wd_last_error());
+            return;
+        }
+    }
+    /* source 2 zero */
+    wd_cuda_memset(db[2], 0, bytes);
+    memset(p->bb[2], 0, bytes);
+    for (int c = 0; c < 2; c++) {
+        const char *name = c ? "device arrays, clover CG d-s" : "device arrays, BiCGstab d-h";
+        if (c) {
+            settings(&s, WD_SOLVER_CG, 4, 1e-10);
+            s.csw = CSW;
+        }
+        wd_solver *sv;
+        char what[160], detail[300];
+        if (wd_solver_create(&sv, p->ub, dims, &s) != WD_OK) {
+            check(0, name, wd_last_error());
+            continue;
+        }
+        wd_solver_stats host[NMAX], dev[NMAX], one;
+        for (int i = 0; i < n; i++)
+            wd_cuda_memset(dx[i], 0xff, bytes);
+        wd_status sh = wd_solver_solve_many(sv, p->x1, (const double *const *)p->bb, n, &s, host);
+        wd_status sd = wd_solver_solve_many_device(sv, dx, (const double *const *)db, n, &s, dev);
+        snprintf(what, sizeof what, "%s: batch of %d status", name, n);
+        check(sh == WD_OK && sd == WD_OK, what, sd == WD_OK ? "" : wd_last_error());
+        for (int i = 0; i < n; i++) {
+            wd_cuda_d2h(p->xb[i], dx[i], bytes);
+            const double dxr = rel_diff(p->xb[i], p->x1[i], nl);
+            int ok = abs(dev[i].iterations - host[i].iterations) <= 2;
+            double res = 0;
+            if (i == 2) {
+                for (size_t k = 0; k < nl; k++)
+                    ok &= p->xb[i][k] == 0;
+            } else {
+                res = reference_residual(p, p->xb[i], p->bg[i], &s);
+                ok &= dxr <= 100 * s.tol && res <= s.tol &&
+                      fabs(res - dev[i].true_residual) <= 1e-3 * res;
+            }
+            snprintf(what, sizeof what, "%s: rhs %d%s", name, i, i == 2 ? " (zero source)" : "");
+            snprintf(detail, sizeof detail, "it=%d host=%d true=%.2e (stats %.2e) |x-xh|/|xh|=%.1e",
+                     dev[i].iterations, host[i].iterations, res, dev[i].true_residual, dxr);
+            check(ok, what, detail);
+        }
+        /* one source through wd_solver_solve_device */
+        wd_cuda_memset(dx[0], 0xff, bytes);
+        const wd_status s1 = wd_solver_solve_device(sv, dx[0], db[0], &s, &one);
+        wd_cuda_d2h(p->xb[0], dx[0], bytes);
+        const double res = reference_residual(p, p->xb[0], p->bg[0], &s);
+        snprintf(what, sizeof what, "%s: wd_solver_solve_device", name);
+        snprintf(detail, sizeof detail, "it=%d true=%.2e", one.iterations, res);
+        check(s1 == WD_OK && res <= s.tol && rel_diff(p->xb[0], p->x1[0], nl) <= 100 * s.tol,
+              what, detail);
+        wd_solver_destroy(sv);
+    }
+    /* NaN in device source 3: refused, every x zero */
+    wd_solver *sv;
+    settings(&s, WD_SOLVER_BICGSTAB, 2, 1e-9);
+    p->bb[3][24 * (p->nloc / 2) + 5] = NAN;
+    wd_cuda_h2d(db[3], p->bb[3], bytes);
+    wd_status st = wd_solver_create(&sv, p->ub, dims, &s);
+    if (st == WD_OK) {
+        st = wd_solver_solve_many_device(sv, dx, (const double *const *)db, n, &s, NULL);
+        wd_solver_destroy(sv);
+    }
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", wd_last_error());
+    int zero = 1;
+    for (int i = 0; i < n; i++) {
+        wd_cuda_d2h(p->xb[i], dx[i], bytes);
+        for (size_t k = 0; k < nl; k++)
+            zero &= p->xb[i][k] == 0;
+    }
+    check(st == WD_ERR_INVALID && strstr(msg, "source 3") && strstr(msg, "site (") && zero,
+          "device arrays: NaN in source 3 refused naming it, every x zero", msg);
+    for (int i = 0; i < n; i++) {
+        wd_cuda_free(db[i]);
+        wd_cuda_free(dx[i]);
+    }
 }
 
 static double now(void)
@@ -470,6 +590,7 @@ int main(int argc, char **argv)
     }
 
     nan_case(&p);
+    device_case(&p);
 
     if (rank == 0)
         printf("%d of %d failed\n", checks_failed, checks_run);

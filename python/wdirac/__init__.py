@@ -19,7 +19,8 @@ docs/python.md has a worked example from nothing to a pion mass.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional, Sequence, Tuple
+import sys
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -65,6 +66,13 @@ def cuda_available() -> Tuple[bool, str]:
 def _dims_of(shape: Sequence[int]) -> Tuple[int, int, int, int]:
     t, z, y, x = shape[:4]
     return (int(x), int(y), int(z), int(t))
+
+
+def _on_gpu(a) -> bool:
+    """Whether a is a CUDA array that speaks DLPack (CuPy, PyTorch)."""
+    if isinstance(a, np.ndarray) or not hasattr(a, "__dlpack_device__"):
+        return False
+    return a.__dlpack_device__()[0] == 2    # kDLCUDA
 
 
 def _field(a, shape: Tuple[int, ...], what: str) -> np.ndarray:
@@ -155,6 +163,7 @@ class SolveStats:
     flops: float
     bytes_allocated: int
     message: str = ""
+    call_seconds: float = 0.0   # wall time of the C call (one solve; 0 in a batch)
 
 
 class Solver:
@@ -219,7 +228,11 @@ class Solver:
         Keywords change per-solve settings (kappa, mass, tol, solver, ...).
         A solve that does not converge raises Error; its .x and .stats hold
         the best iterate and its true residual (for N sources: all of them,
-        the error the first failing source's)."""
+        the error the first failing source's).
+        On a solver with backend='cuda', b may be a CUDA array (CuPy,
+        PyTorch: anything with __dlpack__) of one source or of N; x is then
+        an array of the same library on the GPU, and neither goes through
+        host memory (wd_solver_solve_device, wd_solver_solve_many_device)."""
         shape = self.gauge.spinor_shape
         s = dict(self.settings)
         if "kappa" in changes:
@@ -230,6 +243,11 @@ class Solver:
             elif key == "mixed":
                 value = _MIXED[value]
             s[key] = value
+        if _on_gpu(b):
+            if progress is not None:
+                raise ValueError("solve: progress callbacks are for host arrays (a GPU batch "
+                                 "reports no progress)")
+            return self._solve_device(b, s)
         if isinstance(b, np.ndarray) and b.ndim == 7:
             if progress is not None:
                 xs, stats = [], []
@@ -257,6 +275,36 @@ class Solver:
             err = Error(stats.status, code, stats.message)
             # a solve that stopped (diverged, stagnated, iteration limit)
             # still returns its best iterate and its true residual
+            err.x, err.stats = x, stats
+            raise err
+        return x, stats
+
+    def _solve_device(self, b, s) -> Tuple[Any, SolveStats]:
+        """b a CUDA array (CuPy, PyTorch, anything with __dlpack__): x is
+        made by b's own library (empty_like) and both go to the C library
+        through DLPack, so neither crosses to the host."""
+        if self.backend != "cuda":
+            raise ValueError("solve: b is a GPU array; the solver runs on the CPU backend "
+                             "(create it with backend='cuda' or pass a numpy array)")
+        library = sys.modules.get(type(b).__module__.split(".")[0])
+        if library is None or not hasattr(library, "empty_like"):
+            raise TypeError(f"solve: cannot make x for a GPU array of type {type(b).__name__} "
+                            "(its module has no empty_like)")
+        x = library.empty_like(b)
+        if len(b.shape) == 7:
+            d = _call(_core.solver_solve_many_device, self._solver, x, b, b.shape[0], s)
+            stats = [SolveStats(**{k: v for k, v in st.items() if k != "code"})
+                     for st in d["stats"]]
+            if d["code"] != 0:
+                err = Error(d["status"], d["code"], d["message"])
+                err.x, err.stats = x, stats
+                raise err
+            return x, stats
+        d = _call(_core.solver_solve_device, self._solver, x, b, s)
+        code = d.pop("code")
+        stats = SolveStats(**d)
+        if code != 0:
+            err = Error(stats.status, code, stats.message)
             err.x, err.stats = x, stats
             raise err
         return x, stats

@@ -19,6 +19,10 @@
  *   gauge_observables(u, dims) -> dict  wd_gauge_observables
  *   solver_create(u, dims, settings) -> capsule   wd_solver_create
  *   solver_solve(capsule, x, b, settings, progress) -> dict   wd_solver_solve
+ *   solver_solve_device(capsule, x, b, settings) -> dict   wd_solver_solve_device
+ *                                       on CUDA arrays taken through DLPack
+ *                                       (__dlpack__: CuPy, PyTorch), no
+ *                                       host copy
  *   solver_solve_many(capsule, x, b, n, settings) -> dict   wd_solver_solve_many
  *                                       on n sources back to back (the
  *                                       batch's code, status, message and
@@ -38,8 +42,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "wdirac.h"
 #include "wdirac_gauge.h"
@@ -85,6 +91,108 @@ static int get_field(PyObject *o, Py_buffer *v, int writable, size_t count, cons
         PyBuffer_Release(v);
         return 0;
     }
+    return 1;
+}
+
+/* ---- GPU arrays through DLPack -------------------------------------------- */
+/* The DLPack ABI (dmlc/dlpack, unversioned "dltensor" capsules, which CuPy
+ * and PyTorch hand out from __dlpack__): the structures as the protocol
+ * defines them, declared here because the consumer side is these few lines. */
+typedef struct {
+    int32_t device_type;    /* 2: CUDA */
+    int32_t device_id;
+} dl_device;
+typedef struct {
+    uint8_t code;           /* 5: complex */
+    uint8_t bits;
+    uint16_t lanes;
+} dl_dtype;
+typedef struct {
+    void *data;
+    dl_device device;
+    int32_t ndim;
+    dl_dtype dtype;
+    int64_t *shape;
+    int64_t *strides;       /* in elements; NULL: C order */
+    uint64_t byte_offset;
+} dl_tensor;
+typedef struct dl_managed {
+    dl_tensor tensor;
+    void *manager_ctx;
+    void (*deleter)(struct dl_managed *self);
+} dl_managed;
+
+enum { DL_CUDA = 2, DL_COMPLEX = 5 };
+
+/* A CUDA array borrowed for the length of one call: the capsule consumed
+ * (renamed "used_dltensor") and the producer's deleter called by release. */
+typedef struct {
+    PyObject *capsule;
+    dl_managed *m;
+    void *data;
+} dl_borrow;
+
+static void dl_release(dl_borrow *b)
+{
+    if (b->m && b->m->deleter)
+        b->m->deleter(b->m);
+    Py_XDECREF(b->capsule);
+    memset(b, 0, sizeof *b);
+}
+
+/* obj.__dlpack__() as a C-contiguous complex128 CUDA array of `shape`
+ * (ndim entries) */
+static int dl_borrow_array(PyObject *obj, const int64_t *shape, int ndim, const char *what,
+                           dl_borrow *b)
+{
+    memset(b, 0, sizeof *b);
+    b->capsule = PyObject_CallMethod(obj, "__dlpack__", NULL);
+    if (!b->capsule)
+        return 0;
+    dl_managed *m = PyCapsule_GetPointer(b->capsule, "dltensor");
+    if (!m) {
+        Py_CLEAR(b->capsule);
+        return 0;
+    }
+    /* consumed: the capsule no longer frees the tensor, we do */
+    if (PyCapsule_SetName(b->capsule, "used_dltensor") < 0) {
+        Py_CLEAR(b->capsule);
+        return 0;
+    }
+    b->m = m;
+    const dl_tensor *t = &m->tensor;
+    if (t->device.device_type != DL_CUDA) {
+        PyErr_Format(PyExc_ValueError, "%s: a DLPack array on device type %d, need CUDA (2)", what,
+                     (int)t->device.device_type);
+        dl_release(b);
+        return 0;
+    }
+    if (t->dtype.code != DL_COMPLEX || t->dtype.bits != 128 || t->dtype.lanes != 1) {
+        PyErr_Format(PyExc_TypeError, "%s: DLPack dtype code %d, %d bits, need complex128", what,
+                     (int)t->dtype.code, (int)t->dtype.bits);
+        dl_release(b);
+        return 0;
+    }
+    int ok = t->ndim == ndim;
+    for (int k = 0; ok && k < ndim; ++k)
+        ok = t->shape[k] == shape[k];
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "%s: a DLPack array of %d dimensions, not the spinor shape "
+                     "(T, Z, Y, X, 4, 3) of the solver's lattice", what, (int)t->ndim);
+        dl_release(b);
+        return 0;
+    }
+    int64_t expect = 1;
+    for (int k = ndim - 1; t->strides && k >= 0; --k) {
+        if (t->shape[k] > 1 && t->strides[k] != expect) {
+            PyErr_Format(PyExc_ValueError, "%s: not C-contiguous (stride %lld in dimension %d)",
+                         what, (long long)t->strides[k], k);
+            dl_release(b);
+            return 0;
+        }
+        expect *= t->shape[k];
+    }
+    b->data = (char *)t->data + t->byte_offset;
     return 1;
 }
 
@@ -387,6 +495,28 @@ static PyObject *solve_stats_dict(const wd_solver_stats *stats, wd_status st, co
     return d;
 }
 
+static double wall_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+/* the stats dict of one solve with call_seconds, the wall time of the C
+ * call (what the Python layer's overhead is measured against) */
+static PyObject *one_solve_dict(const wd_solver_stats *stats, wd_status st, double call_seconds)
+{
+    PyObject *d = solve_stats_dict(stats, st, st == WD_OK ? "" : wd_last_error());
+    PyObject *t = d ? PyFloat_FromDouble(call_seconds) : NULL;
+    if (d && (!t || PyDict_SetItemString(d, "call_seconds", t) < 0)) {
+        Py_XDECREF(t);
+        Py_DECREF(d);
+        return NULL;
+    }
+    Py_XDECREF(t);
+    return d;
+}
+
 static PyObject *py_solver_solve(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -414,8 +544,11 @@ static PyObject *py_solver_solve(PyObject *self, PyObject *args)
     }
     wd_solver_stats stats;
     wd_status st;
+    double t0 = 0, t1 = 0;
     Py_BEGIN_ALLOW_THREADS
+    t0 = wall_seconds();
     st = wd_solver_solve(box->sv, x.buf, b.buf, &s, &stats);
+    t1 = wall_seconds();
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&x);
     PyBuffer_Release(&b);
@@ -423,10 +556,89 @@ static PyObject *py_solver_solve(PyObject *self, PyObject *args)
         PyErr_Restore(p.exc_type, p.exc_value, p.exc_tb);
         return NULL;
     }
-    return solve_stats_dict(&stats, st, st == WD_OK ? "" : wd_last_error());
+    return one_solve_dict(&stats, st, t1 - t0);
+}
+
+/* x, b: CUDA arrays (DLPack) of the spinor shape, wd_solver_solve_device */
+static PyObject *py_solver_solve_device(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *cap, *x_o, *b_o, *set_o;
+    if (!PyArg_ParseTuple(args, "OOOO", &cap, &x_o, &b_o, &set_o))
+        return NULL;
+    solver_box *box = PyCapsule_GetPointer(cap, "wdirac.solver");
+    if (!box)
+        return NULL;
+    wd_solver_settings s;
+    if (!parse_settings(set_o, &s))
+        return NULL;
+    const int64_t shape[6] = {box->dims[3], box->dims[2], box->dims[1], box->dims[0], 4, 3};
+    dl_borrow x, b;
+    if (!dl_borrow_array(x_o, shape, 6, "solve x", &x))
+        return NULL;
+    if (!dl_borrow_array(b_o, shape, 6, "solve b", &b)) {
+        dl_release(&x);
+        return NULL;
+    }
+    wd_solver_stats stats;
+    wd_status st;
+    double t0 = 0, t1 = 0;
+    Py_BEGIN_ALLOW_THREADS
+    t0 = wall_seconds();
+    st = wd_solver_solve_device(box->sv, x.data, b.data, &s, &stats);
+    t1 = wall_seconds();
+    Py_END_ALLOW_THREADS
+    dl_release(&x);
+    dl_release(&b);
+    return one_solve_dict(&stats, st, t1 - t0);
 }
 
 /* N sources (x, b of N fields each) in one wd_solver_solve_many */
+/* nsrc solves of wd_solver_solve_many (device: _device) on x and b holding
+ * nsrc fields back to back */
+static PyObject *run_many(solver_box *box, void *xbuf, const void *bbuf, int nsrc,
+                          const wd_solver_settings *s, int device)
+{
+    const size_t n = wd_volume(box->dims) * 12;
+    double **xp = PyMem_Calloc((size_t)nsrc, sizeof *xp);
+    const double **bp = PyMem_Calloc((size_t)nsrc, sizeof *bp);
+    wd_solver_stats *stats = PyMem_Calloc((size_t)nsrc, sizeof *stats);
+    PyObject *out = NULL;
+    if (!xp || !bp || !stats) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int k = 0; k < nsrc; k++) {
+        xp[k] = (double *)xbuf + 2 * n * (size_t)k;
+        bp[k] = (const double *)bbuf + 2 * n * (size_t)k;
+    }
+    wd_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = device ? wd_solver_solve_many_device(box->sv, xp, bp, nsrc, s, stats)
+                : wd_solver_solve_many(box->sv, xp, bp, nsrc, s, stats);
+    Py_END_ALLOW_THREADS
+    const char *msg = st == WD_OK ? "" : wd_last_error();
+    PyObject *list = PyList_New(nsrc);
+    for (int k = 0; list && k < nsrc; k++) {
+        /* a source's own message where it failed: the batch's names the first */
+        PyObject *d = solve_stats_dict(&stats[k], stats[k].status,
+                                 stats[k].status == WD_OK ? "" : msg);
+        if (!d) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, k, d);
+    }
+    if (list)
+        out = Py_BuildValue("{s:i, s:s, s:s, s:N}", "code", (int)st, "status",
+                            wd_status_string(st), "message", msg, "stats", list);
+done:
+    PyMem_Free(xp);
+    PyMem_Free(bp);
+    PyMem_Free(stats);
+    return out;
+}
+
 static PyObject *py_solver_solve_many(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -452,43 +664,41 @@ static PyObject *py_solver_solve_many(PyObject *self, PyObject *args)
         PyBuffer_Release(&x);
         return NULL;
     }
-    double **xp = PyMem_Calloc((size_t)nsrc, sizeof *xp);
-    const double **bp = PyMem_Calloc((size_t)nsrc, sizeof *bp);
-    wd_solver_stats *stats = PyMem_Calloc((size_t)nsrc, sizeof *stats);
-    PyObject *out = NULL;
-    if (!xp || !bp || !stats) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (int k = 0; k < nsrc; k++) {
-        xp[k] = (double *)x.buf + 2 * n * (size_t)k;
-        bp[k] = (const double *)b.buf + 2 * n * (size_t)k;
-    }
-    wd_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = wd_solver_solve_many(box->sv, xp, bp, nsrc, &s, stats);
-    Py_END_ALLOW_THREADS
-    const char *msg = st == WD_OK ? "" : wd_last_error();
-    PyObject *list = PyList_New(nsrc);
-    for (int k = 0; list && k < nsrc; k++) {
-        /* a source's own message where it failed: the batch's names the first */
-        PyObject *d = solve_stats_dict(&stats[k], stats[k].status,
-                                 stats[k].status == WD_OK ? "" : msg);
-        if (!d) {
-            Py_CLEAR(list);
-            break;
-        }
-        PyList_SET_ITEM(list, k, d);
-    }
-    if (list)
-        out = Py_BuildValue("{s:i, s:s, s:s, s:N}", "code", (int)st, "status",
-                            wd_status_string(st), "message", msg, "stats", list);
-done:
-    PyMem_Free(xp);
-    PyMem_Free(bp);
-    PyMem_Free(stats);
+    PyObject *out = run_many(box, x.buf, b.buf, nsrc, &s, 0);
     PyBuffer_Release(&x);
     PyBuffer_Release(&b);
+    return out;
+}
+
+/* the same on CUDA arrays (DLPack) of shape (N, T, Z, Y, X, 4, 3) */
+static PyObject *py_solver_solve_many_device(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *cap, *x_o, *b_o, *set_o;
+    int nsrc;
+    if (!PyArg_ParseTuple(args, "OOOiO", &cap, &x_o, &b_o, &nsrc, &set_o))
+        return NULL;
+    solver_box *box = PyCapsule_GetPointer(cap, "wdirac.solver");
+    if (!box)
+        return NULL;
+    wd_solver_settings s;
+    if (!parse_settings(set_o, &s))
+        return NULL;
+    if (nsrc < 1) {
+        PyErr_SetString(PyExc_ValueError, "solve: need at least one source");
+        return NULL;
+    }
+    const int64_t shape[7] = {nsrc, box->dims[3], box->dims[2], box->dims[1], box->dims[0], 4, 3};
+    dl_borrow x, b;
+    if (!dl_borrow_array(x_o, shape, 7, "solve x", &x))
+        return NULL;
+    if (!dl_borrow_array(b_o, shape, 7, "solve b", &b)) {
+        dl_release(&x);
+        return NULL;
+    }
+    PyObject *out = run_many(box, x.data, b.data, nsrc, &s, 1);
+    dl_release(&x);
+    dl_release(&b);
     return out;
 }
 
@@ -675,6 +885,10 @@ static PyMethodDef methods[] = {
     {"gauge_observables", py_gauge_observables, METH_VARARGS, "plaquettes and link trace"},
     {"solver_create", py_solver_create, METH_VARARGS, "a solver for one gauge field"},
     {"solver_solve", py_solver_solve, METH_VARARGS, "one solve"},
+    {"solver_solve_device", py_solver_solve_device, METH_VARARGS,
+     "one solve on CUDA arrays (DLPack)"},
+    {"solver_solve_many_device", py_solver_solve_many_device, METH_VARARGS,
+     "N sources on CUDA arrays (DLPack) in one lock-step batch"},
     {"solver_solve_many", py_solver_solve_many, METH_VARARGS,
      "N sources in one lock-step batch"},
     {"apply", py_apply, METH_VARARGS, "out = M x or M^dag x in double on the CPU"},

@@ -58,6 +58,7 @@
 #include <time.h>
 
 #include "clover_field.h"
+#include "cuda_rt.h"
 #include "gauge_tools.h"
 #include "ref_wilson.h"
 #include "wd_core.h"
@@ -799,10 +800,12 @@ static wd_status conclude(wd_solver *sv, double *x, const double *b, const wd_so
     char msg[600];
     snprintf(msg, sizeof msg, "%s", msg_in);
     wd_status st;
-    if ((st = wd_host_residual(&sv->hb, x, sv->gauge, sv->clover_host, b, s->mass, s->tbc,
-                               &stats->true_residual, NULL)) != WD_OK)
+    /* x and b NULL: the caller measured stats->true_residual (on the device)
+     * and no refinement is due */
+    if (x && (st = wd_host_residual(&sv->hb, x, sv->gauge, sv->clover_host, b, s->mass, s->tbc,
+                                    &stats->true_residual, NULL)) != WD_OK)
         return st;
-    if (solve_st == WD_OK && stats->true_residual > s->tol) {
+    if (x && solve_st == WD_OK && stats->true_residual > s->tol) {
         solve_st = refine(sv, x, b, s, bnorm, stats, msg, sizeof msg);
         if (solve_st != WD_OK && !solver_failure(solve_st)) {
             memset(x, 0, vol * 24 * sizeof *x);
@@ -827,6 +830,110 @@ static wd_status check_solve_settings(const wd_solver *sv, const wd_solver_setti
     if (st == WD_OK)
         st = check_fixed(&sv->fixed, s);
     return st;
+}
+
+/*
+ * The float64 true residual on the GPU, where the outer level can do it
+ * exactly: double fields and links, Wilson (b - M x with the outer gauge
+ * field's double links, M = (4+m)(1 - kappa D) per parity), no gauge
+ * fixing; used by every solve on the CUDA backend (host arrays are sent up
+ * again: two transfers, against the host's float64 M x).  Otherwise (single
+ * or half outer level, clover), and when the refinement is due, the host
+ * check: device arrays (wd_solver_solve_device) are then read back to the
+ * host, and x written back.
+ */
+static int device_residual_exact(const wd_solver_settings *s)
+{
+    return s->precision == 8 && s->csw == 0;
+}
+
+static wd_status device_residual(wd_solver *sv, const double *x, const double *b, int on_device,
+                                 const wd_solver_settings *s, double bnorm, double *res)
+{
+    wd_backend *be = &sv->be;
+    wd_krylov ks;
+    wd_field *odd;
+    wd_status st = setup_krylov(sv, s, &ks, 1, &odd);
+    if (st != WD_OK)
+        return st;
+    wd_field *f = sv->view[0];
+    wd_field *xe = &f[F_X], *xo = &f[F_ODD], *be_ = &f[F_B], *bo = &f[F_BO], *t = &f[F_R];
+    const double kappa = ks.outer.kappa, m4 = 4.0 + s->mass;
+    double part[2] = {0, 0};
+    if ((st = wd_upload_pair(be, xe, xo, x, on_device)) != WD_OK ||
+        (st = wd_upload_pair(be, be_, bo, b, on_device)) != WD_OK)
+        return st;
+    for (int p = 0; p < 2 && st == WD_OK; ++p) {
+        /* t = x_p - kappa D x_p', then b_p - (4+m) t and its norm */
+        st = wd_dslash(be, ks.outer.xpay[0], t, &sv->g_outer, p ? xe : xo, p ? xo : xe, -kappa, p);
+        if (st == WD_OK)
+            part[p] = wd_blas_axpy_norm2(be, -m4, t, p ? bo : be_);
+    }
+    if (st == WD_OK && be->error != WD_OK)
+        st = be->error;
+    *res = sqrt(part[0] + part[1]) / bnorm;
+    return st;
+}
+
+static wd_status zero_device(wd_solver *sv, double *x)
+{
+    return wd_cuda_memset(x, 0, wd_volume(sv->dims) * 24 * sizeof *x);
+}
+
+/* x = 0: host or device memory */
+static void zero_x(wd_solver *sv, double *x, int on_device)
+{
+    if (on_device)
+        zero_device(sv, x);
+    else
+        memset(x, 0, wd_volume(sv->dims) * 24 * sizeof *x);
+}
+
+/*
+ * After the Krylov solve of one right-hand side (solve_st, its message
+ * msg): the float64 true residual on the GPU where it is exact there, else
+ * (and for a refinement) on the host (conclude; device arrays read back
+ * and x written back), the summary line.  Returns the solve's status; a
+ * failure that is no solver outcome zeroes x.
+ */
+static wd_status finish(wd_solver *sv, double *x, const double *b, int on_device,
+                        const wd_solver_settings *s, double bnorm, wd_solver_stats *stats,
+                        wd_status solve_st, const char *msg, const char *tag)
+{
+    wd_status st;
+    if (sv->be.ops->scan_device && device_residual_exact(s) && !sv->gfix) {
+        if ((st = device_residual(sv, x, b, on_device, s, bnorm, &stats->true_residual)) !=
+            WD_OK) {
+            zero_x(sv, x, on_device);
+            return st;
+        }
+        if (solve_st != WD_OK || stats->true_residual <= s->tol)
+            return conclude(sv, NULL, NULL, s, bnorm, stats, solve_st, msg, tag);
+    }
+    if (!on_device)
+        return conclude(sv, x, b, s, bnorm, stats, solve_st, msg, tag);
+    const size_t bytes = wd_volume(sv->dims) * 24 * sizeof(double);
+    double *hx = malloc(bytes), *hb = malloc(bytes);
+    st = hx && hb ? WD_OK
+                  : wd_fail(WD_ERR_NOMEM, "cannot allocate %zu bytes for the host residual check "
+                            "of device arrays", 2 * bytes);
+    if (st == WD_OK && (st = wd_cuda_d2h(hx, x, bytes)) == WD_OK)
+        st = wd_cuda_d2h(hb, b, bytes);
+    if (st == WD_OK) {
+        char keep[600];
+        solve_st = conclude(sv, hx, hb, s, bnorm, stats, solve_st, msg, tag);
+        snprintf(keep, sizeof keep, "%s", wd_last_error());
+        st = wd_cuda_h2d(x, hx, bytes);
+        if (st == WD_OK && solve_st != WD_OK)
+            wd_fail(solve_st, "%s", keep);
+    }
+    free(hx);
+    free(hb);
+    if (st != WD_OK) {
+        zero_device(sv, x);
+        return st;
+    }
+    return solve_st;
 }
 
 static wd_status solve_one(wd_solver *sv, double *x, const double *b,
@@ -881,7 +988,7 @@ static wd_status solve_one(wd_solver *sv, double *x, const double *b,
     /* keep the solver's message (if any) across the residual check */
     char msg[512];
     snprintf(msg, sizeof msg, "%s", wd_last_error());
-    return conclude(sv, x, b, s, bnorm, stats, solve_st, msg, "");
+    return finish(sv, x, b, 0, s, bnorm, stats, solve_st, msg, "");
 }
 
 wd_status wd_solver_solve(wd_solver *sv, double *x, const double *b, const wd_solver_settings *s,
@@ -894,36 +1001,115 @@ wd_status wd_solver_solve(wd_solver *sv, double *x, const double *b, const wd_so
     return stats->status = solve_one(sv, x, b, s, stats);
 }
 
+static wd_status solve_device(wd_solver *sv, double *x, const double *b,
+                              const wd_solver_settings *s, wd_solver_stats *stats)
+{
+    const double t0 = now_s();
+    if (!sv || !x || !b || !s)
+        return wd_fail(WD_ERR_INVALID, "wd_solver_solve_device: solver, x, b and settings must "
+                       "not be NULL");
+    if (x == b)
+        return wd_fail(WD_ERR_INVALID, "wd_solver_solve_device: x must not alias b");
+    wd_backend *be = &sv->be;
+    if (!be->ops->scan_device)
+        return wd_fail(WD_ERR_INVALID, "wd_solver_solve_device: the %s backend takes host "
+                       "arrays; device arrays need a solver on the CUDA backend", be->ops->name);
+    const size_t vol = wd_volume(sv->dims);
+    /* the caller's arrays may come from work on other streams */
+    wd_status st = wd_cuda_sync();
+    if (st == WD_OK)
+        st = check_solve_settings(sv, s);
+    if (st == WD_OK && sv->gfix)
+        st = wd_fail(WD_ERR_INVALID, "wd_solver_solve_device: a gauge-fixed solver transforms "
+                     "sources on the host: pass host arrays (wd_solver_solve)");
+    double bnorm2 = 0;
+    long bad = -1;
+    if (st == WD_OK && (st = be->ops->scan_device(be, b, vol * 24, &bnorm2, &bad)) == WD_OK)
+        st = wd_comm_sum(&bnorm2, 1);
+    if (st == WD_OK && bad >= 0)
+        st = wd_fail(WD_ERR_INVALID, "wd_solver_solve_device: the source b holds NaN or Inf (%s, "
+                     "spin %ld, colour %ld)", site_name(&sv->grid, bad / 24), bad % 24 / 6,
+                     bad % 6 / 2);
+    if ((st = wd_comm_agree(st)) != WD_OK || bnorm2 == 0) {
+        const wd_status zst = zero_device(sv, x);
+        stats->seconds = now_s() - t0;
+        return st != WD_OK ? st : zst;
+    }
+    const double bnorm = sqrt(bnorm2);
+    double t_solve = t0;
+    if (s->csw != 0 && s->mass != sv->clover_mass) {
+        const double t_build = now_s();
+        st = clover_build(sv, s->mass);
+        stats->setup_seconds = now_s() - t_build;
+        t_solve += stats->setup_seconds;
+        if (st != WD_OK) {
+            zero_device(sv, x);
+            return st;
+        }
+    }
+    wd_status solve_st = solve_pass(sv, x, b, 1, s, bnorm, stats);
+    stats->seconds = now_s() - t_solve;
+    if (solve_st != WD_OK && !solver_failure(solve_st)) {
+        zero_device(sv, x);
+        return solve_st;
+    }
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", wd_last_error());
+    return finish(sv, x, b, 1, s, bnorm, stats, solve_st, msg, "");
+}
+
+wd_status wd_solver_solve_device(wd_solver *sv, double *x, const double *b,
+                                 const wd_solver_settings *s, wd_solver_stats *stats)
+{
+    wd_solver_stats local;
+    if (!stats)
+        stats = &local;
+    memset(stats, 0, sizeof *stats);
+    return stats->status = solve_device(sv, x, b, s, stats);
+}
+
 /* a failure of the whole batch: every x zero, every status st */
-static void zero_all(double *const x[], int n, size_t reals, wd_solver_stats *stats, wd_status st)
+static void zero_all(wd_solver *sv, double *const x[], int n, int on_device,
+                     wd_solver_stats *stats, wd_status st)
 {
     for (int i = 0; i < n; ++i) {
-        memset(x[i], 0, reals * sizeof *x[i]);
+        zero_x(sv, x[i], on_device);
         if (stats)
             stats[i].status = st;
     }
 }
 
-wd_status wd_solver_solve_many(wd_solver *sv, double *const x[], const double *const b[], int n,
-                               const wd_solver_settings *s, wd_solver_stats stats[])
+/* wd_solver_solve_many (fn names it) on host arrays, or on device arrays */
+static wd_status solve_many(wd_solver *sv, double *const x[], const double *const b[], int n,
+                            int on_device, const wd_solver_settings *s, wd_solver_stats stats[],
+                            const char *fn)
 {
     if (stats && n > 0)
         memset(stats, 0, (size_t)n * sizeof *stats);
     if (!sv || !x || !b || !s || n < 0)
-        return wd_fail(WD_ERR_INVALID, "wd_solver_solve_many: solver, x, b and settings must not "
-                       "be NULL and n (%d) not negative", n);
+        return wd_fail(WD_ERR_INVALID, "%s: solver, x, b and settings must not be NULL and n (%d) "
+                       "not negative", fn, n);
     for (int i = 0; i < n; ++i) {
         if (!x[i] || !b[i])
-            return wd_fail(WD_ERR_INVALID, "wd_solver_solve_many: x[%d] or b[%d] is NULL", i, i);
+            return wd_fail(WD_ERR_INVALID, "%s: x[%d] or b[%d] is NULL", fn, i, i);
         for (int j = 0; j < n; ++j)
             if (x[i] == b[j] || (j != i && x[i] == x[j]))
-                return wd_fail(WD_ERR_INVALID, "wd_solver_solve_many: x[%d] aliases %s[%d]", i,
+                return wd_fail(WD_ERR_INVALID, "%s: x[%d] aliases %s[%d]", fn, i,
                                x[i] == b[j] ? "b" : "x", j);
     }
+    wd_backend *be = &sv->be;
+    if (on_device && !be->ops->scan_device)
+        return wd_fail(WD_ERR_INVALID, "%s: the %s backend takes host arrays; device arrays need "
+                       "a solver on the CUDA backend", fn, be->ops->name);
     const size_t reals = wd_volume(sv->dims) * 24;
-    wd_status st = check_solve_settings(sv, s);
+    wd_status st = on_device ? wd_cuda_sync() : WD_OK;
+    if (st == WD_OK)
+        st = check_solve_settings(sv, s);
+    if (st == WD_OK && on_device && sv->gfix)
+        st = wd_fail(WD_ERR_INVALID, "%s: a gauge-fixed solver transforms sources on the host: "
+                     "pass host arrays", fn);
     if (st != WD_OK) {
-        zero_all(x, n, reals, stats, st);
+        zero_all(sv, x, n, on_device, stats, st);
         return st;
     }
     /* every source is checked before anything is solved */
@@ -932,32 +1118,36 @@ wd_status wd_solver_solve_many(wd_solver *sv, double *const x[], const double *c
     wd_krylov *ks = malloc(WD_SOLVE_MANY_GROUP * sizeof *ks);
     wd_solver_stats *own = stats ? NULL : calloc((size_t)(n ? n : 1), sizeof *own);
     if (!bnorm || !idx || !ks || (!stats && !own))
-        st = wd_fail(WD_ERR_NOMEM, "wd_solver_solve_many: cannot allocate the bookkeeping of "
-                     "%d right-hand sides", n);
+        st = wd_fail(WD_ERR_NOMEM, "%s: cannot allocate the bookkeeping of %d right-hand sides",
+                     fn, n);
     if (!stats)
         stats = own;
     st = wd_comm_agree(st);
     for (int i = 0; i < n && st == WD_OK; ++i) {
         double norm2 = 0;
-        const long bad = wd_host_scan(b[i], reals, &norm2, &st);
+        long bad = -1;
+        if (!on_device)
+            bad = wd_host_scan(b[i], reals, &norm2, &st);
+        else if ((st = be->ops->scan_device(be, b[i], reals, &norm2, &bad)) == WD_OK)
+            st = wd_comm_sum(&norm2, 1);
         if (st == WD_OK && bad >= 0)
-            st = wd_fail(WD_ERR_INVALID, "wd_solver_solve_many: source %d holds NaN or Inf (%s, "
-                         "spin %ld, colour %ld); nothing solved", i,
-                         site_name(&sv->grid, bad / 24), bad % 24 / 6, bad % 6 / 2);
+            st = wd_fail(WD_ERR_INVALID, "%s: source %d holds NaN or Inf (%s, spin %ld, colour "
+                         "%ld); nothing solved", fn, i, site_name(&sv->grid, bad / 24),
+                         bad % 24 / 6, bad % 6 / 2);
         bnorm[i] = sqrt(norm2);
         st = wd_comm_agree(st);
     }
     if (st == WD_OK && s->csw != 0 && s->mass != sv->clover_mass)
         st = clover_build(sv, s->mass);
     if (st != WD_OK) {
-        zero_all(x, n, reals, stats, st);
+        zero_all(sv, x, n, on_device, stats, st);
         goto out;
     }
     /* zero sources: x = 0 at once; the others in groups of lanes */
     int m = 0;
     for (int i = 0; i < n; ++i) {
         if (bnorm[i] == 0)
-            memset(x[i], 0, reals * sizeof *x[i]);
+            zero_x(sv, x[i], on_device);
         else
             idx[m++] = i;
     }
@@ -979,11 +1169,11 @@ wd_status wd_solver_solve_many(wd_solver *sv, double *const x[], const double *c
             gnorm[q] = bnorm[i];
             gst[q] = &stats[i];
         }
-        st = run_lanes(sv, gx, gb, gn, 0, s, gnorm, gst, lane_st, ks, label);
+        st = run_lanes(sv, gx, gb, gn, on_device, s, gnorm, gst, lane_st, ks, label);
         for (int q = 0; q < gn && st == WD_OK; ++q) {
             const int i = idx[g0 + q];
-            const wd_status r = conclude(sv, x[i], b[i], s, gnorm[q], &stats[i], lane_st[q],
-                                         ks[q].message, ks[q].tag);
+            const wd_status r = finish(sv, x[i], b[i], on_device, s, gnorm[q], &stats[i],
+                                       lane_st[q], ks[q].message, ks[q].tag);
             stats[i].status = r;
             if (r != WD_OK && !solver_failure(r))
                 st = r;
@@ -994,18 +1184,30 @@ wd_status wd_solver_solve_many(wd_solver *sv, double *const x[], const double *c
             }
         }
         if (st != WD_OK) {
-            zero_all(x, n, reals, stats, st);
+            zero_all(sv, x, n, on_device, stats, st);
             goto out;
         }
     }
     if (first_fail >= 0)
-        st = wd_fail(fail_st, "wd_solver_solve_many: right-hand side %d: %s", first_fail, fail_msg);
+        st = wd_fail(fail_st, "%s: right-hand side %d: %s", fn, first_fail, fail_msg);
 out:
     free(bnorm);
     free(idx);
     free(ks);
     free(own);
     return st;
+}
+
+wd_status wd_solver_solve_many(wd_solver *sv, double *const x[], const double *const b[], int n,
+                               const wd_solver_settings *s, wd_solver_stats stats[])
+{
+    return solve_many(sv, x, b, n, 0, s, stats, "wd_solver_solve_many");
+}
+
+wd_status wd_solver_solve_many_device(wd_solver *sv, double *const x[], const double *const b[],
+                                      int n, const wd_solver_settings *s, wd_solver_stats stats[])
+{
+    return solve_many(sv, x, b, n, 1, s, stats, "wd_solver_solve_many_device");
 }
 
 static wd_status solve_once(double *x, const double *gauge, const double *b, const int dims[4],
