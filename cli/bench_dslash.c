@@ -30,7 +30,7 @@
  * one-RHS Wilson variant and each N, N random right-hand sides (right-hand
  * side q from wd_spinor_fill_random(seed + 1 + q)) through the backend as
  * one wd_dslash_group, which runs the largest multi-RHS kernels built for
- * the variant (12 = 4+4+4) or one-RHS calls.  Bytes at the multi-RHS
+ * the variant (12 = one _n4 launch over 3 groups: "4*3") or one-RHS calls.  Bytes at the multi-RHS
  * fewest-bytes model: every right-hand side's spinors once, the links once
  * per kernel call the group made.  CPU: the group call's wall time; GPU:
  * the CUDA-event medians of its kernel calls summed (the backend waits
@@ -812,46 +812,37 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
 
 /* ---- many right-hand sides through wd_dslash_group (--nrhs) ------------- */
 
-/* The calls wd_dslash_group made for one group: each lookup that finds a
- * kernel is one call of n right-hand sides with variant k. */
-typedef struct group_log {
-    int calls, n[MAX_NRHS_ARG], k[MAX_NRHS_ARG];
-} group_log;
-
-/* The operator family of a one-RHS Wilson variant; log, when not NULL,
- * records the calls (the lookup is the group's only view of its plan). */
+/* The operator family of a one-RHS Wilson variant (the plan of a group
+ * comes back from wd_dslash_group). */
 typedef struct group_family {
     const wd_variant *v;
-    group_log *log;
 } group_family;
 
 static int group_kernel(const void *ctx, int n)
 {
     const group_family *f = ctx;
     const wd_variant *v = f->v;
-    const int k = wd_variant_find_nrhs(WD_OP_WILSON, v->precision, v->recon, v->gauge_fix,
-                                       v->dagger, v->xpay, n);
-    if (k >= 0 && f->log && f->log->calls < MAX_NRHS_ARG) {
-        f->log->n[f->log->calls] = n;
-        f->log->k[f->log->calls++] = k;
-    }
-    return k;
+    return wd_variant_find_nrhs(WD_OP_WILSON, v->precision, v->recon, v->gauge_fix, v->dagger,
+                                v->xpay, n);
 }
 
-/* "4+4+4", "4+2+1", "1x12" (one-RHS calls), "4x16" (four or more of a kind) */
-static void group_plan_name(const group_log *log, char *buf, size_t len)
+/* A plan's calls: "4*3" (one _n4 launch over 3 groups of 4), "2", "1x12"
+ * (twelve one-RHS calls), joined by "+" */
+static void group_plan_name(const wd_group_plan *plan, char *buf, size_t len)
 {
     size_t at = 0;
     buf[0] = 0;
-    for (int c = 0; c < log->calls && at < len;) {
-        int m = 1;
-        while (c + m < log->calls && log->n[c + m] == log->n[c])
-            m++;
-        const int runs = log->n[c] == 1 ? m > 1 : m > 3;
-        const int w = runs ? snprintf(buf + at, len - at, "%s%dx%d", c ? "+" : "", log->n[c], m)
-                           : snprintf(buf + at, len - at, "%s%d", c ? "+" : "", log->n[c]);
+    for (int c = 0; c < plan->calls && at < len;) {
+        const int n = wd_variants[plan->variant[c]].nrhs, m = plan->nrhs[c];
+        int run = 1;
+        while (n == 1 && c + run < plan->calls && plan->nrhs[c + run] == 1)
+            run++;
+        const char *sep = c ? "+" : "";
+        const int w = run > 1 ? snprintf(buf + at, len - at, "%s1x%d", sep, run)
+                      : m > n ? snprintf(buf + at, len - at, "%s%d*%d", sep, n, m / n)
+                              : snprintf(buf + at, len - at, "%s%d", sep, n);
         at += w > 0 ? (size_t)w : 0;
-        c += runs ? m : 1;
+        c += run;
     }
 }
 
@@ -926,7 +917,7 @@ static wd_status nrhs_fields_get(wd_backend *be, nrhs_fields *f, int precision, 
 
 typedef struct nrhs_row {
     double us, us_wall;     /* the group: per-kernel CUDA events summed (GPU) or wall clock */
-    group_log log;
+    wd_group_plan plan;
 } nrhs_row;
 
 /* Time out = D in (+ x) on right-hand sides 0..n-1 as one wd_dslash_group.
@@ -939,21 +930,19 @@ static wd_status time_group(wd_backend *be, int gpu, const wd_variant *v, const 
     wd_field in = wd_field_view(&f->in, 0, n), out = wd_field_view(&f->out, 0, n);
     wd_field x = wd_field_view(&f->x, 0, n);
     const double a = -0.0157;
-    memset(&row->log, 0, sizeof row->log);
-    group_family fam = {v, &row->log};
+    group_family fam = {v};
     wd_status st = wd_dslash_group(be, group_kernel, &fam, &out, g, NULL, &in,
-                                   v->xpay ? &x : NULL, a, 0, n);
-    fam.log = NULL;
+                                   v->xpay ? &x : NULL, a, 0, n, &row->plan);
     if (st == WD_OK)
         st = wd_dslash_group(be, group_kernel, &fam, &out, g, NULL, &in, v->xpay ? &x : NULL, a,
-                             0, n);
+                             0, n, NULL);
     double *t = malloc((size_t)reps * sizeof *t);
     if (st == WD_OK && !t)
         st = wd_fail(WD_ERR_NOMEM, "the timings of %d repetitions", reps);
     for (int r = 0; r < reps && st == WD_OK; ++r) {
         const double t0 = wd_bench_now();
         st = wd_dslash_group(be, group_kernel, &fam, &out, g, NULL, &in, v->xpay ? &x : NULL, a,
-                             0, n);
+                             0, n, NULL);
         t[r] = wd_bench_now() - t0;
     }
     if (st == WD_OK)
@@ -962,11 +951,12 @@ static wd_status time_group(wd_backend *be, int gpu, const wd_variant *v, const 
     if (st != WD_OK || !gpu)
         return st;
     row->us = 0;
-    for (int c = 0, q = 0; c < row->log.calls && st == WD_OK; q += row->log.n[c++]) {
-        wd_field vo = wd_field_view(&out, q, row->log.n[c]), vi = wd_field_view(&in, q, row->log.n[c]);
-        wd_field vx = wd_field_view(&x, q, row->log.n[c]);
+    const wd_group_plan *p = &row->plan;
+    for (int c = 0, q = 0; c < p->calls && st == WD_OK; q += p->nrhs[c++]) {
+        wd_field vo = wd_field_view(&out, q, p->nrhs[c]), vi = wd_field_view(&in, q, p->nrhs[c]);
+        wd_field vx = wd_field_view(&x, q, p->nrhs[c]);
         double us = 0, halo_us = 0;
-        st = wd_backend_cuda_time_dslash(be, row->log.k[c], &vo, g, &vi, v->xpay ? &vx : NULL, a,
+        st = wd_backend_cuda_time_dslash(be, p->variant[c], &vo, g, &vi, v->xpay ? &vx : NULL, a,
                                          0, reps, &us, &halo_us);
         row->us += us;
     }
@@ -975,8 +965,8 @@ static wd_status time_group(wd_backend *be, int gpu, const wd_variant *v, const 
 
 static void nrhs_usage_note(FILE *f, int gpu)
 {
-    fprintf(f, "\nN right-hand sides as one wd_dslash_group: kernels, the calls it made (4+4+4: "
-            "three _n4 calls; 1x12: twelve one-RHS calls, no multi-RHS kernel built for the "
+    fprintf(f, "\nN right-hand sides as one wd_dslash_group: kernels, the calls it made (4*3: "
+            "one _n4 launch over 3 groups of 4; 1x12: twelve one-RHS calls, no multi-RHS kernel built for the "
             "variant);\nus/call: all N, %s; us/RHS, Gflops (1320 (+48) x N per output site), "
             "B/site: bytes per output site and right-hand side at the multi-RHS fewest-bytes "
             "model:\nthe spinors in + out (+ x) of every right-hand side once and the links once "
@@ -1056,14 +1046,14 @@ static int bench_nrhs(int gpu, int lat[][4], int nlat, const int *pads, int npad
                     const double sites = h.volume / 2.0;
                     const double spinor = 24.0 * v->precision + (v->precision == 2 ? sizeof(float) : 0);
                     const double links = (v->gauge_fix ? 6 : 8) * (double)v->recon * v->precision;
-                    const double bytes_site = (spinor * (2 + v->xpay) * N + links * r.log.calls) / N;
+                    const double bytes_site = (spinor * (2 + v->xpay) * N + links * r.plan.calls) / N;
                     const double gflops = wd_variant_flops(k) * N * sites / r.us / 1e3;
                     const double gbps = bytes_site * N * sites / r.us / 1e3;
                     if (N == 1)
                         base = r.us;
                     const double speedup = base / (r.us / N);
                     char plan[32], wall[16] = "";
-                    group_plan_name(&r.log, plan, sizeof plan);
+                    group_plan_name(&r.plan, plan, sizeof plan);
                     if (gpu)
                         snprintf(wall, sizeof wall, " %10.2f", r.us_wall);
                     printf("%-28s %4dx%dx%dx%-3d %4d %3d %-10s %10.2f %9.2f %8.1f %8.1f %8.1f "
@@ -1078,7 +1068,7 @@ static int bench_nrhs(int gpu, int lat[][4], int nlat, const int *pads, int npad
                                        v->recon, "gauge_fix", v->gauge_fix, "dagger", v->dagger,
                                        "xpay", v->xpay, "dims", h.dims[0], h.dims[1], h.dims[2],
                                        h.dims[3], "pad", pads[p], "nrhs", N, "kernels", plan,
-                                       "kernel_calls", r.log.calls, "us_per_call", r.us,
+                                       "kernel_calls", r.plan.calls, "us_per_call", r.us,
                                        "us_per_rhs", r.us / N, "us_wall_per_call", r.us_wall,
                                        "gflops", gflops, "bytes_per_site_per_rhs", bytes_site,
                                        "bytes_per_rhs", bytes_site * sites, "GBps", gbps,

@@ -356,15 +356,16 @@ def main_templates(v):
 
 
 def _multi_rhs_context(v):
-    """Right-hand side q of in, out and x starts q * rs vector elements (its
-    norms q * a->rhs_norm_stride floats) after the first."""
+    """Right-hand side q of the site function's group (its first r0) of in,
+    out and x starts (r0 + q) * rs vector elements (its norms (r0 + q) *
+    a->rhs_norm_stride floats) after the first."""
     has_norm = v.info.has_norm
     prelude, ptrs = [], []
     for q in range(v.nrhs):
-        norm = f"a->rhs_norm_stride * {q}"
+        norm = f"a->rhs_norm_stride * (r0 + {q})"
         prelude.append([f"const float in_scale = WD_LOAD(a->in_norm + {norm} + nb) "
                         "* WD_HALF_INV_SCALE;"] if has_norm else [])
-        ptrs.append({"x": "a->x", "out": "a->out", "off": f" + {q} * rs",
+        ptrs.append({"x": "a->x", "out": "a->out", "off": f" + (r0 + {q}) * rs",
                      "x_norm": f"(a->x_norm + {norm})", "out_norm": f"(a->out_norm + {norm})"})
     assert v.nrhs == 1 or not v.gauge_fix, "multi-RHS kernels: gauge fixing not generated"
     return {"nrhs": v.nrhs, "rhs_in_prelude": prelude, "rhs_ptrs": ptrs}

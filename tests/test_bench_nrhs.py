@@ -6,8 +6,9 @@ the CPU backend (4^3x8 lattice).
 Dslash: every built one-RHS Wilson variant the glob selects gets one row per
 N of the list (1 added, duplicates dropped), with positive finite times,
 Gflops, GB/s and speedup; the kernel calls the group made are the largest
-built multi-RHS kernels first (from `wdirac list`: 7 = 4+2+1 with _n4 and
-_n2, 1x7 where no multi-RHS kernel is built); the bytes per site and
+built multi-RHS kernels first, as many groups of one as fit in one launch
+(from `wdirac list`: 12 = 4*3, 7 = 4+2+1 with _n4 and _n2, 1x7 where no
+multi-RHS kernel is built); the bytes per site and
 right-hand side follow the multi-RHS model (spinors in + out once per
 right-hand side, links once per kernel call, over N).  Solver: 13 sources
 (one lock-step group of 12 and one of 1) as a batch and one by one: every
@@ -47,30 +48,36 @@ def positive(x):
 
 
 def expected_plan(built, one_rhs, n):
-    """The calls wd_dslash_group makes: the largest built count that fits first."""
+    """The calls wd_dslash_group makes, as (kernel count, right-hand sides
+    covered): the largest built count k that fits first, as many groups of k
+    as fit in one launch, one-RHS calls one at a time."""
     calls, q = [], 0
     while q < n:
-        m = n - q
-        while m > 1 and one_rhs[: -len("_n1")] + f"_n{m}" not in built:
-            m -= 1
-        calls.append(m)
+        k = n - q
+        while k > 1 and one_rhs[: -len("_n1")] + f"_n{k}" not in built:
+            k -= 1
+        m = (n - q) // k * k if k > 1 else 1
+        calls.append((k, m))
         q += m
     return calls
 
 
 def plan_name(calls):
-    """The benchmark's spelling: 4+4+4, 4+2+1, 1x12 (one-RHS runs), 4x16 (four or more)."""
+    """The benchmark's spelling: 4*3 (one _n4 launch over 3 groups), 4+2+1,
+    1x12 (a run of one-RHS calls)."""
     out, c = [], 0
     while c < len(calls):
-        m = 1
-        while c + m < len(calls) and calls[c + m] == calls[c]:
-            m += 1
-        if (calls[c] == 1 and m > 1) or m > 3:
-            out.append(f"{calls[c]}x{m}")
-            c += m
+        k, m = calls[c]
+        run = 1
+        while k == 1 and c + run < len(calls) and calls[c + run][0] == 1:
+            run += 1
+        if run > 1:
+            out.append(f"1x{run}")
+        elif m > k:
+            out.append(f"{k}*{m // k}")
         else:
-            out.append(str(calls[c]))
-            c += 1
+            out.append(str(k))
+        c += run
     return "+".join(out)
 
 

@@ -17,6 +17,8 @@
  *   wd_upload_pair, wd_download_pair     both parities of a host-layout spinor
  *   wd_dslash_group                      N right-hand sides through the
  *                                        multi-RHS kernels of an operator
+ *   wd_blas_lanes                        a BLAS operation on many lanes, in one
+ *                                        call where the backend has it
  *   wd_variant_flops                     nominal flops a site of a variant
  *   wd_backend_dslash_args               check a Dslash call against its variant
  *                                        and fill the kernel arguments (both
@@ -186,13 +188,21 @@ int wd_variants_nrhs(int variant)
     return wd_variants[variant].nrhs;
 }
 
+int wd_dslash_groups(int variant, const wd_field *in)
+{
+    const int n = wd_variants[variant].nrhs;
+    return n > 1 && in->nrhs >= 2 * n && in->nrhs % n == 0 ? in->nrhs / n : 1;
+}
+
 wd_status wd_dslash_group(wd_backend *be, wd_kernel_for_nrhs kernel, const void *ctx,
                           wd_field *out, const wd_gauge *g, const wd_clover *c,
                           const wd_field *in, const wd_field *x, double a, int parity,
-                          int count)
+                          int count, wd_group_plan *plan)
 {
     const int multi = wd_backend_multi_rhs(be);
     wd_status st = WD_OK;
+    if (plan)
+        plan->calls = 0;
     for (int q = 0; q < count && st == WD_OK;) {
         /* the largest count the registry has a kernel for (the manifest decides) */
         int n = multi ? count - q : 1, k = -1;
@@ -200,10 +210,16 @@ wd_status wd_dslash_group(wd_backend *be, wd_kernel_for_nrhs kernel, const void 
             ;
         if (k < 0)
             return wd_fail(WD_ERR_NOT_BUILT, "no one-RHS kernel for this operator is built");
-        wd_field vo = wd_field_view(out, q, n), vi = wd_field_view(in, q, n);
-        wd_field vx = x ? wd_field_view(x, q, n) : vo;
+        /* as many groups of n as fit, in one launch */
+        const int m = n > 1 ? (count - q) / n * n : 1;
+        wd_field vo = wd_field_view(out, q, m), vi = wd_field_view(in, q, m);
+        wd_field vx = x ? wd_field_view(x, q, m) : vo;
         st = wd_dslash_clover(be, k, &vo, g, c, &vi, x ? &vx : NULL, a, parity);
-        q += n;
+        if (plan && plan->calls < WD_GROUP_PLAN_MAX) {
+            plan->variant[plan->calls] = k;
+            plan->nrhs[plan->calls++] = m;
+        }
+        q += m;
     }
     return st;
 }
@@ -393,8 +409,10 @@ wd_status wd_backend_dslash_args(const wd_backend *be, int variant, wd_field *ou
         (parity & ~1))
         return wd_fail(WD_ERR_INTERNAL, "%s: fields, gauge or clover field do not match the "
                        "variant (or out aliases an input, or parity %d)", v->name, parity);
+    const int groups = wd_dslash_groups(variant, in);
     if (v->nrhs > 1 &&
         (in->nrhs < v->nrhs || out->nrhs < v->nrhs || (x && x->nrhs < v->nrhs) ||
+         (groups > 1 && (out->nrhs != in->nrhs || (x && x->nrhs != in->nrhs))) ||
          in->bytes != out->bytes || (x && x->bytes != out->bytes) ||
          in->data == out->data || (x && x->data == out->data)))
         return wd_fail(WD_ERR_INTERNAL, "%s: needs fields of %d right-hand sides", v->name,
@@ -416,6 +434,7 @@ wd_status wd_backend_dslash_args(const wd_backend *be, int variant, wd_field *ou
     args->x_norm = x ? x->norm : NULL;
     args->a = a;
     args->rhs_stride = (long)(out->bytes / ((size_t)out->width * (size_t)out->precision));
+    args->groups = groups;
     args->rhs_norm_stride = (int)(out->norm_bytes / sizeof(float));
     for (int mu = 0; mu < 4; ++mu)
         args->dims[mu] = be->dims[mu];
@@ -438,4 +457,77 @@ wd_status wd_backend_dslash_args(const wd_backend *be, int variant, wd_field *ou
     args->global_T = be->halo.global_T;
     args->gauge = g->data;
     return WD_OK;
+}
+
+/* flops per real of each lane operation (the one-lane wrappers' counts) */
+static double lane_flops(wd_lane_op op, const wd_field *y)
+{
+    switch (op) {
+    case WD_LANE_AXPY: case WD_LANE_XPAY: case WD_LANE_NORM2: return 2;
+    case WD_LANE_AXPY_ZPBX: case WD_LANE_CAXPY: case WD_LANE_CDOT: case WD_LANE_AXPY_NORM2:
+        return 4;
+    case WD_LANE_CDOT_NORM2: return 6;
+    case WD_LANE_ACCUMULATE: return y ? 8 : 4;
+    case WD_LANE_CAXPY_NORM2_CDOT: return 10;
+    default: return 8;  /* caxpbypz, cxpaypbz */
+    }
+}
+
+/* one lane through the one-lane table entry; r: its 3 results */
+static void lane_one(wd_backend *be, wd_lane_op op, wd_complex a, wd_complex b, const wd_field *x,
+                     wd_field *y, wd_field *z, double *r)
+{
+    const wd_backend_ops *o = be->ops;
+    switch (op) {
+    case WD_LANE_AXPY: o->axpy(be, a.re, x, y); break;
+    case WD_LANE_XPAY: o->xpay(be, x, a.re, y); break;
+    case WD_LANE_AXPY_ZPBX: o->axpy_zpbx(be, a.re, (wd_field *)x, y, z, b.re); break;
+    case WD_LANE_CAXPY: o->caxpy(be, a, x, y); break;
+    case WD_LANE_CAXPBYPZ: o->caxpbypz(be, a, x, b, y, z); break;
+    case WD_LANE_CXPAYPBZ: o->cxpaypbz(be, x, a, y, b, z); break;
+    case WD_LANE_ACCUMULATE: o->accumulate(be, a, x, b, y, z); break;
+    case WD_LANE_NORM2: r[0] = o->norm2(be, x); break;
+    case WD_LANE_CDOT: {
+        const wd_complex c = o->cdot(be, x, y);
+        r[0] = c.re;
+        r[1] = c.im;
+        break;
+    }
+    case WD_LANE_AXPY_NORM2: r[0] = o->axpy_norm2(be, a.re, x, y); break;
+    case WD_LANE_CDOT_NORM2: o->cdot_norm2(be, x, y, r); break;
+    case WD_LANE_CAXPY_NORM2_CDOT: o->caxpy_norm2_cdot(be, a, x, y, z, r); break;
+    default: break;
+    }
+}
+
+void wd_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
+                   const wd_field *y, const wd_field *z, double *res)
+{
+    if (l->n <= 0)
+        return;
+    if (l->n > WD_LANES_MAX || op < 0 || op >= WD_LANE_OPS) {
+        if (be->error == WD_OK)
+            be->error = wd_fail(WD_ERR_INTERNAL, "wd_blas_lanes: operation %d on %d lanes "
+                                "(at most %d)", (int)op, l->n, WD_LANES_MAX);
+        return;
+    }
+    be->flops += lane_flops(op, y) * wd_site_reals_(be) * l->n;
+    if (be->ops->blas_lanes) {
+        be->ops->blas_lanes(be, op, l, x, y, z, res);
+        return;
+    }
+    for (int j = 0; j < l->n; ++j) {
+        const int q = l->idx[j];
+        wd_field fx, fy, fz;
+        if (x)
+            fx = wd_field_view(x, q, 1);
+        if (y)
+            fy = wd_field_view(y, q, 1);
+        if (z)
+            fz = wd_field_view(z, q, 1);
+        double r[3] = {0, 0, 0};
+        lane_one(be, op, l->a[j], l->b[j], x ? &fx : NULL, y ? &fy : NULL, z ? &fz : NULL, r);
+        if (res)
+            memcpy(res + 3 * j, r, sizeof r);
+    }
 }

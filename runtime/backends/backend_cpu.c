@@ -219,7 +219,7 @@ static wd_status cpu_dslash(wd_backend *be, int variant, wd_field *out, const wd
         return st;
     /* the clover kernel alone reads no neighbour; each right-hand side its faces */
     if (be->halo.ghost_sites && wd_variants[variant].op != WD_OP_CLOVER)
-        for (int q = 0; q < wd_variants[variant].nrhs; ++q) {
+        for (int q = 0; q < wd_variants[variant].nrhs * args.groups; ++q) {
             const wd_field vq = wd_field_view(in, q, 1);
             if ((st = cpu_halo(be, &vq, parity)) != WD_OK)
                 return st;

@@ -165,6 +165,7 @@ struct OpAxpy {
     double a;
     int norm;  /* 1: also |y|^2 */
     enum { LX = 1, LY = 1, LZ = 0, SX = 0, SY = 1, SZ = 0, NRES = 1 };
+    static __device__ OpAxpy make(wd_complex a, wd_complex) { return OpAxpy{a.re, 1}; }
     template <class R> __device__ void operator()(R *x, R *y, R *, double *acc) const
     {
         for (int i = 0; i < NR; ++i) {
@@ -176,6 +177,7 @@ struct OpAxpy {
 struct OpXpay {
     double a;
     enum { LX = 1, LY = 1, LZ = 0, SX = 0, SY = 1, SZ = 0, NRES = 1 };
+    static __device__ OpXpay make(wd_complex a, wd_complex) { return OpXpay{a.re}; }
     template <class R> __device__ void operator()(R *x, R *y, R *, double *acc) const
     {
         for (int i = 0; i < NR; ++i) {
@@ -187,6 +189,7 @@ struct OpXpay {
 struct OpAxpyZpbx {
     double a, b;
     enum { LX = 1, LY = 1, LZ = 1, SX = 1, SY = 1, SZ = 0, NRES = 0 };
+    static __device__ OpAxpyZpbx make(wd_complex a, wd_complex b) { return OpAxpyZpbx{a.re, b.re}; }
     template <class R> __device__ void operator()(R *x, R *y, R *z, double *) const
     {
         for (int i = 0; i < NR; ++i) {
@@ -199,6 +202,7 @@ struct OpAxpyZpbx {
 struct OpCaxpy {
     double ar, ai;
     enum { LX = 1, LY = 1, LZ = 1, SX = 0, SY = 1, SZ = 0, NRES = 3 };
+    static __device__ OpCaxpy make(wd_complex a, wd_complex) { return OpCaxpy{a.re, a.im}; }
     template <class R> __device__ void operator()(R *x, R *y, R *z, double *acc) const
     {
         for (int i = 0; i < NR; i += 2) {
@@ -215,6 +219,10 @@ struct OpCaxpy {
 struct OpCaxpbypz {
     double ar, ai, br, bi;
     enum { LX = 1, LY = 1, LZ = 1, SX = 0, SY = 0, SZ = 1, NRES = 0 };
+    static __device__ OpCaxpbypz make(wd_complex a, wd_complex b)
+    {
+        return OpCaxpbypz{a.re, a.im, b.re, b.im};
+    }
     template <class R> __device__ void operator()(R *x, R *y, R *z, double *) const
     {
         for (int i = 0; i < NR; i += 2) {
@@ -228,6 +236,10 @@ struct OpCaxpbypz {
 struct OpCxpaypbz {
     double ar, ai, br, bi;
     enum { LX = 1, LY = 1, LZ = 1, SX = 0, SY = 0, SZ = 1, NRES = 0 };
+    static __device__ OpCxpaypbz make(wd_complex a, wd_complex b)
+    {
+        return OpCxpaypbz{a.re, a.im, b.re, b.im};
+    }
     template <class R> __device__ void operator()(R *x, R *y, R *z, double *) const
     {
         for (int i = 0; i < NR; i += 2) {
@@ -240,6 +252,7 @@ struct OpCxpaypbz {
 /* {Re <x,y>, Im <x,y>, |x|^2} */
 struct OpCdotNorm {
     enum { LX = 1, LY = 1, LZ = 0, SX = 0, SY = 0, SZ = 0, NRES = 3 };
+    static __device__ OpCdotNorm make(wd_complex, wd_complex) { return OpCdotNorm(); }
     template <class R> __device__ void operator()(R *x, R *y, R *, double *acc) const
     {
         for (int i = 0; i < NR; i += 2) {
@@ -289,10 +302,51 @@ __global__ void __launch_bounds__(BLAS_BLOCK) blas_kernel(Op op, wd_field x, wd_
         block_reduce<Op::NRES>(acc, partial);
 }
 
-/* the block results, summed in block order by one block */
+/* Lane blockIdx.y's right-hand side of f (lane 0's field) */
+__device__ __forceinline__ wd_field lane_field(const wd_field &f, int q)
+{
+    wd_field v = f;
+    if (f.data)
+        v.data = (char *)f.data + (size_t)q * f.bytes;
+    if (f.norm)
+        v.norm = f.norm + (size_t)q * (f.norm_bytes / sizeof(float));
+    return v;
+}
+
+/* blas_kernel on every lane of l, lane blockIdx.y: the same grid in x and
+ * the same tree per lane as blas_kernel, so each lane's bits are the
+ * one-lane operation's; partials of lane j from j * BLAS_MAX_GRID * 3 */
+template <int P, class Op>
+__global__ void __launch_bounds__(BLAS_BLOCK) blas_lanes_kernel(wd_lanes l, wd_field x, wd_field y,
+                                                                wd_field z, double *partial, int n)
+{
+    typedef typename Prec<P>::real R;
+    const int j = blockIdx.y, q = l.idx[j];
+    const Op op = Op::make(l.a[j], l.b[j]);
+    const wd_field fx = lane_field(x, q), fy = lane_field(y, q), fz = lane_field(z, q);
+    double acc[3] = {0, 0, 0};
+    for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
+        R vx[NR], vy[NR], vz[NR];
+        if (Op::LX) load<P>(fx, cb, vx);
+        if (Op::LY) load<P>(fy, cb, vy);
+        if (Op::LZ) load<P>(fz, cb, vz);
+        op(vx, vy, vz, acc);
+        if (Op::SX) store<P>(fx, cb, vx);
+        if (Op::SY) store<P>(fy, cb, vy);
+        if (Op::SZ) store<P>(fz, cb, vz);
+    }
+    if (Op::NRES)
+        block_reduce<Op::NRES>(acc, partial + (size_t)j * BLAS_MAX_GRID * 3);
+}
+
+/* the block results, summed in block order by one block (lane blockIdx.y:
+ * its partials from blockIdx.y * BLAS_MAX_GRID * 3, its result at 3 *
+ * blockIdx.y) */
 __global__ void __launch_bounds__(BLAS_BLOCK) final_reduce(const double *partial, int nblocks,
                                                            double *out)
 {
+    partial += (size_t)blockIdx.y * BLAS_MAX_GRID * 3;
+    out += 3 * blockIdx.y;
     double acc[3] = {0, 0, 0};
     for (int b = threadIdx.x; b < nblocks; b += BLAS_BLOCK)
         for (int k = 0; k < 3; ++k)
@@ -382,6 +436,34 @@ __global__ void __launch_bounds__(BLAS_BLOCK) accumulate_kernel(double ar, doubl
             out[i + 1] = vz[i + 1] + ar * vx[i + 1] + ai * vx[i] + br * vy[i + 1] + bi * vy[i];
         }
         store<PZ>(z, cb, out);
+    }
+}
+
+/* accumulate_kernel on every lane of l (lane blockIdx.y) */
+template <int PZ, int PX>
+__global__ void __launch_bounds__(BLAS_BLOCK) accumulate_lanes_kernel(wd_lanes l, wd_field x,
+                                                                      wd_field y, int has_y,
+                                                                      wd_field z, int n)
+{
+    const int j = blockIdx.y, q = l.idx[j];
+    const double ar = l.a[j].re, ai = l.a[j].im, br = l.b[j].re, bi = l.b[j].im;
+    const wd_field fx = lane_field(x, q), fy = lane_field(y, q), fz = lane_field(z, q);
+    for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
+        double vx[NR], vy[NR], vz[NR];
+        load_double<PX>(fx, cb, vx);
+        if (has_y)
+            load_double<PX>(fy, cb, vy);
+        else
+            for (int i = 0; i < NR; ++i)
+                vy[i] = 0;
+        load_double<PZ>(fz, cb, vz);
+        typename Prec<PZ>::real out[NR];
+#pragma unroll
+        for (int i = 0; i < NR; i += 2) {
+            out[i] = vz[i] + ar * vx[i] - ai * vx[i + 1] + br * vy[i] - bi * vy[i + 1];
+            out[i + 1] = vz[i + 1] + ar * vx[i + 1] + ai * vx[i] + br * vy[i + 1] + bi * vy[i];
+        }
+        store<PZ>(fz, cb, out);
     }
 }
 
@@ -558,8 +640,8 @@ __global__ void __launch_bounds__(BLAS_BLOCK) scan_host_layout(const double *raw
 /* ---- host side --------------------------------------------------------- */
 
 typedef struct cuda_ctx {
-    double *partial;   /* BLAS_MAX_GRID * 3 */
-    double *result;    /* 3 */
+    double *partial;   /* WD_LANES_MAX * BLAS_MAX_GRID * 3 (a lane's from j * BLAS_MAX_GRID * 3) */
+    double *result;    /* WD_LANES_MAX * 3 */
     void *staging;     /* pinned host memory for transfers, grown on demand */
     size_t staging_bytes;
     double *raw;       /* a spinor in the host layout on the device, grown on demand */
@@ -630,17 +712,130 @@ static void run(wd_backend *be, Op op, const wd_field *x, const wd_field *y, con
         wd_backend_allsum(be, res, 3);
 }
 
+/* Op on every lane of l in one launch; the lanes' reductions (NRES a
+ * lane, summed over the ranks on a grid) into res[3 j ..] after one
+ * synchronisation */
+template <class Op>
+static void run_lanes_local(wd_backend *be, const wd_lanes *l, const wd_field *x,
+                            const wd_field *y, const wd_field *z, double *res, const char *what)
+{
+    if (be->error != WD_OK)
+        return;
+    const wd_field *any = x ? x : y ? y : z;
+    const wd_field zero = {};
+    const wd_field fx = x ? *x : zero, fy = y ? *y : zero, fz = z ? *z : zero;
+    const int n = any->volume_cb;
+    const dim3 grid(grid_for(n), l->n);
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    cudaStream_t st = (cudaStream_t)wd_cuda_stream();
+    switch (any->precision) {
+    case 8: blas_lanes_kernel<8, Op><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, c->partial, n); break;
+    case 4: blas_lanes_kernel<4, Op><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, c->partial, n); break;
+    default: blas_lanes_kernel<2, Op><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, c->partial, n); break;
+    }
+    if (failed(be, cudaGetLastError(), what) || !(Op::NRES > 0 && res))
+        return;
+    final_reduce<<<dim3(1, l->n), BLAS_BLOCK, 0, st>>>(c->partial, grid.x, c->result);
+    if (failed(be, cudaGetLastError(), what) ||
+        failed(be, cudaMemcpyAsync(res, c->result, 3 * l->n * sizeof(double),
+                                   cudaMemcpyDeviceToHost, st), what) ||
+        failed(be, cudaStreamSynchronize(st), what))
+        return;
+}
+
+/* ... and on a process grid the reductions summed over ranks, on every
+ * rank whatever its own state (as run) */
+template <class Op>
+static void run_lanes(wd_backend *be, const wd_lanes *l, const wd_field *x, const wd_field *y,
+                      const wd_field *z, double *res, const char *what)
+{
+    if (Op::NRES > 0 && res)
+        memset(res, 0, 3 * l->n * sizeof *res);
+    run_lanes_local<Op>(be, l, x, y, z, res, what);
+    if (Op::NRES > 0 && res)
+        wd_backend_allsum(be, res, 3 * l->n);
+}
+
+static void accumulate_lanes(wd_backend *be, const wd_lanes *l, const wd_field *x,
+                             const wd_field *y, wd_field *z)
+{
+    if (be->error != WD_OK)
+        return;
+    if (y && y->precision != x->precision) {
+        be->error = wd_fail(WD_ERR_INTERNAL, "CUDA backend: accumulate with x and y of different "
+                            "precisions (%d, %d bytes)", x->precision, y->precision);
+        return;
+    }
+    const int n = z->volume_cb;
+    const dim3 grid(grid_for(n), l->n);
+    cudaStream_t st = (cudaStream_t)wd_cuda_stream();
+    const wd_field fy = y ? *y : *x;
+#define ACC(PZ, PX) \
+    accumulate_lanes_kernel<PZ, PX><<<grid, BLAS_BLOCK, 0, st>>>(*l, *x, fy, y != NULL, *z, n)
+    switch (z->precision * 10 + x->precision) {
+    case 88: ACC(8, 8); break;
+    case 84: ACC(8, 4); break;
+    case 82: ACC(8, 2); break;
+    case 44: ACC(4, 4); break;
+    case 42: ACC(4, 2); break;
+    case 48: ACC(4, 8); break;
+    case 28: ACC(2, 8); break;
+    case 24: ACC(2, 4); break;
+    default: ACC(2, 2); break;
+    }
+#undef ACC
+    failed(be, cudaGetLastError(), "accumulate (lanes)");
+}
+
 extern "C" {
+
+void wd_cuda_be_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
+                           const wd_field *y, const wd_field *z, double *res)
+{
+    if (l->n <= 0)
+        return;
+    double r[3 * WD_LANES_MAX];
+    switch (op) {
+    case WD_LANE_AXPY: run_lanes<OpAxpy>(be, l, x, y, NULL, NULL, "axpy (lanes)"); return;
+    case WD_LANE_XPAY: run_lanes<OpXpay>(be, l, x, y, NULL, NULL, "xpay (lanes)"); return;
+    case WD_LANE_AXPY_ZPBX: run_lanes<OpAxpyZpbx>(be, l, x, y, z, NULL, "axpy_zpbx (lanes)"); return;
+    case WD_LANE_CAXPY: run_lanes<OpCaxpy>(be, l, x, y, x, NULL, "caxpy (lanes)"); return;
+    case WD_LANE_CAXPBYPZ: run_lanes<OpCaxpbypz>(be, l, x, y, z, NULL, "caxpbypz (lanes)"); return;
+    case WD_LANE_CXPAYPBZ: run_lanes<OpCxpaypbz>(be, l, x, y, z, NULL, "cxpaypbz (lanes)"); return;
+    case WD_LANE_ACCUMULATE: accumulate_lanes(be, l, x, y, (wd_field *)z); return;
+    case WD_LANE_AXPY_NORM2: run_lanes<OpAxpy>(be, l, x, y, NULL, res, "axpy_norm2 (lanes)"); return;
+    case WD_LANE_CDOT_NORM2: run_lanes<OpCdotNorm>(be, l, x, y, NULL, res, "cdot_norm2 (lanes)"); return;
+    case WD_LANE_CAXPY_NORM2_CDOT:
+        run_lanes<OpCaxpy>(be, l, x, y, z ? z : x, res, "caxpy_norm2_cdot (lanes)");
+        return;
+    case WD_LANE_CDOT:
+        run_lanes<OpCdotNorm>(be, l, x, y, NULL, res, "cdot (lanes)");
+        for (int j = 0; j < l->n; ++j)
+            res[3 * j + 2] = 0;
+        return;
+    case WD_LANE_NORM2:
+        run_lanes<OpCdotNorm>(be, l, x, x, NULL, r, "norm2 (lanes)");
+        for (int j = 0; j < l->n; ++j) {
+            res[3 * j] = r[3 * j + 2];
+            res[3 * j + 1] = res[3 * j + 2] = 0;
+        }
+        return;
+    default:
+        be->error = wd_fail(WD_ERR_INTERNAL, "CUDA backend: lane operation %d", (int)op);
+    }
+}
 
 wd_status wd_cuda_be_open(wd_backend *be)
 {
     cuda_ctx *c = (cuda_ctx *)calloc(1, sizeof *c);
     if (!c)
         return wd_fail(WD_ERR_NOMEM, "CUDA backend context");
-    wd_status st = wd_cuda_malloc((void **)&c->partial, BLAS_MAX_GRID * 3 * sizeof(double),
+    wd_status st = wd_cuda_malloc((void **)&c->partial,
+                                  WD_LANES_MAX * BLAS_MAX_GRID * 3 * sizeof(double),
                                   "reduction partials");
     if (st == WD_OK)
-        st = wd_cuda_malloc((void **)&c->result, 3 * sizeof(double), "reduction result");
+        st = wd_cuda_malloc((void **)&c->result, WD_LANES_MAX * 3 * sizeof(double),
+                            "reduction result");
     if (st != WD_OK) {
         wd_cuda_free(c->partial);
         free(c);

@@ -80,6 +80,8 @@ double wd_cuda_be_caxpy_norm2(wd_backend *be, wd_complex a, const wd_field *x, w
 void wd_cuda_be_cdot_norm2(wd_backend *be, const wd_field *x, const wd_field *y, double res[3]);
 void wd_cuda_be_caxpy_norm2_cdot(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y,
                                  const wd_field *z, double res[3]);
+void wd_cuda_be_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
+                           const wd_field *y, const wd_field *z, double *res);
 
 static wd_status field_alloc(wd_backend *be, wd_field *f)
 {
@@ -377,6 +379,7 @@ static const wd_backend_ops cuda_ops = {
     .caxpy_norm2 = wd_cuda_be_caxpy_norm2,
     .cdot_norm2 = wd_cuda_be_cdot_norm2,
     .caxpy_norm2_cdot = wd_cuda_be_caxpy_norm2_cdot,
+    .blas_lanes = wd_cuda_be_blas_lanes,
 };
 
 static int selected;

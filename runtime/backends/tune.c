@@ -165,8 +165,11 @@ wd_status wd_tune_dslash(int variant, const wd_dslash_args *a, int pad, int *blo
     snprintf(key.volume, sizeof key.volume, "%dx%dx%dx%d", a->dims[0], a->dims[1], a->dims[2],
              a->dims[3]);
     /* a decomposed kernel's boundary sites read ghosts: its own entry */
+    /* and a launch over several groups of right-hand sides its own */
     if (a->part)
         snprintf(key.aux, sizeof key.aux, "pad=%d part=%d", pad, a->part);
+    else if (a->groups > 1)
+        snprintf(key.aux, sizeof key.aux, "pad=%d groups=%d", pad, a->groups);
     else
         snprintf(key.aux, sizeof key.aux, "pad=%d", pad);
     for (int i = 0; i < n_entries; ++i)

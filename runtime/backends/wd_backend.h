@@ -34,6 +34,8 @@
  *   wd_dslash / wd_dslash_clover / wd_blas_*   inline wrappers that dispatch to the
  *                                        table and count flops (so no backend
  *                                        has to)
+ *   wd_blas_lanes                        one of those BLAS operations on many
+ *                                        lock-step lanes at once
  *
  * Fields.  A wd_field is one parity of a spinor in the layout of wd_kernel.h
  * (element k of site cb at k * stride + cb, internal UKQCD basis); the
@@ -120,6 +122,40 @@ typedef struct wd_clover {
 typedef struct wd_backend wd_backend;
 
 /*
+ * Many lanes at once (the lock-step solvers).  Lane j of an operand f is
+ * right-hand side idx[j] counted from f (wd_field_view(f, idx[j], 1): f is
+ * lane 0's field, a view into a multi-field), with its own coefficients
+ * a[j], b[j] and its own reductions in res[3 j .. 3 j + 2].  On each lane
+ * an operation is exactly the one-lane operation of the table named beside
+ * it (the same arithmetic and reduction order: the same bits), so a
+ * backend without blas_lanes runs the lanes one after another; the CUDA
+ * backend runs every lane in one launch and reads all their reductions
+ * back after one synchronisation.
+ */
+#define WD_LANES_MAX 16
+typedef enum wd_lane_op {
+    WD_LANE_AXPY,             /* axpy(a.re, x, y) */
+    WD_LANE_XPAY,             /* xpay(x, a.re, y) */
+    WD_LANE_AXPY_ZPBX,        /* axpy_zpbx(a.re, x, y, z, b.re) */
+    WD_LANE_CAXPY,            /* caxpy(a, x, y) */
+    WD_LANE_CAXPBYPZ,         /* caxpbypz(a, x, b, y, z) */
+    WD_LANE_CXPAYPBZ,         /* cxpaypbz(x, a, y, b, z) */
+    WD_LANE_ACCUMULATE,       /* accumulate(a, x, b, y, z), y may be NULL */
+    WD_LANE_NORM2,            /* res[0] = norm2(x) */
+    WD_LANE_CDOT,             /* res[0, 1] = cdot(x, y) */
+    WD_LANE_AXPY_NORM2,       /* res[0] = axpy_norm2(a.re, x, y) */
+    WD_LANE_CDOT_NORM2,       /* cdot_norm2(x, y, res) */
+    WD_LANE_CAXPY_NORM2_CDOT, /* caxpy_norm2_cdot(a, x, y, z, res) */
+    WD_LANE_OPS
+} wd_lane_op;
+
+typedef struct wd_lanes {
+    int n;                       /* lanes, at most WD_LANES_MAX */
+    int idx[WD_LANES_MAX];       /* each one's right-hand side */
+    wd_complex a[WD_LANES_MAX], b[WD_LANES_MAX];
+} wd_lanes;
+
+/*
  * The table a backend implements.  `f`, `g` arrive with their geometry
  * filled in (wd_field_create / wd_gauge_create); alloc sets data (and norm).
  * Host spinors are full-lattice complex double in DESIGN.md's order and
@@ -202,6 +238,10 @@ typedef struct wd_backend_ops {
     /* BiCGstab r = s - omega t: y = y + a x; res = {|y|^2, Re <z,y>, Im <z,y>} */
     void (*caxpy_norm2_cdot)(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y,
                              const wd_field *z, double res[3]);
+    /* one of the operations above on every lane of l (see wd_lane_op);
+     * optional (NULL: wd_blas_lanes runs the lanes one at a time) */
+    void (*blas_lanes)(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
+                       const wd_field *y, const wd_field *z, double *res);
 } wd_backend_ops;
 
 struct wd_backend {
@@ -344,20 +384,34 @@ int wd_backend_multi_rhs(const wd_backend *be);
 /* out = D in (+ x) for `count` right-hand sides of multi-fields (or views)
  * with one operator family: kernel(n) is the variant index for n
  * right-hand sides a call (negative: not built); the largest built n that
- * fits is used first, so 12 runs as 4 + 4 + 4 with _n4, and everything runs
- * as one-RHS calls where no multi-RHS kernel is built. */
+ * fits is used first, as many groups of n as fit in one call (12 runs as
+ * one _n4 launch over 3 groups: wd_kernel.h), the rest likewise with
+ * smaller n, and everything as one-RHS calls where no multi-RHS kernel is
+ * built.  plan, when not NULL, receives the calls made. */
 typedef int (*wd_kernel_for_nrhs)(const void *ctx, int n);
+#define WD_GROUP_PLAN_MAX 64
+typedef struct wd_group_plan {
+    int calls;
+    int variant[WD_GROUP_PLAN_MAX];  /* each call's kernel */
+    int nrhs[WD_GROUP_PLAN_MAX];     /* the right-hand sides it covered (groups x the kernel's) */
+} wd_group_plan;
 wd_status wd_dslash_group(wd_backend *be, wd_kernel_for_nrhs kernel, const void *ctx,
                           wd_field *out, const wd_gauge *g, const wd_clover *c,
                           const wd_field *in, const wd_field *x, double a, int parity,
-                          int count);
+                          int count, wd_group_plan *plan);
+
+/* The groups of variant's right-hand-side count that a call on `in`
+ * covers: in->nrhs / N for a multi-RHS variant of N when in holds a
+ * multiple of N, at least 2N; else 1 (wd_kernel.h's groups). */
+int wd_dslash_groups(int variant, const wd_field *in);
 
 static inline wd_status wd_dslash_clover(wd_backend *be, int variant, wd_field *out,
                                          const wd_gauge *g, const wd_clover *c,
                                          const wd_field *in, const wd_field *x, double a,
                                          int parity)
 {
-    be->flops += wd_variant_flops(variant) * be->volume_cb * wd_variants_nrhs(variant);
+    be->flops += wd_variant_flops(variant) * be->volume_cb * wd_variants_nrhs(variant) *
+                 (in ? wd_dslash_groups(variant, in) : 1);
     return be->ops->dslash(be, variant, out, g, c, in, x, a, parity);
 }
 
@@ -456,6 +510,12 @@ static inline void wd_blas_caxpy_norm2_cdot(wd_backend *be, wd_complex a, const 
     be->flops += 10 * wd_site_reals_(be);
     be->ops->caxpy_norm2_cdot(be, a, x, y, z, res);
 }
+
+/* op on the lanes of l (wd_lane_op), flops counted per lane as the
+ * one-lane wrappers above count them; res (3 doubles a lane) may be NULL
+ * for an operation that reduces nothing */
+void wd_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
+                   const wd_field *y, const wd_field *z, double *res);
 
 #ifdef __cplusplus
 }

@@ -44,7 +44,12 @@
  * Multi-RHS kernels (_n<N>, N > 1) apply the operator to N right-hand
  * sides at once: right-hand side q of in, out and x is a field of the layout
  * above starting q * rhs_stride vector elements after the first (norms
- * q * rhs_norm_stride floats after), so each keeps coalesced access.
+ * q * rhs_norm_stride floats after), so each keeps coalesced access.  A
+ * launch may cover `groups` such sets of N, one after another in the
+ * fields (right-hand sides g N .. g N + N - 1: the site function's r0); on the
+ * GPU the group is the fastest part of the block index, so the groups of
+ * one range of sites run together and read its links from L2 after the
+ * first.
  *
  * Clover kernels (dslashcl_*, clover_*) also read the clover field of the
  * output parity at the output site (wd_layout.h, wd_clover_layout); the
@@ -111,7 +116,10 @@ typedef struct wd_dslash_args {
     long rhs_stride;        /* multi-RHS kernels (_n<N>, N > 1): vector elements from one
                              * right-hand side of in, out, x to the next */
     int rhs_norm_stride;    /* ... and floats from one's norms to the next's */
+    int groups;             /* multi-RHS kernels: sets of N right-hand sides a launch
+                             * covers (0 or 1: one) */
 } wd_dslash_args;
+
 
 typedef struct wd_site {
     int fwd[4];             /* checkerboard index of n + mu (other parity) */

@@ -107,19 +107,6 @@ static void report(const wd_krylov *ks, double rn, const char *what)
         ks->progress(ks->progress_arg, ks->k + ks->l, rel(ks, rn));
 }
 
-/* xs += a x + b y (y may be NULL): fused in the sloppy precision, or into
- * an outer-precision accumulator */
-static void accumulate(wd_krylov *ks, wd_complex a, const wd_field *x, wd_complex b,
-                       const wd_field *y)
-{
-    if (ks->xs->precision != x->precision)
-        wd_blas_accumulate(ks->be, a, x, b, y, ks->xs);
-    else if (y)
-        wd_blas_caxpbypz(ks->be, a, x, b, y, ks->xs);
-    else
-        wd_blas_axpy(ks->be, a.re, x, ks->xs);
-}
-
 /* ||b - Mhat x|| in *rs.  r gets the residual the iteration uses: that one
  * (BiCGstab) or Mhat^dag of it (CG); |r|^2 in *rn2. */
 static wd_status true_residual(wd_krylov *ks, double *rs, double *rn2)
@@ -334,10 +321,15 @@ static int breakdown(wd_krylov *ks, state *s, double *rn2, wd_status *status)
  * Every application is one wd_eo_mhat_multi per maximal run of consecutive
  * lanes that take part (views into the shared multi-fields), so a lane
  * that has finished, or that broke down in phase B and restarts in the
- * next round, costs nothing.  A lane's arithmetic never depends on another
- * lane, so each gives bit for bit what it gives alone (wd_eo_mhat_multi is
- * bit for bit wd_eo_mhat per right-hand side, but for half precision on the
- * GPU: wd_solver.h), and one lane is the single-RHS solver.
+ * next round, costs nothing.  The vector operations of the iteration are
+ * likewise one wd_blas_lanes call over the lanes that take part (on the
+ * GPU one launch, and one synchronisation for every lane's reductions,
+ * instead of one a lane); only what one lane alone needs (its checks,
+ * restarts and breakdowns) runs lane by lane.  A lane's arithmetic never
+ * depends on another lane and its operations keep their order, so each
+ * gives bit for bit what it gives alone (wd_eo_mhat_multi is bit for bit
+ * wd_eo_mhat per right-hand side, but for half precision on the GPU:
+ * wd_solver.h), and one lane is the single-RHS solver.
  */
 typedef struct lane {
     wd_krylov *ks;
@@ -399,118 +391,249 @@ static void lane_breakdown(lane *L)
         L->fresh = 1;
 }
 
-static void bicgstab_b(lane *L)
+/* The lanes 0..n-1 with `want` set, in lane order, as lanes of one
+ * BLAS call (lane i is right-hand side i of lane 0's fields); a, b are
+ * filled in by the caller. */
+static wd_lanes lanes_where(int n, const int *want)
 {
-    wd_krylov *ks = L->ks;
-    const double complex r0v = cz(wd_blas_cdot(ks->be, ks->r0, ks->v));
-    if (r0v == 0 || L->rho == 0) {
-        lane_breakdown(L);
-        return;
-    }
-    L->alpha = L->rho / r0v;
-    wd_blas_caxpy(ks->be, wc(-L->alpha), ks->v, ks->rs);
+    wd_lanes l;
+    memset(&l, 0, sizeof l);
+    for (int i = 0; i < n; ++i)
+        if (want[i])
+            l.idx[l.n++] = i;
+    return l;
 }
 
-static void bicgstab_c(lane *L)
+/* xs += a x + b y on lanes l (y may be NULL): fused in the sloppy
+ * precision, or into an outer-precision accumulator */
+static void accumulate_lanes(wd_krylov *ks0, const wd_lanes *l, const wd_field *x,
+                             const wd_field *y)
 {
-    wd_krylov *ks = L->ks;
-    wd_backend *be = ks->be;
-    state *s = &L->s;
-    double ts[3];
-    wd_blas_cdot_norm2(be, ks->t, ks->rs, ts);
-    L->omega = ts[2] > 0 ? CMPLX(ts[0], ts[1]) / ts[2] : 0;
-    accumulate(ks, wc(L->alpha), ks->p, wc(L->omega), ks->rs);
-    double rr[3];
-    wd_blas_caxpy_norm2_cdot(be, wc(-L->omega), ks->t, ks->rs, ks->r0, rr);
-    double complex rho_new = CMPLX(rr[1], rr[2]);
-    L->r2 = rr[0];
-    ks->k++;
-    s->since++;
-    s->since_check++;
-    report(ks, sqrt(L->r2), "");
-    int checked;
-    double rn2;
-    wd_status status = WD_OK;
-    const int next = act(ks, s, classify(ks, s, sqrt(L->r2)), &checked, &rn2, &status);
-    if (next == NEXT_DONE) {
-        finish(L, status);
-        return;
-    }
-    if (checked) {
-        L->r2 = rn2;
-        if (next == NEXT_RESTART) {
-            L->fresh = 1;
-            return;
+    wd_backend *be = ks0->be;
+    if (ks0->xs->precision != x->precision)
+        wd_blas_lanes(be, WD_LANE_ACCUMULATE, l, x, y, ks0->xs, NULL);
+    else if (y)
+        wd_blas_lanes(be, WD_LANE_CAXPBYPZ, l, x, y, ks0->xs, NULL);
+    else
+        wd_blas_lanes(be, WD_LANE_AXPY, l, x, ks0->xs, NULL, NULL);
+}
+
+/* BiCGstab phase B on every stepping lane: alpha = rho / <r0, v>, then
+ * rs -= alpha v (a lane whose coefficients vanish breaks down instead) */
+static void bicgstab_b(lane *L, int n)
+{
+    wd_krylov *ks0 = L[0].ks;
+    int want[WD_LANES_MAX];
+    double res[3 * WD_LANES_MAX];
+    for (int i = 0; i < n; ++i)
+        want[i] = L[i].step;
+    wd_lanes l = lanes_where(n, want);
+    wd_blas_lanes(ks0->be, WD_LANE_CDOT, &l, ks0->r0, ks0->v, NULL, res);
+    for (int j = 0; j < l.n; ++j) {
+        lane *Li = &L[l.idx[j]];
+        const double complex r0v = CMPLX(res[3 * j], res[3 * j + 1]);
+        if (r0v == 0 || Li->rho == 0) {
+            lane_breakdown(Li);
+            want[l.idx[j]] = 0;
+            continue;
         }
-        rho_new = cz(wd_blas_cdot(be, ks->r0, ks->rs));
+        Li->alpha = Li->rho / r0v;
     }
-    if (L->omega == 0) {
-        lane_breakdown(L);
-        return;
-    }
-    const double complex beta = (rho_new / L->rho) * (L->alpha / L->omega);
-    wd_blas_cxpaypbz(be, ks->rs, wc(-beta * L->omega), ks->v, wc(beta), ks->p);
-    L->rho = rho_new;
+    l = lanes_where(n, want);
+    for (int j = 0; j < l.n; ++j)
+        l.a[j] = wc(-L[l.idx[j]].alpha);
+    wd_blas_lanes(ks0->be, WD_LANE_CAXPY, &l, ks0->v, ks0->rs, NULL, NULL);
 }
 
-static void cg_b(lane *L)
+/* BiCGstab phase C on every stepping lane: omega, the accumulation, the
+ * new residual and rho, the classification (and a lane's check), the new
+ * direction */
+static void bicgstab_c(lane *L, int n)
 {
-    L->pap = wd_blas_norm2(L->ks->be, L->ks->t);
-    /* the single-RHS order applied Mhat^dag before this test; its result
-     * is not read on a breakdown, so the lane skips it */
-    if (!(L->pap > 0) && isfinite(L->pap))
-        lane_breakdown(L);
+    wd_krylov *ks0 = L[0].ks;
+    wd_backend *be = ks0->be;
+    int want[WD_LANES_MAX];
+    double res[3 * WD_LANES_MAX];
+    double complex rho_new[WD_LANES_MAX];
+    for (int i = 0; i < n; ++i)
+        want[i] = L[i].step;
+    wd_lanes l = lanes_where(n, want);
+    wd_blas_lanes(be, WD_LANE_CDOT_NORM2, &l, ks0->t, ks0->rs, NULL, res);
+    for (int j = 0; j < l.n; ++j) {
+        lane *Li = &L[l.idx[j]];
+        const double *ts = res + 3 * j;
+        Li->omega = ts[2] > 0 ? CMPLX(ts[0], ts[1]) / ts[2] : 0;
+        l.a[j] = wc(Li->alpha);
+        l.b[j] = wc(Li->omega);
+    }
+    accumulate_lanes(ks0, &l, ks0->p, ks0->rs);
+    for (int j = 0; j < l.n; ++j)
+        l.a[j] = wc(-L[l.idx[j]].omega);
+    wd_blas_lanes(be, WD_LANE_CAXPY_NORM2_CDOT, &l, ks0->t, ks0->rs, ks0->r0, res);
+    for (int j = 0; j < l.n; ++j) {
+        const int i = l.idx[j];
+        lane *Li = &L[i];
+        wd_krylov *ks = Li->ks;
+        state *s = &Li->s;
+        const double *rr = res + 3 * j;
+        rho_new[i] = CMPLX(rr[1], rr[2]);
+        Li->r2 = rr[0];
+        ks->k++;
+        s->since++;
+        s->since_check++;
+        report(ks, sqrt(Li->r2), "");
+        int checked;
+        double rn2;
+        wd_status status = WD_OK;
+        const int next = act(ks, s, classify(ks, s, sqrt(Li->r2)), &checked, &rn2, &status);
+        want[i] = 0;
+        if (next == NEXT_DONE) {
+            finish(Li, status);
+            continue;
+        }
+        if (checked) {
+            Li->r2 = rn2;
+            if (next == NEXT_RESTART) {
+                Li->fresh = 1;
+                continue;
+            }
+            rho_new[i] = cz(wd_blas_cdot(be, ks->r0, ks->rs));
+        }
+        if (Li->omega == 0) {
+            lane_breakdown(Li);
+            continue;
+        }
+        want[i] = 1;
+    }
+    l = lanes_where(n, want);
+    for (int j = 0; j < l.n; ++j) {
+        lane *Li = &L[l.idx[j]];
+        const double complex beta = (rho_new[l.idx[j]] / Li->rho) * (Li->alpha / Li->omega);
+        l.a[j] = wc(-beta * Li->omega);
+        l.b[j] = wc(beta);
+        Li->rho = rho_new[l.idx[j]];
+    }
+    wd_blas_lanes(be, WD_LANE_CXPAYPBZ, &l, ks0->rs, ks0->v, ks0->p, NULL);
 }
 
-static void cg_c(lane *L)
+/* CG phase B on every stepping lane: p^dag A p = |Mhat p|^2 */
+static void cg_b(lane *L, int n)
 {
-    wd_krylov *ks = L->ks;
-    wd_backend *be = ks->be;
-    state *s = &L->s;
-    const double alpha = L->r2 / L->pap;
-    const double r2_prev = L->r2;
-    const double r2_new = wd_blas_axpy_norm2(be, -alpha, ks->v, ks->rs);
-    ks->k++;
-    s->since++;
-    s->since_check++;
-    report(ks, sqrt(r2_new), " (normal equations)");
-    const int v = classify(ks, s, sqrt(r2_new));
-    if (v == GO_ON && ks->xs->precision == ks->p->precision) {
-        wd_blas_axpy_zpbx(be, alpha, ks->p, ks->xs, ks->rs, r2_new / L->r2);
-        L->r2 = r2_new;
-        return;
+    wd_krylov *ks0 = L[0].ks;
+    int want[WD_LANES_MAX];
+    double res[3 * WD_LANES_MAX];
+    for (int i = 0; i < n; ++i)
+        want[i] = L[i].step;
+    const wd_lanes l = lanes_where(n, want);
+    wd_blas_lanes(ks0->be, WD_LANE_NORM2, &l, ks0->t, NULL, NULL, res);
+    for (int j = 0; j < l.n; ++j) {
+        lane *Li = &L[l.idx[j]];
+        Li->pap = res[3 * j];
+        /* the single-RHS order applied Mhat^dag before this test; its result
+         * is not read on a breakdown, so the lane skips it */
+        if (!(Li->pap > 0) && isfinite(Li->pap))
+            lane_breakdown(Li);
     }
-    accumulate(ks, wc(alpha), ks->p, wc(0), NULL);
-    if (v == GO_ON) {
-        wd_blas_xpay(be, ks->rs, r2_new / L->r2, ks->p);
-        L->r2 = r2_new;
-        return;
-    }
-    int checked;
-    double rn2 = 0;
-    wd_status status = WD_OK;
-    const int next = act(ks, s, v, &checked, &rn2, &status);
-    if (next == NEXT_DONE) {
-        finish(L, status);
-        return;
-    }
-    L->r2 = rn2;
-    if (next == NEXT_RESTART) {
-        L->fresh = 1;
-        return;
-    }
-    /* reliable update: p orthogonal to the new r, then the usual step
-     * with beta = |r_true|^2 / |r_old|^2 */
-    const double rp = wd_blas_cdot(be, ks->rs, ks->p).re / rn2;
-    wd_blas_axpy(be, -rp, ks->rs, ks->p);
-    wd_blas_xpay(be, ks->rs, rn2 / r2_prev, ks->p);
 }
 
-enum { ROLE_P, ROLE_V, ROLE_T, ROLE_RS };
+/* CG phase C on every stepping lane: the new residual, its classification,
+ * the accumulation and the new direction (fused where no check follows
+ * and the accumulator has the sloppy precision), or a lane's check */
+static void cg_c(lane *L, int n)
+{
+    wd_krylov *ks0 = L[0].ks;
+    wd_backend *be = ks0->be;
+    int want[WD_LANES_MAX], fused[WD_LANES_MAX], verdict[WD_LANES_MAX];
+    double res[3 * WD_LANES_MAX], alpha[WD_LANES_MAX], r2_new[WD_LANES_MAX];
+    const int same = ks0->xs->precision == ks0->p->precision;
+    for (int i = 0; i < n; ++i)
+        want[i] = L[i].step;
+    wd_lanes l = lanes_where(n, want);
+    for (int j = 0; j < l.n; ++j) {
+        const lane *Li = &L[l.idx[j]];
+        alpha[l.idx[j]] = Li->r2 / Li->pap;
+        l.a[j] = wc(-alpha[l.idx[j]]);
+    }
+    wd_blas_lanes(be, WD_LANE_AXPY_NORM2, &l, ks0->v, ks0->rs, NULL, res);
+    for (int i = 0; i < n; ++i)
+        fused[i] = 0;
+    for (int j = 0; j < l.n; ++j) {
+        const int i = l.idx[j];
+        wd_krylov *ks = L[i].ks;
+        state *s = &L[i].s;
+        r2_new[i] = res[3 * j];
+        ks->k++;
+        s->since++;
+        s->since_check++;
+        report(ks, sqrt(r2_new[i]), " (normal equations)");
+        verdict[i] = classify(ks, s, sqrt(r2_new[i]));
+        fused[i] = verdict[i] == GO_ON && same;
+        want[i] = !fused[i];
+    }
+    /* x += alpha p, r = rs + beta p in one pass */
+    wd_lanes f = lanes_where(n, fused);
+    for (int j = 0; j < f.n; ++j) {
+        const int i = f.idx[j];
+        f.a[j] = wc(alpha[i]);
+        f.b[j] = wc(r2_new[i] / L[i].r2);
+        L[i].r2 = r2_new[i];
+    }
+    wd_blas_lanes(be, WD_LANE_AXPY_ZPBX, &f, ks0->p, ks0->xs, ks0->rs, NULL);
+    /* the others: accumulate, then the new direction or a check */
+    l = lanes_where(n, want);
+    for (int j = 0; j < l.n; ++j)
+        l.a[j] = wc(alpha[l.idx[j]]);
+    accumulate_lanes(ks0, &l, ks0->p, NULL);
+    for (int j = 0; j < l.n; ++j) {
+        const int i = l.idx[j];
+        want[i] = 0;
+        if (verdict[i] == GO_ON) {
+            want[i] = 1;
+            continue;
+        }
+        lane *Li = &L[i];
+        wd_krylov *ks = Li->ks;
+        int checked;
+        double rn2 = 0;
+        wd_status status = WD_OK;
+        const double r2_prev = Li->r2;
+        const int next = act(ks, &Li->s, verdict[i], &checked, &rn2, &status);
+        if (next == NEXT_DONE) {
+            finish(Li, status);
+            continue;
+        }
+        Li->r2 = rn2;
+        if (next == NEXT_RESTART) {
+            Li->fresh = 1;
+            continue;
+        }
+        /* reliable update: p orthogonal to the new r, then the usual step
+         * with beta = |r_true|^2 / |r_old|^2 */
+        const double rp = wd_blas_cdot(be, ks->rs, ks->p).re / rn2;
+        wd_blas_axpy(be, -rp, ks->rs, ks->p);
+        wd_blas_xpay(be, ks->rs, rn2 / r2_prev, ks->p);
+    }
+    wd_lanes d = lanes_where(n, want);
+    for (int j = 0; j < d.n; ++j) {
+        const int i = d.idx[j];
+        d.a[j] = wc(r2_new[i] / L[i].r2);
+        L[i].r2 = r2_new[i];
+    }
+    wd_blas_lanes(be, WD_LANE_XPAY, &d, ks0->rs, ks0->p, NULL, NULL);
+}
+
+enum { ROLE_P, ROLE_V, ROLE_T, ROLE_RS, ROLE_XS, ROLE_R0 };
 
 static wd_field *role(wd_krylov *ks, int r)
 {
-    return r == ROLE_P ? ks->p : r == ROLE_V ? ks->v : r == ROLE_T ? ks->t : ks->rs;
+    switch (r) {
+    case ROLE_P: return ks->p;
+    case ROLE_V: return ks->v;
+    case ROLE_T: return ks->t;
+    case ROLE_RS: return ks->rs;
+    case ROLE_XS: return ks->xs;
+    default: return ks->r0;
+    }
 }
 
 /* out = Mhat in (or Mhat^dag) on every lane that steps: one multi-RHS
@@ -547,15 +670,18 @@ static int fatal_lane(const lane *L, int n)
     return -1;
 }
 
-/* Each lane's fields p, v, t, rs must be right-hand side i of one field
- * each, lane after lane, so that views from one lane on reach the next. */
+/* Each lane's fields p, v, t, rs, xs (and r0) must be right-hand side i
+ * of one field each, lane after lane, so that views from one lane on reach
+ * the next (the operator applications and the lanes' BLAS use them so). */
 static wd_status check_lanes(wd_krylov *ks, int n)
 {
     for (int i = 1; i < n; ++i)
-        for (int r = ROLE_P; r <= ROLE_RS; ++r) {
+        for (int r = ROLE_P; r <= ROLE_R0; ++r) {
             const wd_field *f0 = role(&ks[0], r), *fi = role(&ks[i], r);
-            if ((const char *)fi->data != (const char *)f0->data + (size_t)i * f0->bytes ||
-                fi->precision != f0->precision)
+            if (!f0 && !fi)
+                continue;
+            if (!f0 || !fi || fi->precision != f0->precision ||
+                (const char *)fi->data != (const char *)f0->data + (size_t)i * f0->bytes)
                 return wd_fail(WD_ERR_INTERNAL, "wd_krylov_run_many: lane %d's sloppy fields "
                                "are not right-hand side %d of lane 0's multi-fields", i, i);
         }
@@ -598,8 +724,9 @@ static wd_status lane_start(lane *L)
 
 wd_status wd_krylov_run_many(wd_krylov *ks, int n, wd_status *lane_status)
 {
-    if (n < 1)
-        return wd_fail(WD_ERR_INTERNAL, "wd_krylov_run_many: %d lanes", n);
+    if (n < 1 || n > WD_LANES_MAX)
+        return wd_fail(WD_ERR_INTERNAL, "wd_krylov_run_many: %d lanes (1 to %d)", n,
+                       WD_LANES_MAX);
     wd_backend *be = ks[0].be;
     const int bicg = ks[0].solver == WD_SOLVER_BICGSTAB;
     for (int i = 1; i < n; ++i)
@@ -631,17 +758,13 @@ wd_status wd_krylov_run_many(wd_krylov *ks, int n, wd_status *lane_status)
             break;
         if ((st = apply(L, n, bicg ? ROLE_V : ROLE_T, ROLE_P, 0)) != WD_OK)
             break;
-        for (int i = 0; i < n; ++i)
-            if (L[i].step)
-                (bicg ? bicgstab_b : cg_b)(&L[i]);
+        (bicg ? bicgstab_b : cg_b)(L, n);
         if (fatal_lane(L, n) >= 0)
             break;
         if ((st = bicg ? apply(L, n, ROLE_T, ROLE_RS, 0) : apply(L, n, ROLE_V, ROLE_T, 1)) !=
             WD_OK)
             break;
-        for (int i = 0; i < n; ++i)
-            if (L[i].step)
-                (bicg ? bicgstab_c : cg_c)(&L[i]);
+        (bicg ? bicgstab_c : cg_c)(L, n);
         if (fatal_lane(L, n) >= 0)
             break;
     }

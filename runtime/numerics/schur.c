@@ -144,9 +144,9 @@ wd_status wd_eo_mhat_multi(const wd_eo_op *op, wd_field *out, const wd_field *in
                        "sides", count);
     const family plain = {op->g, dagger, 0}, xpay = {op->g, dagger, 1};
     st = wd_dslash_group(op->be, wilson_kernel, &plain, op->tmp_n, op->g, NULL, in, NULL, 0, 1,
-                         count);
+                         count, NULL);
     if (st == WD_OK)
         st = wd_dslash_group(op->be, wilson_kernel, &xpay, out, op->g, NULL, op->tmp_n, in,
-                             -op->kappa * op->kappa, 0, count);
+                             -op->kappa * op->kappa, 0, count, NULL);
     return st;
 }
