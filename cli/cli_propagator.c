@@ -64,7 +64,10 @@ static const char usage_text[] =
     "  --csv FILE            t, then C and m_eff of each meson\n"
     "  --png FILE            C(t) and m_eff(t) plotted (python3 with matplotlib)\n"
     "  --overwrite           replace existing output files\n"
-    "  --quiet               no summary\n";
+    "  --quiet               no summary\n"
+    "  --verbose N           solver messages on stderr: 1 the batch's time split (transfers\n"
+    "                        and preparation, Krylov, reconstruction), 2 every true-residual\n"
+    "                        check, 3 every iteration\n";
 
 typedef struct options {
     const char *gauge, *json, *csv, *png, *out;
@@ -233,6 +236,10 @@ static int parse(int argc, char **argv, options *o)
             o->overwrite = 1;
         } else if (!strcmp(a, "--quiet")) {
             o->quiet = 1;
+        } else if (!strcmp(a, "--verbose") && next) {
+            if (!number(argv[++i], &v) || v != (int)v || v < 0 || v > 3)
+                return usage_error("--verbose needs 0, 1, 2 or 3, got", argv[i]);
+            o->s.verbosity = (int)v;
         } else {
             return usage_error("unknown or incomplete option", a);
         }

@@ -363,7 +363,7 @@ def _multi_rhs_context(v):
     prelude, ptrs = [], []
     for q in range(v.nrhs):
         norm = f"a->rhs_norm_stride * (r0 + {q})"
-        prelude.append([f"const float in_scale = WD_LOAD(a->in_norm + {norm} + nb) "
+        prelude.append([f"const float in_scale = WD_LOAD(in_norm + a->rhs_norm_stride * {q} + nb) "
                         "* WD_HALF_INV_SCALE;"] if has_norm else [])
         ptrs.append({"x": "a->x", "out": "a->out", "off": f" + (r0 + {q}) * rs",
                      "x_norm": f"(a->x_norm + {norm})", "out_norm": f"(a->out_norm + {norm})"})

@@ -803,7 +803,11 @@ void wd_cuda_be_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, con
     case WD_LANE_CAXPBYPZ: run_lanes<OpCaxpbypz>(be, l, x, y, z, NULL, "caxpbypz (lanes)"); return;
     case WD_LANE_CXPAYPBZ: run_lanes<OpCxpaypbz>(be, l, x, y, z, NULL, "cxpaypbz (lanes)"); return;
     case WD_LANE_ACCUMULATE: accumulate_lanes(be, l, x, y, (wd_field *)z); return;
-    case WD_LANE_AXPY_NORM2: run_lanes<OpAxpy>(be, l, x, y, NULL, res, "axpy_norm2 (lanes)"); return;
+    case WD_LANE_AXPY_NORM2:
+        run_lanes<OpAxpy>(be, l, x, y, NULL, res, "axpy_norm2 (lanes)");
+        for (int j = 0; j < l->n; ++j)
+            res[3 * j + 1] = res[3 * j + 2] = 0;  /* OpAxpy reduces one value */
+        return;
     case WD_LANE_CDOT_NORM2: run_lanes<OpCdotNorm>(be, l, x, y, NULL, res, "cdot_norm2 (lanes)"); return;
     case WD_LANE_CAXPY_NORM2_CDOT:
         run_lanes<OpCaxpy>(be, l, x, y, z ? z : x, res, "caxpy_norm2_cdot (lanes)");
