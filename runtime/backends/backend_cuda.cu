@@ -11,7 +11,9 @@
  * the volume alone), each thread loading its operands' 24 reals into
  * registers (double for double fields, float for single and half; half
  * loads short * norm / 32767 and stores with a fresh per-site norm, as the
- * Dslash kernels do), operating, storing.  Reductions accumulate products in
+ * Dslash kernels do), operating, storing; one launch runs an operation on
+ * many lock-step lanes (wd_blas_lanes, lane = blockIdx.y), a one-lane
+ * operation being the case of one.  Reductions accumulate products in
  * double per thread, then a fixed shared-memory tree per block, then one
  * block sums the block results in block order: the same bits on every run on
  * the same device.  Fused reductions reduce the values before they are
@@ -148,6 +150,7 @@ template <> __device__ __forceinline__ void store<2>(const wd_field &f, int cb, 
 
 struct OpZero {
     enum { LX = 0, LY = 0, LZ = 0, SX = 0, SY = 1, SZ = 0, NRES = 0 };
+    static __device__ OpZero make(wd_complex, wd_complex) { return OpZero(); }
     template <class R> __device__ void operator()(R *, R *y, R *, double *) const
     {
         for (int i = 0; i < NR; ++i) y[i] = 0;
@@ -156,6 +159,7 @@ struct OpZero {
 struct OpAx {
     double a;
     enum { LX = 1, LY = 0, LZ = 0, SX = 1, SY = 0, SZ = 0, NRES = 0 };
+    static __device__ OpAx make(wd_complex a, wd_complex) { return OpAx{a.re}; }
     template <class R> __device__ void operator()(R *x, R *, R *, double *) const
     {
         for (int i = 0; i < NR; ++i) x[i] = (R)a * x[i];
@@ -163,9 +167,8 @@ struct OpAx {
 };
 struct OpAxpy {
     double a;
-    int norm;  /* 1: also |y|^2 */
     enum { LX = 1, LY = 1, LZ = 0, SX = 0, SY = 1, SZ = 0, NRES = 1 };
-    static __device__ OpAxpy make(wd_complex a, wd_complex) { return OpAxpy{a.re, 1}; }
+    static __device__ OpAxpy make(wd_complex a, wd_complex) { return OpAxpy{a.re}; }
     template <class R> __device__ void operator()(R *x, R *y, R *, double *acc) const
     {
         for (int i = 0; i < NR; ++i) {
@@ -282,26 +285,6 @@ template <int NRES> __device__ void block_reduce(double *acc, double *partial)
             partial[blockIdx.x * 3 + k] = sh[k][0];
 }
 
-template <int P, class Op>
-__global__ void __launch_bounds__(BLAS_BLOCK) blas_kernel(Op op, wd_field x, wd_field y, wd_field z,
-                                                          double *partial, int n)
-{
-    typedef typename Prec<P>::real R;
-    double acc[3] = {0, 0, 0};
-    for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
-        R vx[NR], vy[NR], vz[NR];
-        if (Op::LX) load<P>(x, cb, vx);
-        if (Op::LY) load<P>(y, cb, vy);
-        if (Op::LZ) load<P>(z, cb, vz);
-        op(vx, vy, vz, acc);
-        if (Op::SX) store<P>(x, cb, vx);
-        if (Op::SY) store<P>(y, cb, vy);
-        if (Op::SZ) store<P>(z, cb, vz);
-    }
-    if (Op::NRES)
-        block_reduce<Op::NRES>(acc, partial);
-}
-
 /* Lane blockIdx.y's right-hand side of f (lane 0's field) */
 __device__ __forceinline__ wd_field lane_field(const wd_field &f, int q)
 {
@@ -313,9 +296,10 @@ __device__ __forceinline__ wd_field lane_field(const wd_field &f, int q)
     return v;
 }
 
-/* blas_kernel on every lane of l, lane blockIdx.y: the same grid in x and
- * the same tree per lane as blas_kernel, so each lane's bits are the
- * one-lane operation's; partials of lane j from j * BLAS_MAX_GRID * 3 */
+/* One operation on every lane of l, lane blockIdx.y, a thread a site over
+ * a grid of fixed size in x (a function of the volume alone), so each
+ * lane's bits are what it gives alone; the block partials of lane j from
+ * j * BLAS_MAX_GRID * 3.  A one-lane operation is the case of one lane. */
 template <int P, class Op>
 __global__ void __launch_bounds__(BLAS_BLOCK) blas_lanes_kernel(wd_lanes l, wd_field x, wd_field y,
                                                                 wd_field z, double *partial, int n)
@@ -413,33 +397,8 @@ template <int P> __device__ __forceinline__ void load_double(const wd_field &f, 
     }
 }
 
-/* the partial solution accumulator: z = z + a x + b y in double, x and y of
- * precision PX, z of PZ */
-template <int PZ, int PX>
-__global__ void __launch_bounds__(BLAS_BLOCK) accumulate_kernel(double ar, double ai, double br,
-                                                                double bi, wd_field x, wd_field y,
-                                                                int has_y, wd_field z, int n)
-{
-    for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
-        double vx[NR], vy[NR], vz[NR];
-        load_double<PX>(x, cb, vx);
-        if (has_y)
-            load_double<PX>(y, cb, vy);
-        else
-            for (int i = 0; i < NR; ++i)
-                vy[i] = 0;
-        load_double<PZ>(z, cb, vz);
-        typename Prec<PZ>::real out[NR];
-#pragma unroll
-        for (int i = 0; i < NR; i += 2) {
-            out[i] = vz[i] + ar * vx[i] - ai * vx[i + 1] + br * vy[i] - bi * vy[i + 1];
-            out[i + 1] = vz[i + 1] + ar * vx[i + 1] + ai * vx[i] + br * vy[i + 1] + bi * vy[i];
-        }
-        store<PZ>(z, cb, out);
-    }
-}
-
-/* accumulate_kernel on every lane of l (lane blockIdx.y) */
+/* the partial solution accumulator on every lane of l (lane blockIdx.y):
+ * z = z + a x + b y in double, x and y of precision PX, z of PZ */
 template <int PZ, int PX>
 __global__ void __launch_bounds__(BLAS_BLOCK) accumulate_lanes_kernel(wd_lanes l, wd_field x,
                                                                       wd_field y, int has_y,
@@ -673,45 +632,6 @@ static int failed(wd_backend *be, cudaError_t err, const char *what)
     return 1;
 }
 
-template <class Op>
-static void run_local(wd_backend *be, Op op, const wd_field *x, const wd_field *y,
-                      const wd_field *z, double *res, const char *what)
-{
-    if (be->error != WD_OK)
-        return;
-    const wd_field *any = x ? x : y ? y : z;
-    const wd_field zero = {};
-    const wd_field fx = x ? *x : zero, fy = y ? *y : zero, fz = z ? *z : zero;
-    const int n = any->volume_cb, grid = grid_for(n);
-    cuda_ctx *c = (cuda_ctx *)be->ctx;
-    cudaStream_t st = (cudaStream_t)wd_cuda_stream();
-    switch (any->precision) {
-    case 8: blas_kernel<8><<<grid, BLAS_BLOCK, 0, st>>>(op, fx, fy, fz, c->partial, n); break;
-    case 4: blas_kernel<4><<<grid, BLAS_BLOCK, 0, st>>>(op, fx, fy, fz, c->partial, n); break;
-    default: blas_kernel<2><<<grid, BLAS_BLOCK, 0, st>>>(op, fx, fy, fz, c->partial, n); break;
-    }
-    if (failed(be, cudaGetLastError(), what))
-        return;
-    if (Op::NRES > 0 && res) {
-        final_reduce<<<1, BLAS_BLOCK, 0, st>>>(c->partial, grid, c->result);
-        if (failed(be, cudaGetLastError(), what))
-            return;
-        if (!failed(be, cudaMemcpyAsync(res, c->result, 3 * sizeof(double), cudaMemcpyDeviceToHost, st),
-                    what))
-            failed(be, cudaStreamSynchronize(st), what);
-    }
-}
-
-/* the operation, and on a process grid its reduction summed over ranks */
-template <class Op>
-static void run(wd_backend *be, Op op, const wd_field *x, const wd_field *y, const wd_field *z,
-                double *res, const char *what)
-{
-    run_local(be, op, x, y, z, res, what);
-    if (Op::NRES > 0 && res)
-        wd_backend_allsum(be, res, 3);
-}
-
 /* Op on every lane of l in one launch; the lanes' reductions (NRES a
  * lane, summed over the ranks on a grid) into res[3 j ..] after one
  * synchronisation */
@@ -785,6 +705,34 @@ static void accumulate_lanes(wd_backend *be, const wd_lanes *l, const wd_field *
     }
 #undef ACC
     failed(be, cudaGetLastError(), "accumulate (lanes)");
+}
+
+static const wd_complex C0 = {0, 0};
+
+static wd_complex re(double a)
+{
+    wd_complex c = {a, 0};
+    return c;
+}
+
+static wd_lanes one_lane(wd_complex a, wd_complex b)
+{
+    wd_lanes l;
+    memset(&l, 0, sizeof l);
+    l.n = 1;
+    l.a[0] = a;
+    l.b[0] = b;
+    return l;
+}
+
+/* a one-lane operation: the lanes kernel on one lane (right-hand side 0 of
+ * the fields it is given) */
+template <class Op>
+static void run(wd_backend *be, wd_complex a, wd_complex b, const wd_field *x, const wd_field *y,
+                const wd_field *z, double *res, const char *what)
+{
+    const wd_lanes l = one_lane(a, b);
+    run_lanes<Op>(be, &l, x, y, z, res, what);
 }
 
 extern "C" {
@@ -1011,34 +959,14 @@ wd_status wd_cuda_be_scan_host_layout(wd_backend *be, const double *raw, long n,
 void wd_cuda_be_accumulate(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
                            const wd_field *y, wd_field *z)
 {
-    if (be->error != WD_OK)
-        return;
-    if (y && y->precision != x->precision) {
-        be->error = wd_fail(WD_ERR_INTERNAL, "CUDA backend: accumulate with x and y of different "
-                            "precisions (%d, %d bytes)", x->precision, y->precision);
-        return;
-    }
-    const int n = z->volume_cb, grid = grid_for(n);
-    cudaStream_t st = (cudaStream_t)wd_cuda_stream();
-    const wd_field fy = y ? *y : *x;
-#define ACC(PZ, PX) \
-    accumulate_kernel<PZ, PX><<<grid, BLAS_BLOCK, 0, st>>>(a.re, a.im, b.re, b.im, *x, fy, y != NULL, *z, n)
-    switch (z->precision * 10 + x->precision) {
-    case 88: ACC(8, 8); break;
-    case 84: ACC(8, 4); break;
-    case 82: ACC(8, 2); break;
-    case 44: ACC(4, 4); break;
-    case 42: ACC(4, 2); break;
-    case 48: ACC(4, 8); break;
-    case 28: ACC(2, 8); break;
-    case 24: ACC(2, 4); break;
-    default: ACC(2, 2); break;
-    }
-#undef ACC
-    failed(be, cudaGetLastError(), "accumulate");
+    const wd_lanes l = one_lane(a, b);
+    accumulate_lanes(be, &l, x, y, z);
 }
 
-void wd_cuda_be_zero(wd_backend *be, wd_field *y) { run(be, OpZero(), NULL, y, NULL, NULL, "zero"); }
+void wd_cuda_be_zero(wd_backend *be, wd_field *y)
+{
+    run<OpZero>(be, C0, C0, NULL, y, NULL, NULL, "zero");
+}
 
 void wd_cuda_be_copy(wd_backend *be, wd_field *y, const wd_field *x)
 {
@@ -1070,82 +998,72 @@ void wd_cuda_be_copy(wd_backend *be, wd_field *y, const wd_field *x)
 
 void wd_cuda_be_ax(wd_backend *be, double a, wd_field *x)
 {
-    OpAx op = {a};
-    run(be, op, x, NULL, NULL, NULL, "ax");
+    run<OpAx>(be, re(a), C0, x, NULL, NULL, NULL, "ax");
 }
 
 double wd_cuda_be_axpy_norm2(wd_backend *be, double a, const wd_field *x, wd_field *y)
 {
-    OpAxpy op = {a, 1};
-    double r[3] = {0, 0, 0};
-    run(be, op, x, y, NULL, r, "axpy_norm2");
+    double r[3];
+    run<OpAxpy>(be, re(a), C0, x, y, NULL, r, "axpy_norm2");
     return r[0];
 }
 
 void wd_cuda_be_axpy(wd_backend *be, double a, const wd_field *x, wd_field *y)
 {
-    OpAxpy op = {a, 0};
-    run(be, op, x, y, NULL, NULL, "axpy");
+    run<OpAxpy>(be, re(a), C0, x, y, NULL, NULL, "axpy");
 }
 
 double wd_cuda_be_xpay_norm2(wd_backend *be, const wd_field *x, double a, wd_field *y)
 {
-    OpXpay op = {a};
-    double r[3] = {0, 0, 0};
-    run(be, op, x, y, NULL, r, "xpay_norm2");
+    double r[3];
+    run<OpXpay>(be, re(a), C0, x, y, NULL, r, "xpay_norm2");
     return r[0];
 }
 
 void wd_cuda_be_xpay(wd_backend *be, const wd_field *x, double a, wd_field *y)
 {
-    OpXpay op = {a};
-    run(be, op, x, y, NULL, NULL, "xpay");
+    run<OpXpay>(be, re(a), C0, x, y, NULL, NULL, "xpay");
 }
 
 void wd_cuda_be_axpy_zpbx(wd_backend *be, double a, wd_field *x, wd_field *y, const wd_field *z,
                           double b)
 {
-    OpAxpyZpbx op = {a, b};
-    run(be, op, x, y, z, NULL, "axpy_zpbx");
+    run<OpAxpyZpbx>(be, re(a), re(b), x, y, z, NULL, "axpy_zpbx");
 }
 
 void wd_cuda_be_caxpy_norm2_cdot(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y,
                                  const wd_field *z, double res[3])
 {
-    OpCaxpy op = {a.re, a.im};
-    run(be, op, x, y, z ? z : x, res, "caxpy_norm2_cdot");
+    run<OpCaxpy>(be, a, C0, x, y, z ? z : x, res, "caxpy_norm2_cdot");
 }
 
 double wd_cuda_be_caxpy_norm2(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y)
 {
-    double r[3] = {0, 0, 0};
-    wd_cuda_be_caxpy_norm2_cdot(be, a, x, y, x, r);
+    double r[3];
+    run<OpCaxpy>(be, a, C0, x, y, x, r, "caxpy_norm2");
     return r[0];
 }
 
 void wd_cuda_be_caxpy(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y)
 {
-    OpCaxpy op = {a.re, a.im};
-    run(be, op, x, y, x, NULL, "caxpy");
+    run<OpCaxpy>(be, a, C0, x, y, x, NULL, "caxpy");
 }
 
 void wd_cuda_be_caxpbypz(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
                          const wd_field *y, wd_field *z)
 {
-    OpCaxpbypz op = {a.re, a.im, b.re, b.im};
-    run(be, op, x, y, z, NULL, "caxpbypz");
+    run<OpCaxpbypz>(be, a, b, x, y, z, NULL, "caxpbypz");
 }
 
 void wd_cuda_be_cxpaypbz(wd_backend *be, const wd_field *x, wd_complex a, const wd_field *y,
                          wd_complex b, wd_field *z)
 {
-    OpCxpaypbz op = {a.re, a.im, b.re, b.im};
-    run(be, op, x, y, z, NULL, "cxpaypbz");
+    run<OpCxpaypbz>(be, a, b, x, y, z, NULL, "cxpaypbz");
 }
 
 void wd_cuda_be_cdot_norm2(wd_backend *be, const wd_field *x, const wd_field *y, double res[3])
 {
-    run(be, OpCdotNorm(), x, y, NULL, res, "cdot_norm2");
+    run<OpCdotNorm>(be, C0, C0, x, y, NULL, res, "cdot_norm2");
 }
 
 wd_complex wd_cuda_be_cdot(wd_backend *be, const wd_field *x, const wd_field *y)
