@@ -22,10 +22,11 @@ XPAY_AXIS = [0, 1]
 HOPPING_AXIS = [Operator.WILSON, Operator.WILSON_CLOVER]
 # Right-hand sides per thread.  Every hopping kernel exists for one; the
 # multi-RHS kernels (each link loaded and reconstructed once for all N) only
-# where the batched solvers run by default: the Wilson operator, recon 12,
-# no gauge fixing, every precision (double outer, single or half sloppy),
-# dagger (CG) and xpay (docs/generator.md, "Many right-hand sides").  Other
-# combinations run a batch as N one-RHS applications.
+# where the batched solvers run: the Wilson operator, recon 12, with and
+# without temporal gauge fixing (--sloppy-gauge-fix), every precision
+# (double outer, single or half sloppy), dagger (CG) and xpay
+# (docs/generator.md, "Many right-hand sides").  Other combinations run a
+# batch as N one-RHS applications.
 # Right-hand sides per thread by precision: double _n4 would hold 96
 # double accumulators and spills 2.7 KB a thread (ptxas, sm_90), so double
 # stops at 2 (which spills 40-56 bytes); single _n4 uses 250 registers
@@ -49,10 +50,11 @@ def manifest():
         for precision in PRECISION_AXIS:
             if nrhs not in MULTI_RHS_AXIS[precision]:
                 continue
-            for dagger in DAGGER_AXIS:
-                for xpay in XPAY_AXIS:
-                    variants.append(Variant(precision, Recon.R12, 0, dagger, xpay,
-                                            Operator.WILSON, nrhs))
+            for gauge_fix in GAUGE_FIX_AXIS:
+                for dagger in DAGGER_AXIS:
+                    for xpay in XPAY_AXIS:
+                        variants.append(Variant(precision, Recon.R12, gauge_fix, dagger, xpay,
+                                                Operator.WILSON, nrhs))
     return variants
 
 

@@ -367,7 +367,6 @@ def _multi_rhs_context(v):
                         "* WD_HALF_INV_SCALE;"] if has_norm else [])
         ptrs.append({"x": "a->x", "out": "a->out", "off": f" + (r0 + {q}) * rs",
                      "x_norm": f"(a->x_norm + {norm})", "out_norm": f"(a->out_norm + {norm})"})
-    assert v.nrhs == 1 or not v.gauge_fix, "multi-RHS kernels: gauge fixing not generated"
     return {"nrhs": v.nrhs, "rhs_in_prelude": prelude, "rhs_ptrs": ptrs}
 
 
