@@ -237,6 +237,8 @@ def _hop_context(v, hop, spinor_width):
         # a hop that crosses the time boundary carries the boundary sign
         "wrap": ("n.t_last" if hop.forward else "n.t_first") if hop.mu == TIME_DIR else None,
         "partial": "hop_gauge_fixed.j2" if gauge_fixed else "hop_link.j2",
+        # a unit link but on the last time slice (temporal gauge)
+        "gauge_fixed": gauge_fixed,
     }
 
 

@@ -164,8 +164,9 @@ wd_status wd_tune_dslash(int variant, const wd_dslash_args *a, int pad, int *blo
     snprintf(key.variant, sizeof key.variant, "%s", wd_variants[variant].name);
     snprintf(key.volume, sizeof key.volume, "%dx%dx%dx%d", a->dims[0], a->dims[1], a->dims[2],
              a->dims[3]);
-    /* a decomposed kernel's boundary sites read ghosts: its own entry */
-    /* and a launch over several groups of right-hand sides its own */
+    /* a decomposed kernel's boundary sites read ghosts, and a launch over
+     * several groups of right-hand sides runs another kernel: their own
+     * entries */
     if (a->part)
         snprintf(key.aux, sizeof key.aux, "pad=%d part=%d", pad, a->part);
     else if (a->groups > 1)

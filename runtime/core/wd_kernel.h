@@ -120,7 +120,6 @@ typedef struct wd_dslash_args {
                              * covers (0 or 1: one) */
 } wd_dslash_args;
 
-
 typedef struct wd_site {
     int fwd[4];             /* checkerboard index of n + mu (other parity) */
     int bwd[4];             /* checkerboard index of n - mu (other parity) */

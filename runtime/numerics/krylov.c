@@ -404,6 +404,14 @@ static wd_lanes lanes_where(int n, const int *want)
     return l;
 }
 
+/* The lanes that step this round (want[i] = L[i].step), as lanes_where */
+static wd_lanes stepping(const lane *L, int n, int *want)
+{
+    for (int i = 0; i < n; ++i)
+        want[i] = L[i].step;
+    return lanes_where(n, want);
+}
+
 /* xs += a x + b y on lanes l (y may be NULL): fused in the sloppy
  * precision, or into an outer-precision accumulator */
 static void accumulate_lanes(wd_krylov *ks0, const wd_lanes *l, const wd_field *x,
@@ -425,9 +433,7 @@ static void bicgstab_b(lane *L, int n)
     wd_krylov *ks0 = L[0].ks;
     int want[WD_LANES_MAX];
     double res[3 * WD_LANES_MAX];
-    for (int i = 0; i < n; ++i)
-        want[i] = L[i].step;
-    wd_lanes l = lanes_where(n, want);
+    wd_lanes l = stepping(L, n, want);
     wd_blas_lanes(ks0->be, WD_LANE_CDOT, &l, ks0->r0, ks0->v, NULL, res);
     for (int j = 0; j < l.n; ++j) {
         lane *Li = &L[l.idx[j]];
@@ -455,9 +461,7 @@ static void bicgstab_c(lane *L, int n)
     int want[WD_LANES_MAX];
     double res[3 * WD_LANES_MAX];
     double complex rho_new[WD_LANES_MAX];
-    for (int i = 0; i < n; ++i)
-        want[i] = L[i].step;
-    wd_lanes l = lanes_where(n, want);
+    wd_lanes l = stepping(L, n, want);
     wd_blas_lanes(be, WD_LANE_CDOT_NORM2, &l, ks0->t, ks0->rs, NULL, res);
     for (int j = 0; j < l.n; ++j) {
         lane *Li = &L[l.idx[j]];
@@ -522,9 +526,7 @@ static void cg_b(lane *L, int n)
     wd_krylov *ks0 = L[0].ks;
     int want[WD_LANES_MAX];
     double res[3 * WD_LANES_MAX];
-    for (int i = 0; i < n; ++i)
-        want[i] = L[i].step;
-    const wd_lanes l = lanes_where(n, want);
+    const wd_lanes l = stepping(L, n, want);
     wd_blas_lanes(ks0->be, WD_LANE_NORM2, &l, ks0->t, NULL, NULL, res);
     for (int j = 0; j < l.n; ++j) {
         lane *Li = &L[l.idx[j]];
@@ -546,9 +548,7 @@ static void cg_c(lane *L, int n)
     int want[WD_LANES_MAX], fused[WD_LANES_MAX], verdict[WD_LANES_MAX];
     double res[3 * WD_LANES_MAX], alpha[WD_LANES_MAX], r2_new[WD_LANES_MAX];
     const int same = ks0->xs->precision == ks0->p->precision;
-    for (int i = 0; i < n; ++i)
-        want[i] = L[i].step;
-    wd_lanes l = lanes_where(n, want);
+    wd_lanes l = stepping(L, n, want);
     for (int j = 0; j < l.n; ++j) {
         const lane *Li = &L[l.idx[j]];
         alpha[l.idx[j]] = Li->r2 / Li->pap;
