@@ -516,12 +516,13 @@ static void test_pair(const int dims[4], wd_rng *r)
 }
 
 /*
- * The lanes operations (wd_blas_lanes): every operation on lanes 0, 2, 3,
+ * The lanes operations (wd_blas_lanes5): every operation on lanes 0, 2, 3,
  * 4 of multi-fields of 5 right-hand sides against the one-lane table entry
- * on each of those right-hand sides of a copy: every right-hand side of
- * every operand (lane 1 untouched on both sides) and every reduction the
- * same bits.  Fresh random fields and coefficients per operation; the
- * accumulator also into double from single and half.
+ * (the fused steps: their two entries in turn) on each of those right-hand
+ * sides of a copy: every right-hand side of every operand (lane 1
+ * untouched on both sides) and every reduction the same bits.  Fresh
+ * random fields and coefficients per operation; the accumulators also into
+ * double from single and half.
  */
 enum { LANES_RHS = 5 };
 
@@ -554,12 +555,19 @@ static int lanes_same(wd_backend *be, const wd_field *a, const wd_field *b, doub
     return same;
 }
 
+/* the operations whose z is an accumulator, also of another precision */
+static int accumulates(int op)
+{
+    return op == WD_LANE_ACCUMULATE || op == WD_LANE_ACCUMULATE_XPAY;
+}
+
 static void test_lanes(const int dims[4], wd_rng *r)
 {
     static const int precs[3] = {8, 4, 2};
     static const char *names[WD_LANE_OPS] = {
         "axpy", "xpay", "axpy_zpbx", "caxpy", "caxpbypz", "cxpaypbz", "accumulate", "norm2",
-        "cdot", "axpy_norm2", "cdot_norm2", "caxpy_norm2_cdot"};
+        "cdot", "axpy_norm2", "cdot_norm2", "caxpy_norm2_cdot", "bicgstab_update",
+        "accumulate_xpay"};
     wd_backend be;
     wd_status st = wd_backend_open(&be, backend, dims, 3);
     if (st != WD_OK)
@@ -568,16 +576,16 @@ static void test_lanes(const int dims[4], wd_rng *r)
     double complex *h = xalloc(n * sizeof *h), *h2 = xalloc(n * sizeof *h);
     for (int pi = 0; pi < 3; pi++)
         for (int op = 0; op < WD_LANE_OPS; op++)
-            for (int zd = 0; zd < (op == WD_LANE_ACCUMULATE && precs[pi] != 8 ? 2 : 1); zd++) {
+            for (int zd = 0; zd < (accumulates(op) && precs[pi] != 8 ? 2 : 1); zd++) {
                 const int p = precs[pi], pz = zd ? 8 : p;
-                wd_field f[3], g[3];
-                for (int k = 0; k < 3; k++)
+                wd_field f[5], g[5];
+                for (int k = 0; k < 5; k++)
                     if ((st = wd_field_create_multi(&be, &f[k], k == 2 ? pz : p, LANES_RHS)) !=
                             WD_OK ||
                         (st = wd_field_create_multi(&be, &g[k], k == 2 ? pz : p, LANES_RHS)) !=
                             WD_OK)
                         die("field", st);
-                for (int k = 0; k < 3; k++) {
+                for (int k = 0; k < 5; k++) {
                     lanes_random(&be, &f[k], h, dims, r);
                     for (int q = 0; q < LANES_RHS; q++) {
                         wd_field vg = wd_field_view(&g[k], q, 1);
@@ -598,11 +606,14 @@ static void test_lanes(const int dims[4], wd_rng *r)
                 double res[3 * WD_LANES_MAX], want[3 * WD_LANES_MAX];
                 memset(res, 0, sizeof res);
                 memset(want, 0, sizeof want);
-                wd_blas_lanes(&be, (wd_lane_op)op, &l, &f[0], no_y ? NULL : &f[1], &f[2], res);
+                wd_blas_lanes5(&be, (wd_lane_op)op, &l, &f[0], no_y ? NULL : &f[1], &f[2], &f[3],
+                               &f[4], res);
                 for (int j = 0; j < l.n; j++) {
                     const int q = l.idx[j];
                     wd_field x = wd_field_view(&g[0], q, 1), y = wd_field_view(&g[1], q, 1);
-                    wd_field z = wd_field_view(&g[2], q, 1);
+                    wd_field z = wd_field_view(&g[2], q, 1), w4 = wd_field_view(&g[3], q, 1);
+                    const wd_field u = wd_field_view(&g[4], q, 1);
+                    const wd_complex mb = {-l.b[j].re, -l.b[j].im}, c0 = {0, 0};
                     /* the one-lane table entry itself (not the lanes path) */
                     const wd_backend_ops *o = be.ops;
                     double *w = want + 3 * j;
@@ -622,15 +633,24 @@ static void test_lanes(const int dims[4], wd_rng *r)
                     }
                     case WD_LANE_AXPY_NORM2: w[0] = o->axpy_norm2(&be, l.a[j].re, &x, &y); break;
                     case WD_LANE_CDOT_NORM2: o->cdot_norm2(&be, &x, &y, w); break;
-                    default: o->caxpy_norm2_cdot(&be, l.a[j], &x, &y, &z, w); break;
+                    case WD_LANE_CAXPY_NORM2_CDOT: o->caxpy_norm2_cdot(&be, l.a[j], &x, &y, &z, w); break;
+                    /* the fused steps: their two table entries in turn */
+                    case WD_LANE_BICGSTAB_UPDATE:
+                        o->caxpbypz(&be, l.a[j], &x, l.b[j], &y, &z);
+                        o->caxpy_norm2_cdot(&be, mb, &w4, &y, &u, w);
+                        break;
+                    default:
+                        o->accumulate(&be, l.a[j], &x, c0, NULL, &z);
+                        o->xpay(&be, &y, l.b[j].re, &x);
+                        break;
                     }
                 }
                 int same = be.error == WD_OK && !memcmp(res, want, sizeof res);
-                for (int k = 0; k < 3; k++)
+                for (int k = 0; k < 5; k++)
                     same &= lanes_same(&be, &f[k], &g[k], h, h2, n);
                 /* a reduction that vanished would compare equal without
                  * proving anything */
-                const int reduces = op >= WD_LANE_NORM2;
+                const int reduces = op >= WD_LANE_NORM2 && op != WD_LANE_ACCUMULATE_XPAY;
                 if (reduces)
                     for (int j = 0; j < l.n; j++)
                         same &= res[3 * j] != 0;
@@ -638,7 +658,7 @@ static void test_lanes(const int dims[4], wd_rng *r)
                 snprintf(what, sizeof what, "lanes %s %s%s: 4 of 5 rhs = one-lane ops, bits",
                          names[op], pname(p), zd ? " into double" : "");
                 check(what, same ? 0 : 1, 0);
-                for (int k = 0; k < 3; k++) {
+                for (int k = 0; k < 5; k++) {
                     wd_field_destroy(&be, &f[k]);
                     wd_field_destroy(&be, &g[k]);
                 }

@@ -17,7 +17,7 @@
  *   wd_upload_pair, wd_download_pair     both parities of a host-layout spinor
  *   wd_dslash_group                      N right-hand sides through the
  *                                        multi-RHS kernels of an operator
- *   wd_blas_lanes                        a BLAS operation on many lanes, in one
+ *   wd_blas_lanes, wd_blas_lanes5        a BLAS operation on many lanes, in one
  *                                        call where the backend has it
  *   wd_variant_flops                     nominal flops a site of a variant
  *   wd_backend_dslash_args               check a Dslash call against its variant
@@ -469,15 +469,18 @@ static double lane_flops(wd_lane_op op, const wd_field *y)
     case WD_LANE_CDOT_NORM2: return 6;
     case WD_LANE_ACCUMULATE: return y ? 8 : 4;
     case WD_LANE_CAXPY_NORM2_CDOT: return 10;
+    case WD_LANE_BICGSTAB_UPDATE: return 18;
+    case WD_LANE_ACCUMULATE_XPAY: return 6;
     default: return 8;  /* caxpbypz, cxpaypbz */
     }
 }
 
-/* one lane through the one-lane table entry; r: its 3 results */
+/* one lane through the one-lane table entries; r: its 3 results */
 static void lane_one(wd_backend *be, wd_lane_op op, wd_complex a, wd_complex b, const wd_field *x,
-                     wd_field *y, wd_field *z, double *r)
+                     wd_field *y, wd_field *z, const wd_field *w, const wd_field *u, double *r)
 {
     const wd_backend_ops *o = be->ops;
+    const wd_complex zero = {0, 0}, minus_b = {-b.re, -b.im};
     switch (op) {
     case WD_LANE_AXPY: o->axpy(be, a.re, x, y); break;
     case WD_LANE_XPAY: o->xpay(be, x, a.re, y); break;
@@ -496,12 +499,21 @@ static void lane_one(wd_backend *be, wd_lane_op op, wd_complex a, wd_complex b, 
     case WD_LANE_AXPY_NORM2: r[0] = o->axpy_norm2(be, a.re, x, y); break;
     case WD_LANE_CDOT_NORM2: o->cdot_norm2(be, x, y, r); break;
     case WD_LANE_CAXPY_NORM2_CDOT: o->caxpy_norm2_cdot(be, a, x, y, z, r); break;
+    case WD_LANE_BICGSTAB_UPDATE:
+        o->caxpbypz(be, a, x, b, y, z);
+        o->caxpy_norm2_cdot(be, minus_b, w, y, u, r);
+        break;
+    case WD_LANE_ACCUMULATE_XPAY:
+        o->accumulate(be, a, x, zero, NULL, z);
+        o->xpay(be, y, b.re, (wd_field *)x);
+        break;
     default: break;
     }
 }
 
-void wd_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
-                   const wd_field *y, const wd_field *z, double *res)
+void wd_blas_lanes5(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
+                    const wd_field *y, const wd_field *z, const wd_field *w, const wd_field *u,
+                    double *res)
 {
     if (l->n <= 0)
         return;
@@ -513,21 +525,26 @@ void wd_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_fi
     }
     be->flops += lane_flops(op, y) * wd_site_reals_(be) * l->n;
     if (be->ops->blas_lanes) {
-        be->ops->blas_lanes(be, op, l, x, y, z, res);
+        be->ops->blas_lanes(be, op, l, x, y, z, w, u, res);
         return;
     }
     for (int j = 0; j < l->n; ++j) {
         const int q = l->idx[j];
-        wd_field fx, fy, fz;
-        if (x)
-            fx = wd_field_view(x, q, 1);
-        if (y)
-            fy = wd_field_view(y, q, 1);
-        if (z)
-            fz = wd_field_view(z, q, 1);
+        const wd_field *const in[5] = {x, y, z, w, u};
+        wd_field v[5];
+        for (int k = 0; k < 5; ++k)
+            if (in[k])
+                v[k] = wd_field_view(in[k], q, 1);
         double r[3] = {0, 0, 0};
-        lane_one(be, op, l->a[j], l->b[j], x ? &fx : NULL, y ? &fy : NULL, z ? &fz : NULL, r);
+        lane_one(be, op, l->a[j], l->b[j], x ? &v[0] : NULL, y ? &v[1] : NULL, z ? &v[2] : NULL,
+                 w ? &v[3] : NULL, u ? &v[4] : NULL, r);
         if (res)
             memcpy(res + 3 * j, r, sizeof r);
     }
+}
+
+void wd_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
+                   const wd_field *y, const wd_field *z, double *res)
+{
+    wd_blas_lanes5(be, op, l, x, y, z, NULL, NULL, res);
 }

@@ -397,6 +397,30 @@ template <int P> __device__ __forceinline__ void load_double(const wd_field &f, 
     }
 }
 
+/* one site of the partial solution accumulator: z = z + a x + b y in
+ * double, x and y (vy: zero when absent) read exactly */
+template <int PZ, int PX>
+__device__ __forceinline__ void accumulate_site(const wd_field &fx, const wd_field &fy, int has_y,
+                                                const wd_field &fz, int cb, double ar, double ai,
+                                                double br, double bi)
+{
+    double vx[NR], vy[NR], vz[NR];
+    load_double<PX>(fx, cb, vx);
+    if (has_y)
+        load_double<PX>(fy, cb, vy);
+    else
+        for (int i = 0; i < NR; ++i)
+            vy[i] = 0;
+    load_double<PZ>(fz, cb, vz);
+    typename Prec<PZ>::real out[NR];
+#pragma unroll
+    for (int i = 0; i < NR; i += 2) {
+        out[i] = vz[i] + ar * vx[i] - ai * vx[i + 1] + br * vy[i] - bi * vy[i + 1];
+        out[i + 1] = vz[i + 1] + ar * vx[i + 1] + ai * vx[i] + br * vy[i + 1] + bi * vy[i];
+    }
+    store<PZ>(fz, cb, out);
+}
+
 /* the partial solution accumulator on every lane of l (lane blockIdx.y):
  * z = z + a x + b y in double, x and y of precision PX, z of PZ */
 template <int PZ, int PX>
@@ -405,25 +429,64 @@ __global__ void __launch_bounds__(BLAS_BLOCK) accumulate_lanes_kernel(wd_lanes l
                                                                       wd_field z, int n)
 {
     const int j = blockIdx.y, q = l.idx[j];
-    const double ar = l.a[j].re, ai = l.a[j].im, br = l.b[j].re, bi = l.b[j].im;
+    const wd_field fx = lane_field(x, q), fy = lane_field(y, q), fz = lane_field(z, q);
+    for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x)
+        accumulate_site<PZ, PX>(fx, fy, has_y, fz, cb, l.a[j].re, l.a[j].im, l.b[j].re,
+                                l.b[j].im);
+}
+
+/* CG's step into an accumulator of another precision on every lane of l
+ * (WD_LANE_ACCUMULATE_XPAY): z = z + a x as accumulate_lanes_kernel
+ * without y, then x = y + b x as OpXpay, in one pass */
+template <int PZ, int P>
+__global__ void __launch_bounds__(BLAS_BLOCK) accumulate_xpay_lanes_kernel(wd_lanes l, wd_field x,
+                                                                           wd_field y, wd_field z,
+                                                                           int n)
+{
+    typedef typename Prec<P>::real R;
+    const int j = blockIdx.y, q = l.idx[j];
+    const OpXpay op = OpXpay::make(l.b[j], l.b[j]);
     const wd_field fx = lane_field(x, q), fy = lane_field(y, q), fz = lane_field(z, q);
     for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
-        double vx[NR], vy[NR], vz[NR];
-        load_double<PX>(fx, cb, vx);
-        if (has_y)
-            load_double<PX>(fy, cb, vy);
-        else
-            for (int i = 0; i < NR; ++i)
-                vy[i] = 0;
-        load_double<PZ>(fz, cb, vz);
-        typename Prec<PZ>::real out[NR];
-#pragma unroll
-        for (int i = 0; i < NR; i += 2) {
-            out[i] = vz[i] + ar * vx[i] - ai * vx[i + 1] + br * vy[i] - bi * vy[i + 1];
-            out[i + 1] = vz[i + 1] + ar * vx[i + 1] + ai * vx[i] + br * vy[i + 1] + bi * vy[i];
-        }
-        store<PZ>(fz, cb, out);
+        R vx[NR], vy[NR];
+        double acc[1] = {0};
+        load<P>(fx, cb, vx);
+        load<P>(fy, cb, vy);
+        accumulate_site<PZ, P>(fx, fx, 0, fz, cb, l.a[j].re, l.a[j].im, 0, 0);
+        op(vy, vx, (R *)NULL, acc);
+        store<P>(fx, cb, vx);
     }
+}
+
+/* BiCGstab's update on every lane of l (WD_LANE_BICGSTAB_UPDATE): z = z +
+ * a x + b y as OpCaxpbypz, then y = y - b w with |y|^2 and <u, y> as
+ * OpCaxpy, in one pass (x = p, y = s -> r, z = the sloppy accumulator, w =
+ * t, u = r0) */
+template <int P>
+__global__ void __launch_bounds__(BLAS_BLOCK) bicgstab_update_lanes_kernel(
+    wd_lanes l, wd_field x, wd_field y, wd_field z, wd_field w, wd_field u, double *partial, int n)
+{
+    typedef typename Prec<P>::real R;
+    const int j = blockIdx.y, q = l.idx[j];
+    const wd_complex mb = {-l.b[j].re, -l.b[j].im};
+    const OpCaxpbypz upd = OpCaxpbypz::make(l.a[j], l.b[j]);
+    const OpCaxpy res = OpCaxpy::make(mb, mb);
+    const wd_field fx = lane_field(x, q), fy = lane_field(y, q), fz = lane_field(z, q);
+    const wd_field fw = lane_field(w, q), fu = lane_field(u, q);
+    double acc[3] = {0, 0, 0};
+    for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
+        R vx[NR], vy[NR], vz[NR];
+        load<P>(fx, cb, vx);
+        load<P>(fy, cb, vy);
+        load<P>(fz, cb, vz);
+        upd(vx, vy, vz, NULL);
+        store<P>(fz, cb, vz);
+        load<P>(fw, cb, vx);
+        load<P>(fu, cb, vz);
+        res(vx, vy, vz, acc);
+        store<P>(fy, cb, vy);
+    }
+    block_reduce<3>(acc, partial + (size_t)j * BLAS_MAX_GRID * 3);
 }
 
 /* ---- halo faces --------------------------------------------------------- */
@@ -600,7 +663,10 @@ __global__ void __launch_bounds__(BLAS_BLOCK) scan_host_layout(const double *raw
 
 typedef struct cuda_ctx {
     double *partial;   /* WD_LANES_MAX * BLAS_MAX_GRID * 3 (a lane's from j * BLAS_MAX_GRID * 3) */
-    double *result;    /* WD_LANES_MAX * 3 */
+    double *result;    /* WD_LANES_MAX * 3, pinned host memory the final reduction writes
+                        * through its mapping (result_dev): read after the stream's
+                        * synchronisation, with no copy to wait for */
+    double *result_dev;
     void *staging;     /* pinned host memory for transfers, grown on demand */
     size_t staging_bytes;
     double *raw;       /* a spinor in the host layout on the device, grown on demand */
@@ -632,6 +698,19 @@ static int failed(wd_backend *be, cudaError_t err, const char *what)
     return 1;
 }
 
+/* The block partials of `lanes` lanes (nblocks each) summed by
+ * final_reduce into the pinned result, then res[3 j ..] after one
+ * synchronisation */
+static void reduce_to_host(wd_backend *be, int nblocks, int lanes, double *res, const char *what)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    cudaStream_t st = (cudaStream_t)wd_cuda_stream();
+    final_reduce<<<dim3(1, lanes), BLAS_BLOCK, 0, st>>>(c->partial, nblocks, c->result_dev);
+    if (failed(be, cudaGetLastError(), what) || failed(be, cudaStreamSynchronize(st), what))
+        return;
+    memcpy(res, c->result, 3 * lanes * sizeof(double));
+}
+
 /* Op on every lane of l in one launch; the lanes' reductions (NRES a
  * lane, summed over the ranks on a grid) into res[3 j ..] after one
  * synchronisation */
@@ -655,12 +734,7 @@ static void run_lanes_local(wd_backend *be, const wd_lanes *l, const wd_field *x
     }
     if (failed(be, cudaGetLastError(), what) || !(Op::NRES > 0 && res))
         return;
-    final_reduce<<<dim3(1, l->n), BLAS_BLOCK, 0, st>>>(c->partial, grid.x, c->result);
-    if (failed(be, cudaGetLastError(), what) ||
-        failed(be, cudaMemcpyAsync(res, c->result, 3 * l->n * sizeof(double),
-                                   cudaMemcpyDeviceToHost, st), what) ||
-        failed(be, cudaStreamSynchronize(st), what))
-        return;
+    reduce_to_host(be, grid.x, l->n, res, what);
 }
 
 /* ... and on a process grid the reductions summed over ranks, on every
@@ -707,6 +781,65 @@ static void accumulate_lanes(wd_backend *be, const wd_lanes *l, const wd_field *
     failed(be, cudaGetLastError(), "accumulate (lanes)");
 }
 
+/* WD_LANE_ACCUMULATE_XPAY: x and y of one precision, z of another */
+static void accumulate_xpay_lanes(wd_backend *be, const wd_lanes *l, const wd_field *x,
+                                  const wd_field *y, wd_field *z)
+{
+    if (be->error != WD_OK)
+        return;
+    if (y->precision != x->precision) {
+        be->error = wd_fail(WD_ERR_INTERNAL, "CUDA backend: accumulate_xpay with x and y of "
+                            "different precisions (%d, %d bytes)", x->precision, y->precision);
+        return;
+    }
+    const int n = z->volume_cb;
+    const dim3 grid(grid_for(n), l->n);
+    cudaStream_t st = (cudaStream_t)wd_cuda_stream();
+#define ACCX(PZ, P) \
+    accumulate_xpay_lanes_kernel<PZ, P><<<grid, BLAS_BLOCK, 0, st>>>(*l, *x, *y, *z, n)
+    switch (z->precision * 10 + x->precision) {
+    case 88: ACCX(8, 8); break;
+    case 84: ACCX(8, 4); break;
+    case 82: ACCX(8, 2); break;
+    case 44: ACCX(4, 4); break;
+    case 42: ACCX(4, 2); break;
+    case 48: ACCX(4, 8); break;
+    case 28: ACCX(2, 8); break;
+    case 24: ACCX(2, 4); break;
+    default: ACCX(2, 2); break;
+    }
+#undef ACCX
+    failed(be, cudaGetLastError(), "accumulate_xpay (lanes)");
+}
+
+/* WD_LANE_BICGSTAB_UPDATE: five fields of one precision; the reductions
+ * summed over the ranks on a grid, as run_lanes */
+static void bicgstab_update_lanes(wd_backend *be, const wd_lanes *l, const wd_field *x,
+                                  const wd_field *y, const wd_field *z, const wd_field *w,
+                                  const wd_field *u, double *res)
+{
+    const char *what = "bicgstab_update (lanes)";
+    memset(res, 0, 3 * l->n * sizeof *res);
+    if (be->error == WD_OK) {
+        const int n = x->volume_cb;
+        const dim3 grid(grid_for(n), l->n);
+        cuda_ctx *c = (cuda_ctx *)be->ctx;
+        cudaStream_t st = (cudaStream_t)wd_cuda_stream();
+#define UPD(P) \
+    bicgstab_update_lanes_kernel<P><<<grid, BLAS_BLOCK, 0, st>>>(*l, *x, *y, *z, *w, *u, \
+                                                                 c->partial, n)
+        switch (x->precision) {
+        case 8: UPD(8); break;
+        case 4: UPD(4); break;
+        default: UPD(2); break;
+        }
+#undef UPD
+        if (!failed(be, cudaGetLastError(), what))
+            reduce_to_host(be, grid.x, l->n, res, what);
+    }
+    wd_backend_allsum(be, res, 3 * l->n);
+}
+
 static const wd_complex C0 = {0, 0};
 
 static wd_complex re(double a)
@@ -738,7 +871,8 @@ static void run(wd_backend *be, wd_complex a, wd_complex b, const wd_field *x, c
 extern "C" {
 
 void wd_cuda_be_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
-                           const wd_field *y, const wd_field *z, double *res)
+                           const wd_field *y, const wd_field *z, const wd_field *w,
+                           const wd_field *u, double *res)
 {
     if (l->n <= 0)
         return;
@@ -751,6 +885,8 @@ void wd_cuda_be_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, con
     case WD_LANE_CAXPBYPZ: run_lanes<OpCaxpbypz>(be, l, x, y, z, NULL, "caxpbypz (lanes)"); return;
     case WD_LANE_CXPAYPBZ: run_lanes<OpCxpaypbz>(be, l, x, y, z, NULL, "cxpaypbz (lanes)"); return;
     case WD_LANE_ACCUMULATE: accumulate_lanes(be, l, x, y, (wd_field *)z); return;
+    case WD_LANE_ACCUMULATE_XPAY: accumulate_xpay_lanes(be, l, x, y, (wd_field *)z); return;
+    case WD_LANE_BICGSTAB_UPDATE: bicgstab_update_lanes(be, l, x, y, z, w, u, res); return;
     case WD_LANE_AXPY_NORM2:
         run_lanes<OpAxpy>(be, l, x, y, NULL, res, "axpy_norm2 (lanes)");
         for (int j = 0; j < l->n; ++j)
@@ -785,11 +921,19 @@ wd_status wd_cuda_be_open(wd_backend *be)
     wd_status st = wd_cuda_malloc((void **)&c->partial,
                                   WD_LANES_MAX * BLAS_MAX_GRID * 3 * sizeof(double),
                                   "reduction partials");
-    if (st == WD_OK)
-        st = wd_cuda_malloc((void **)&c->result, WD_LANES_MAX * 3 * sizeof(double),
-                            "reduction result");
+    if (st == WD_OK) {
+        cudaError_t err = cudaHostAlloc((void **)&c->result, WD_LANES_MAX * 3 * sizeof(double),
+                                        cudaHostAllocMapped);
+        if (err == cudaSuccess)
+            err = cudaHostGetDevicePointer((void **)&c->result_dev, c->result, 0);
+        if (err != cudaSuccess)
+            st = wd_fail(WD_ERR_CUDA, "CUDA backend: the mapped reduction result: %s",
+                         cudaGetErrorString(err));
+    }
     if (st != WD_OK) {
         wd_cuda_free(c->partial);
+        if (c->result)
+            cudaFreeHost(c->result);
         free(c);
         return st;
     }
@@ -815,7 +959,8 @@ void wd_cuda_be_close(wd_backend *be)
         wd_cuda_free(c->face_idx);
         wd_cuda_free(c->halo);
         wd_cuda_free(c->partial);
-        wd_cuda_free(c->result);
+        if (c->result)
+            cudaFreeHost(c->result);
         wd_cuda_free(c->raw);
         wd_cuda_free(c->bad);
         if (c->staging)
@@ -943,13 +1088,11 @@ wd_status wd_cuda_be_scan_host_layout(wd_backend *be, const double *raw, long n,
     scan_host_layout<<<grid, BLAS_BLOCK, 0, st>>>(raw, n, c->partial, c->bad);
     if (failed(be, cudaGetLastError(), "scan"))
         return be->error;
-    final_reduce<<<1, BLAS_BLOCK, 0, st>>>(c->partial, grid, c->result);
-    if (failed(be, cudaGetLastError(), "scan") ||
-        failed(be, cudaMemcpyAsync(res, c->result, sizeof res, cudaMemcpyDeviceToHost, st),
-               "scan") ||
-        failed(be, cudaMemcpyAsync(&first, c->bad, sizeof first, cudaMemcpyDeviceToHost, st),
-               "scan") ||
-        failed(be, cudaStreamSynchronize(st), "scan"))
+    if (failed(be, cudaMemcpyAsync(&first, c->bad, sizeof first, cudaMemcpyDeviceToHost, st),
+               "scan"))
+        return be->error;
+    reduce_to_host(be, grid, 1, res, "scan");
+    if (be->error != WD_OK)
         return be->error;
     *norm2 = res[0];
     *bad = first == ~0ull ? -1 : (long)first;

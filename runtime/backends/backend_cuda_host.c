@@ -81,7 +81,8 @@ void wd_cuda_be_cdot_norm2(wd_backend *be, const wd_field *x, const wd_field *y,
 void wd_cuda_be_caxpy_norm2_cdot(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y,
                                  const wd_field *z, double res[3]);
 void wd_cuda_be_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
-                           const wd_field *y, const wd_field *z, double *res);
+                           const wd_field *y, const wd_field *z, const wd_field *w,
+                           const wd_field *u, double *res);
 
 static wd_status field_alloc(wd_backend *be, wd_field *f)
 {

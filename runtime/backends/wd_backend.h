@@ -34,7 +34,7 @@
  *   wd_dslash / wd_dslash_clover / wd_blas_*   inline wrappers that dispatch to the
  *                                        table and count flops (so no backend
  *                                        has to)
- *   wd_blas_lanes                        one of those BLAS operations on many
+ *   wd_blas_lanes[5]                     one of those BLAS operations on many
  *                                        lock-step lanes at once
  *
  * Fields.  A wd_field is one parity of a spinor in the layout of wd_kernel.h
@@ -146,6 +146,13 @@ typedef enum wd_lane_op {
     WD_LANE_AXPY_NORM2,       /* res[0] = axpy_norm2(a.re, x, y) */
     WD_LANE_CDOT_NORM2,       /* cdot_norm2(x, y, res) */
     WD_LANE_CAXPY_NORM2_CDOT, /* caxpy_norm2_cdot(a, x, y, z, res) */
+    /* fused steps (wd_blas_lanes5): two operations of the table in one
+     * pass, each exactly as the table entry (the same bits) */
+    WD_LANE_BICGSTAB_UPDATE,  /* caxpbypz(a, x, b, y, z), then caxpy_norm2_cdot(-b, w, y, u,
+                               * res): BiCGstab's x += alpha p + omega s, r = s - omega t */
+    WD_LANE_ACCUMULATE_XPAY,  /* accumulate(a, x, 0, NULL, z), then xpay(y, b.re, x): CG's
+                               * x += alpha p, p = r + beta p into an accumulator of
+                               * another precision */
     WD_LANE_OPS
 } wd_lane_op;
 
@@ -238,10 +245,12 @@ typedef struct wd_backend_ops {
     /* BiCGstab r = s - omega t: y = y + a x; res = {|y|^2, Re <z,y>, Im <z,y>} */
     void (*caxpy_norm2_cdot)(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y,
                              const wd_field *z, double res[3]);
-    /* one of the operations above on every lane of l (see wd_lane_op);
-     * optional (NULL: wd_blas_lanes runs the lanes one at a time) */
+    /* one of the operations above on every lane of l (see wd_lane_op; w
+     * and u only for the fused steps); optional (NULL: wd_blas_lanes runs
+     * the lanes one at a time through the table entries) */
     void (*blas_lanes)(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
-                       const wd_field *y, const wd_field *z, double *res);
+                       const wd_field *y, const wd_field *z, const wd_field *w,
+                       const wd_field *u, double *res);
 } wd_backend_ops;
 
 struct wd_backend {
@@ -516,6 +525,10 @@ static inline void wd_blas_caxpy_norm2_cdot(wd_backend *be, wd_complex a, const 
  * for an operation that reduces nothing */
 void wd_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
                    const wd_field *y, const wd_field *z, double *res);
+/* the same with the two further operands of the fused steps */
+void wd_blas_lanes5(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
+                    const wd_field *y, const wd_field *z, const wd_field *w, const wd_field *u,
+                    double *res);
 
 #ifdef __cplusplus
 }

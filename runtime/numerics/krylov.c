@@ -470,10 +470,16 @@ static void bicgstab_c(lane *L, int n)
         l.a[j] = wc(Li->alpha);
         l.b[j] = wc(Li->omega);
     }
-    accumulate_lanes(ks0, &l, ks0->p, ks0->rs);
-    for (int j = 0; j < l.n; ++j)
-        l.a[j] = wc(-L[l.idx[j]].omega);
-    wd_blas_lanes(be, WD_LANE_CAXPY_NORM2_CDOT, &l, ks0->t, ks0->rs, ks0->r0, res);
+    if (ks0->xs->precision == ks0->p->precision) {
+        /* xs += alpha p + omega s and r = s - omega t in one pass */
+        wd_blas_lanes5(be, WD_LANE_BICGSTAB_UPDATE, &l, ks0->p, ks0->rs, ks0->xs, ks0->t,
+                       ks0->r0, res);
+    } else {
+        accumulate_lanes(ks0, &l, ks0->p, ks0->rs);
+        for (int j = 0; j < l.n; ++j)
+            l.a[j] = wc(-L[l.idx[j]].omega);
+        wd_blas_lanes(be, WD_LANE_CAXPY_NORM2_CDOT, &l, ks0->t, ks0->rs, ks0->r0, res);
+    }
     for (int j = 0; j < l.n; ++j) {
         const int i = l.idx[j];
         lane *Li = &L[i];
@@ -539,8 +545,8 @@ static void cg_b(lane *L, int n)
 }
 
 /* CG phase C on every stepping lane: the new residual, its classification,
- * the accumulation and the new direction (fused where no check follows
- * and the accumulator has the sloppy precision), or a lane's check */
+ * the accumulation and the new direction (one pass where no check
+ * follows), or a lane's check */
 static void cg_c(lane *L, int n)
 {
     wd_krylov *ks0 = L[0].ks;
@@ -567,10 +573,10 @@ static void cg_c(lane *L, int n)
         s->since_check++;
         report(ks, sqrt(r2_new[i]), " (normal equations)");
         verdict[i] = classify(ks, s, sqrt(r2_new[i]));
-        fused[i] = verdict[i] == GO_ON && same;
+        fused[i] = verdict[i] == GO_ON;
         want[i] = !fused[i];
     }
-    /* x += alpha p, r = rs + beta p in one pass */
+    /* x += alpha p, p = rs + beta p in one pass */
     wd_lanes f = lanes_where(n, fused);
     for (int j = 0; j < f.n; ++j) {
         const int i = f.idx[j];
@@ -578,7 +584,10 @@ static void cg_c(lane *L, int n)
         f.b[j] = wc(r2_new[i] / L[i].r2);
         L[i].r2 = r2_new[i];
     }
-    wd_blas_lanes(be, WD_LANE_AXPY_ZPBX, &f, ks0->p, ks0->xs, ks0->rs, NULL);
+    if (same)
+        wd_blas_lanes(be, WD_LANE_AXPY_ZPBX, &f, ks0->p, ks0->xs, ks0->rs, NULL);
+    else
+        wd_blas_lanes(be, WD_LANE_ACCUMULATE_XPAY, &f, ks0->p, ks0->rs, ks0->xs, NULL);
     /* the others: accumulate, then the new direction or a check */
     l = lanes_where(n, want);
     for (int j = 0; j < l.n; ++j)
