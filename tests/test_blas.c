@@ -520,7 +520,9 @@ static void test_pair(const int dims[4], wd_rng *r)
  * 4 of multi-fields of 5 right-hand sides against the one-lane table entry
  * (the fused steps: their two entries in turn) on each of those right-hand
  * sides of a copy: every right-hand side of every operand (lane 1
- * untouched on both sides) and every reduction the same bits.  Fresh
+ * untouched on both sides) and every reduction the same bits (the fused
+ * BiCGstab step in half precision on the GPU: within one 16-bit step and
+ * 1e-6 relative, test_lanes says why).  Fresh
  * random fields and coefficients per operation; the accumulators also into
  * double from single and half.
  */
@@ -538,21 +540,30 @@ static void lanes_random(wd_backend *be, wd_field *f, double complex *h, const i
     }
 }
 
-/* every right-hand side of a and b downloaded: the same bits? */
-static int lanes_same(wd_backend *be, const wd_field *a, const wd_field *b, double complex *ha,
-                      double complex *hb, size_t n)
+/* every right-hand side of a and b downloaded: 0 when every bit is the
+ * same, else the largest |a - b| over the largest |b| of a right-hand side
+ * (at least 1e-300: never 0); -1 when a download fails */
+static double lanes_dev(wd_backend *be, const wd_field *a, const wd_field *b, double complex *ha,
+                        double complex *hb, size_t n)
 {
-    int same = 1;
+    double dev = 0;
     for (int q = 0; q < LANES_RHS; q++) {
         const wd_field va = wd_field_view(a, q, 1), vb = wd_field_view(b, q, 1);
         memset(ha, 0, n * sizeof *ha);
         memset(hb, 0, n * sizeof *hb);
         if (be->ops->download(be, (double *)ha, &va, 0) != WD_OK ||
             be->ops->download(be, (double *)hb, &vb, 0) != WD_OK)
-            return 0;
-        same &= !memcmp(ha, hb, n * sizeof *ha);
+            return -1;
+        if (!memcmp(ha, hb, n * sizeof *ha))
+            continue;
+        double d = 0, m = 0;
+        for (size_t k = 0; k < n; k++) {
+            d = fmax(d, cabs(ha[k] - hb[k]));
+            m = fmax(m, cabs(hb[k]));
+        }
+        dev = fmax(dev, fmax(d / m, 1e-300));
     }
-    return same;
+    return dev;
 }
 
 /* the operations whose z is an accumulator, also of another precision */
@@ -645,19 +656,34 @@ static void test_lanes(const int dims[4], wd_rng *r)
                         break;
                     }
                 }
-                int same = be.error == WD_OK && !memcmp(res, want, sizeof res);
-                for (int k = 0; k < 5; k++)
-                    same &= lanes_same(&be, &f[k], &g[k], h, h2, n);
+                /* bits, but for the fused BiCGstab step in half precision
+                 * on the GPU: nvcc contracts the fused kernel's arithmetic
+                 * its own way, so a value may round to the neighbouring
+                 * 16-bit step (one step is 1/32767 of the site's largest
+                 * component) and the double reductions of the floats
+                 * differ in their last digits */
+                const int loose = backend != WD_BACKEND_CPU && p == 2 &&
+                                  op == WD_LANE_BICGSTAB_UPDATE;
+                double dev = be.error == WD_OK ? 0 : 1;
+                for (int k = 0; k < 5; k++) {
+                    const double d = lanes_dev(&be, &f[k], &g[k], h, h2, n);
+                    dev = fmax(dev, d < 0 ? 1 : d / (loose ? 3.1e-5 : 1));
+                }
+                for (int k = 0; k < 3 * l.n; k++)
+                    if (res[k] != want[k])
+                        dev = fmax(dev, fmax(fabs(res[k] - want[k]) / fabs(want[k]), 1e-300) /
+                                            (loose ? 1e-6 : 1));
                 /* a reduction that vanished would compare equal without
                  * proving anything */
                 const int reduces = op >= WD_LANE_NORM2 && op != WD_LANE_ACCUMULATE_XPAY;
                 if (reduces)
                     for (int j = 0; j < l.n; j++)
-                        same &= res[3 * j] != 0;
+                        dev = res[3 * j] != 0 ? dev : 1;
                 char what[128];
-                snprintf(what, sizeof what, "lanes %s %s%s: 4 of 5 rhs = one-lane ops, bits",
-                         names[op], pname(p), zd ? " into double" : "");
-                check(what, same ? 0 : 1, 0);
+                snprintf(what, sizeof what, "lanes %s %s%s: 4 of 5 rhs = one-lane ops, %s",
+                         names[op], pname(p), zd ? " into double" : "",
+                         loose ? "/ 1 step, 1e-6" : "bits");
+                check(what, dev, loose ? 1 : 0);
                 for (int k = 0; k < 5; k++) {
                     wd_field_destroy(&be, &f[k]);
                     wd_field_destroy(&be, &g[k]);
