@@ -14,9 +14,10 @@
  * Dslash kernels do), operating, storing; one launch runs an operation on
  * many lock-step lanes (wd_blas_lanes, lane = blockIdx.y), a one-lane
  * operation being the case of one.  Reductions accumulate products in
- * double per thread, then a fixed shared-memory tree per block, then one
- * block sums the block results in block order: the same bits on every run on
- * the same device.  Fused reductions reduce the values before they are
+ * double per thread, then a fixed tree per block (warp shuffles, then the
+ * warps in order), then the last block to finish sums the block results
+ * in block order (no second kernel): the same bits on every run on the
+ * same device.  Fused reductions reduce the values before they are
  * stored, as the CPU backend does.  Every launch is checked; the first
  * failure is recorded in be->error and later operations become no-ops.
  * On a process grid each reduction's per-rank result is summed over the
@@ -268,21 +269,70 @@ struct OpCdotNorm {
 
 /* ---- kernels ----------------------------------------------------------- */
 
-template <int NRES> __device__ void block_reduce(double *acc, double *partial)
+/* Where a reduction's partial sums and result go: lane j's block partials
+ * from partial + j * BLAS_MAX_GRID * 3, its count of finished blocks at
+ * count[j] (zero between launches), its result at out[3 j ..] (mapped
+ * pinned host memory) */
+struct reduction {
+    double *partial;
+    unsigned *count;
+    double *out;
+};
+
+/* the NRES values of every thread of the block summed by a fixed tree
+ * (warp shuffles, then the warps' sums in warp order) into thread 0 */
+template <int NRES> __device__ __forceinline__ void block_sum(double *acc)
 {
-    __shared__ double sh[NRES > 0 ? NRES : 1][BLAS_BLOCK];
+    __shared__ double sh[NRES > 0 ? NRES : 1][BLAS_BLOCK / 32];
+#pragma unroll
     for (int k = 0; k < NRES; ++k)
-        sh[k][threadIdx.x] = acc[k];
-    __syncthreads();
-    for (int s = BLAS_BLOCK / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s)
-            for (int k = 0; k < NRES; ++k)
-                sh[k][threadIdx.x] += sh[k][threadIdx.x + s];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0)
+        for (int o = 16; o > 0; o >>= 1)
+            acc[k] += __shfl_down_sync(0xffffffffu, acc[k], o);
+    if ((threadIdx.x & 31) == 0)
         for (int k = 0; k < NRES; ++k)
-            partial[blockIdx.x * 3 + k] = sh[k][0];
+            sh[k][threadIdx.x >> 5] = acc[k];
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (int k = 0; k < NRES; ++k) {
+            double v = sh[k][0];
+            for (int w = 1; w < BLAS_BLOCK / 32; ++w)
+                v += sh[k][w];
+            acc[k] = v;
+        }
+}
+
+/* lane j's nblocks partials summed in block order (strided over the
+ * block's threads, then block_sum) into out[0..2] */
+__device__ __forceinline__ void sum_partials(const double *partial, int nblocks, double *out)
+{
+    double acc[3] = {0, 0, 0};
+    for (int b = threadIdx.x; b < nblocks; b += BLAS_BLOCK)
+        for (int k = 0; k < 3; ++k)
+            acc[k] += __ldcg(partial + b * 3 + k);
+    block_sum<3>(acc);
+    if (threadIdx.x == 0)
+        for (int k = 0; k < 3; ++k)
+            out[k] = acc[k];
+}
+
+/* The block's sums of acc into lane j's partials; the last block of the
+ * lane to finish then sums all of them in block order into the result:
+ * no second kernel, and the same bits whichever block finishes last */
+template <int NRES>
+__device__ void block_reduce(double *acc, const reduction &red, int j)
+{
+    __shared__ bool last;
+    double *partial = red.partial + (size_t)j * BLAS_MAX_GRID * 3;
+    block_sum<NRES>(acc);
+    if (threadIdx.x == 0) {
+        for (int k = 0; k < 3; ++k)
+            partial[blockIdx.x * 3 + k] = k < NRES ? acc[k] : 0;
+        __threadfence();
+        last = atomicInc(red.count + j, gridDim.x - 1) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (last)
+        sum_partials(partial, gridDim.x, red.out + 3 * j);
 }
 
 /* Lane blockIdx.y's right-hand side of f (lane 0's field) */
@@ -302,7 +352,7 @@ __device__ __forceinline__ wd_field lane_field(const wd_field &f, int q)
  * j * BLAS_MAX_GRID * 3.  A one-lane operation is the case of one lane. */
 template <int P, class Op>
 __global__ void __launch_bounds__(BLAS_BLOCK) blas_lanes_kernel(wd_lanes l, wd_field x, wd_field y,
-                                                                wd_field z, double *partial, int n)
+                                                                wd_field z, reduction red, int n)
 {
     typedef typename Prec<P>::real R;
     const int j = blockIdx.y, q = l.idx[j];
@@ -320,34 +370,7 @@ __global__ void __launch_bounds__(BLAS_BLOCK) blas_lanes_kernel(wd_lanes l, wd_f
         if (Op::SZ) store<P>(fz, cb, vz);
     }
     if (Op::NRES)
-        block_reduce<Op::NRES>(acc, partial + (size_t)j * BLAS_MAX_GRID * 3);
-}
-
-/* the block results, summed in block order by one block (lane blockIdx.y:
- * its partials from blockIdx.y * BLAS_MAX_GRID * 3, its result at 3 *
- * blockIdx.y) */
-__global__ void __launch_bounds__(BLAS_BLOCK) final_reduce(const double *partial, int nblocks,
-                                                           double *out)
-{
-    partial += (size_t)blockIdx.y * BLAS_MAX_GRID * 3;
-    out += 3 * blockIdx.y;
-    double acc[3] = {0, 0, 0};
-    for (int b = threadIdx.x; b < nblocks; b += BLAS_BLOCK)
-        for (int k = 0; k < 3; ++k)
-            acc[k] += partial[b * 3 + k];
-    __shared__ double sh[3][BLAS_BLOCK];
-    for (int k = 0; k < 3; ++k)
-        sh[k][threadIdx.x] = acc[k];
-    __syncthreads();
-    for (int s = BLAS_BLOCK / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s)
-            for (int k = 0; k < 3; ++k)
-                sh[k][threadIdx.x] += sh[k][threadIdx.x + s];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0)
-        for (int k = 0; k < 3; ++k)
-            out[k] = sh[k][0];
+        block_reduce<Op::NRES>(acc, red, j);
 }
 
 /* half into double exactly: the scale taken in double, as the CPU backend's
@@ -464,7 +487,7 @@ __global__ void __launch_bounds__(BLAS_BLOCK) accumulate_xpay_lanes_kernel(wd_la
  * t, u = r0) */
 template <int P>
 __global__ void __launch_bounds__(BLAS_BLOCK) bicgstab_update_lanes_kernel(
-    wd_lanes l, wd_field x, wd_field y, wd_field z, wd_field w, wd_field u, double *partial, int n)
+    wd_lanes l, wd_field x, wd_field y, wd_field z, wd_field w, wd_field u, reduction red, int n)
 {
     typedef typename Prec<P>::real R;
     const int j = blockIdx.y, q = l.idx[j];
@@ -486,7 +509,7 @@ __global__ void __launch_bounds__(BLAS_BLOCK) bicgstab_update_lanes_kernel(
         res(vx, vy, vz, acc);
         store<P>(fy, cb, vy);
     }
-    block_reduce<3>(acc, partial + (size_t)j * BLAS_MAX_GRID * 3);
+    block_reduce<3>(acc, red, j);
 }
 
 /* ---- halo faces --------------------------------------------------------- */
@@ -642,7 +665,7 @@ __global__ void __launch_bounds__(BLAS_BLOCK) to_host_layout(double2 *raw, wd_fi
  * tree, as the reductions above) and the first entry that is not finite
  * (the lowest index, by an integer atomic: the same on every run) */
 __global__ void __launch_bounds__(BLAS_BLOCK) scan_host_layout(const double *raw, long n,
-                                                               double *partial,
+                                                               reduction red,
                                                                unsigned long long *bad)
 {
     double acc[1] = {0};
@@ -656,16 +679,17 @@ __global__ void __launch_bounds__(BLAS_BLOCK) scan_host_layout(const double *raw
     }
     if (first != ~0ull)
         atomicMin(bad, first);
-    block_reduce<1>(acc, partial);
+    block_reduce<1>(acc, red, 0);
 }
 
 /* ---- host side --------------------------------------------------------- */
 
 typedef struct cuda_ctx {
     double *partial;   /* WD_LANES_MAX * BLAS_MAX_GRID * 3 (a lane's from j * BLAS_MAX_GRID * 3) */
-    double *result;    /* WD_LANES_MAX * 3, pinned host memory the final reduction writes
-                        * through its mapping (result_dev): read after the stream's
-                        * synchronisation, with no copy to wait for */
+    unsigned *count;   /* WD_LANES_MAX finished-block counts (struct reduction) */
+    double *result;    /* WD_LANES_MAX * 3, pinned host memory the last block of a
+                        * reduction writes through its mapping (result_dev): read
+                        * after the stream's synchronisation, with no copy to wait for */
     double *result_dev;
     void *staging;     /* pinned host memory for transfers, grown on demand */
     size_t staging_bytes;
@@ -698,15 +722,19 @@ static int failed(wd_backend *be, cudaError_t err, const char *what)
     return 1;
 }
 
-/* The block partials of `lanes` lanes (nblocks each) summed by
- * final_reduce into the pinned result, then res[3 j ..] after one
- * synchronisation */
-static void reduce_to_host(wd_backend *be, int nblocks, int lanes, double *res, const char *what)
+/* the reduction of this context's kernels */
+static reduction red_of(const cuda_ctx *c)
+{
+    reduction r = {c->partial, c->count, c->result_dev};
+    return r;
+}
+
+/* The results of the last reduction launched (`lanes` lanes) into res[3 j
+ * ..] after one synchronisation */
+static void reduce_to_host(wd_backend *be, int lanes, double *res, const char *what)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
-    cudaStream_t st = (cudaStream_t)wd_cuda_stream();
-    final_reduce<<<dim3(1, lanes), BLAS_BLOCK, 0, st>>>(c->partial, nblocks, c->result_dev);
-    if (failed(be, cudaGetLastError(), what) || failed(be, cudaStreamSynchronize(st), what))
+    if (failed(be, cudaStreamSynchronize((cudaStream_t)wd_cuda_stream()), what))
         return;
     memcpy(res, c->result, 3 * lanes * sizeof(double));
 }
@@ -728,13 +756,13 @@ static void run_lanes_local(wd_backend *be, const wd_lanes *l, const wd_field *x
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     cudaStream_t st = (cudaStream_t)wd_cuda_stream();
     switch (any->precision) {
-    case 8: blas_lanes_kernel<8, Op><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, c->partial, n); break;
-    case 4: blas_lanes_kernel<4, Op><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, c->partial, n); break;
-    default: blas_lanes_kernel<2, Op><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, c->partial, n); break;
+    case 8: blas_lanes_kernel<8, Op><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red_of(c), n); break;
+    case 4: blas_lanes_kernel<4, Op><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red_of(c), n); break;
+    default: blas_lanes_kernel<2, Op><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red_of(c), n); break;
     }
     if (failed(be, cudaGetLastError(), what) || !(Op::NRES > 0 && res))
         return;
-    reduce_to_host(be, grid.x, l->n, res, what);
+    reduce_to_host(be, l->n, res, what);
 }
 
 /* ... and on a process grid the reductions summed over ranks, on every
@@ -827,7 +855,7 @@ static void bicgstab_update_lanes(wd_backend *be, const wd_lanes *l, const wd_fi
         cudaStream_t st = (cudaStream_t)wd_cuda_stream();
 #define UPD(P) \
     bicgstab_update_lanes_kernel<P><<<grid, BLAS_BLOCK, 0, st>>>(*l, *x, *y, *z, *w, *u, \
-                                                                 c->partial, n)
+                                                                 red_of(c), n)
         switch (x->precision) {
         case 8: UPD(8); break;
         case 4: UPD(4); break;
@@ -835,7 +863,7 @@ static void bicgstab_update_lanes(wd_backend *be, const wd_lanes *l, const wd_fi
         }
 #undef UPD
         if (!failed(be, cudaGetLastError(), what))
-            reduce_to_host(be, grid.x, l->n, res, what);
+            reduce_to_host(be, l->n, res, what);
     }
     wd_backend_allsum(be, res, 3 * l->n);
 }
@@ -921,6 +949,11 @@ wd_status wd_cuda_be_open(wd_backend *be)
     wd_status st = wd_cuda_malloc((void **)&c->partial,
                                   WD_LANES_MAX * BLAS_MAX_GRID * 3 * sizeof(double),
                                   "reduction partials");
+    if (st == WD_OK)
+        st = wd_cuda_malloc((void **)&c->count, WD_LANES_MAX * sizeof(unsigned),
+                            "reduction counts");
+    if (st == WD_OK)
+        st = wd_cuda_memset(c->count, 0, WD_LANES_MAX * sizeof(unsigned));
     if (st == WD_OK) {
         cudaError_t err = cudaHostAlloc((void **)&c->result, WD_LANES_MAX * 3 * sizeof(double),
                                         cudaHostAllocMapped);
@@ -932,6 +965,7 @@ wd_status wd_cuda_be_open(wd_backend *be)
     }
     if (st != WD_OK) {
         wd_cuda_free(c->partial);
+        wd_cuda_free(c->count);
         if (c->result)
             cudaFreeHost(c->result);
         free(c);
@@ -959,6 +993,7 @@ void wd_cuda_be_close(wd_backend *be)
         wd_cuda_free(c->face_idx);
         wd_cuda_free(c->halo);
         wd_cuda_free(c->partial);
+        wd_cuda_free(c->count);
         if (c->result)
             cudaFreeHost(c->result);
         wd_cuda_free(c->raw);
@@ -1085,13 +1120,13 @@ wd_status wd_cuda_be_scan_host_layout(wd_backend *be, const double *raw, long n,
     if (failed(be, cudaMemcpyAsync(c->bad, &first, sizeof first, cudaMemcpyHostToDevice, st),
                "scan"))
         return be->error;
-    scan_host_layout<<<grid, BLAS_BLOCK, 0, st>>>(raw, n, c->partial, c->bad);
+    scan_host_layout<<<grid, BLAS_BLOCK, 0, st>>>(raw, n, red_of(c), c->bad);
     if (failed(be, cudaGetLastError(), "scan"))
         return be->error;
     if (failed(be, cudaMemcpyAsync(&first, c->bad, sizeof first, cudaMemcpyDeviceToHost, st),
                "scan"))
         return be->error;
-    reduce_to_host(be, grid, 1, res, "scan");
+    reduce_to_host(be, 1, res, "scan");
     if (be->error != WD_OK)
         return be->error;
     *norm2 = res[0];
