@@ -213,9 +213,13 @@ def _hop_context(v, hop, spinor_width):
             names = [(f"e{lay[(k, c, 0)][0]}.{lay[(k, c, 0)][1]}",
                       f"e{lay[(k, c, 1)][0]}.{lay[(k, c, 1)][1]}")
                      for k in range(4)]
+            re, im = lincomb(hop.proj[j], names)
             if v.info.has_norm:
-                names = [(f"wd_s2f({re})", f"wd_s2f({im})") for re, im in names]
-            per_c.append(lincomb(hop.proj[j], names))
+                # 16-bit fixed point: the projection's integer combination
+                # of the raw values (C promotes them to int; exact), then
+                # one conversion per component instead of one per term
+                re, im = f"wd_i2f({re})", f"wd_i2f({im})"
+            per_c.append((re, im))
         proj.append(per_c)
     acc = []
     for i in range(4):

@@ -11,7 +11,8 @@
  *   wd_dslash_args       everything one parity application of a variant reads
  *   wd_site_neighbours   coordinates and neighbour indices of an output site
  *   wd_round_short       round to nearest for the 16-bit fixed-point store
- *   wd_s2f               16-bit fixed-point value to float
+ *   wd_s2f, wd_i2f       16-bit fixed-point value (or an integer below 2^22 in
+ *                        magnitude, a sum of them) to float, exactly
  *   wd_rcp[f]            reciprocal (recon 8)
  *   wd_sincospi[f]       sin and cos of pi x (recon 8 stores phases divided by
  *                        WD_R8_PHASE_SCALE = pi, wd_physics.h: no argument
@@ -177,7 +178,8 @@ WD_INLINE float wd_rcpf(float x) { return __frcp_rn(x); }
 /* 16-bit fixed point <-> float without the quarter-rate I2F/F2I units:
  * 0x4B400000 is 1.5 * 2^23, so for |i| < 2^22 its bit pattern plus i is the
  * float 1.5 * 2^23 + i exactly (and the reverse after a rounding add). */
-WD_INLINE float wd_s2f(short v) { return __int_as_float(0x4B400000 + (int)v) - 12582912.0f; }
+WD_INLINE float wd_i2f(int v) { return __int_as_float(0x4B400000 + v) - 12582912.0f; }
+WD_INLINE float wd_s2f(short v) { return wd_i2f(v); }
 WD_INLINE short wd_round_short(float v)
 {
     return (short)(__float_as_int(v + 12582912.0f) - 0x4B400000);
@@ -195,6 +197,7 @@ WD_INLINE void wd_sincospif(float x, float *s, float *c)
 }
 WD_INLINE double wd_rcp(double x) { return 1.0 / x; }
 WD_INLINE float wd_rcpf(float x) { return 1.0f / x; }
+WD_INLINE float wd_i2f(int v) { return (float)v; }
 WD_INLINE float wd_s2f(short v) { return (float)v; }
 WD_INLINE short wd_round_short(float v) { return (short)lrintf(v); }
 #endif
