@@ -39,7 +39,11 @@
  * new residual again and beta taken with the true |r|^2 (the gradient-
  * vector care Clark et al. cite; QUDA does the same), so that p does not
  * carry the component along r that the replaced residual no longer
- * justifies.  The CG check compares the Schur residual
+ * justifies.  The projection takes the whole complex <r, p>: the fields
+ * are complex, and removing only its real part left i Im<r, p> / |r|^2 r
+ * in p, a component that grows with the gap between the iterated and the
+ * true residual, so with the sloppy precision's error (half precision
+ * CG lost up to a fifth of its iterations to it: docs/solvers.md).  The CG check compares the Schur residual
  * ||b - Mhat x||, not the normal-equation residual the iteration sees: the
  * iterated target is re-estimated at every check (cg_target).
  * BiCGstab: after a reliable update rho = <r0, r> is recomputed for the new
@@ -607,10 +611,10 @@ static void cg_c(lane *L, int n)
             Li->fresh = 1;
             continue;
         }
-        /* reliable update: p orthogonal to the new r, then the usual step
-         * with beta = |r_true|^2 / |r_old|^2 */
-        const double rp = wd_blas_cdot(be, ks->rs, ks->p).re / rn2;
-        wd_blas_axpy(be, -rp, ks->rs, ks->p);
+        /* reliable update: p orthogonal to the new r in the complex inner
+         * product, then the usual step with beta = |r_true|^2 / |r_old|^2 */
+        const wd_complex rp = wd_blas_cdot(be, ks->rs, ks->p);
+        wd_blas_caxpy(be, (wd_complex){-rp.re / rn2, -rp.im / rn2}, ks->rs, ks->p);
         wd_blas_xpay(be, ks->rs, rn2 / r2_prev, ks->p);
     }
     wd_lanes d = lanes_where(n, want);
