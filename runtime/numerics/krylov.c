@@ -14,7 +14,8 @@
  * the solution correction into the partial accumulator xs (sloppy or outer
  * precision: wd_accumulator).  A "check" is Algorithm 2's update, done in the outer precision:
  * x += xs, r = b - A x, rs = r, xs = 0.  Checks happen
- *   - always when the iterated residual reaches the target;
+ *   - always when the iterated residual reaches the target (CG: when its
+ *     estimate of the Schur residual does, see below);
  *   - reliable updates: when it falls below delta times its maximum since
  *     the last check (Clark et al. Algorithm 2) and below its value right
  *     after that check, so that a BiCGstab spike's recovery does not
@@ -39,9 +40,23 @@
  * new residual again and beta taken with the true |r|^2 (the gradient-
  * vector care Clark et al. cite; QUDA does the same), so that p does not
  * carry the component along r that the replaced residual no longer
- * justifies.  The CG check compares the Schur residual
- * ||b - Mhat x||, not the normal-equation residual the iteration sees: the
- * iterated target is re-estimated at every check (cg_target).
+ * justifies.  The projection takes the whole complex <r, p>: the fields
+ * are complex, and removing only its real part left i Im<r, p> / |r|^2 r
+ * in p, a component that grows with the gap between the iterated and the
+ * true residual, so with the sloppy precision's error (half precision
+ * CG lost up to a fifth of its iterations to it: docs/solvers.md).
+ * Convergence is judged on the Schur residual ||b - Mhat x||, not on the
+ * normal-equation residual the iteration sees, which is not monotone
+ * (near convergence it rises and falls by factors while the Schur residual
+ * falls steadily).  CG on A = Mhat^dag Mhat minimises the A-norm of the
+ * error, which is the Schur residual, and each step lowers its square by
+ * exactly alpha |r|^2 (Hestenes and Stiefel; Strakos and Tichy show the
+ * identity holds for the computed quantities in finite precision).  So
+ * est2 starts from the true |b - Mhat x|^2 at each check and loses
+ * alpha |r|^2 an iteration, two scalars the iteration has anyway; the
+ * convergence check comes when est2 reaches target^2.  An estimate that
+ * was optimistic costs one check, after which it starts again from the
+ * true value.
  * BiCGstab: after a reliable update rho = <r0, r> is recomputed for the new
  * r; p, v, r0 carry on.
  */
@@ -65,9 +80,7 @@
 typedef struct state {
     double best;        /* true residual ||b - Mhat x|| of x */
     double best_it;     /* smallest true residual of the iterated system (CG: normal eqs.) */
-    double target_iter; /* iterated residual at which to check for convergence */
-    double ne_prev;     /* CG: true normal-equation and Schur residuals at the */
-    double rs_prev;     /* previous accepted check (for target_iter) */
+    double est2;        /* CG: ||b - Mhat x||^2 estimated (file comment) */
     double rstart;      /* iterated residual right after the last check */
     double rmax;        /* its maximum since */
     double rmin;        /* its minimum since */
@@ -188,27 +201,13 @@ static int classify(const wd_krylov *ks, state *s, double rn)
     } else if (++s->since_min >= STALL_ITERS) {
         return DO_CHECK;
     }
-    if (rn <= s->target_iter)
+    if (ks->solver == WD_SOLVER_CG ? s->est2 <= ks->target * ks->target : rn <= ks->target)
         return DO_CHECK;
     if (ks->mixed == WD_MIXED_RELIABLE && rn < ks->delta * s->rmax && rn < s->rstart)
         return DO_CHECK;
     if (ks->mixed == WD_MIXED_DEFECT && rn < ks->tol_inner * s->rstart)
         return DO_CHECK;
     return GO_ON;
-}
-
-/* CG: the normal-equation residual at which the Schur residual should
- * reach the target.  Locally ne ~ rs^gamma, gamma measured between the last
- * two accepted checks (1 at first; near convergence the normal-equation
- * residual falls faster than the Schur one, gamma > 1). */
-static void cg_target(wd_krylov *ks, state *s)
-{
-    double gamma = 1;
-    if (s->ne_prev > 0 && s->rstart < s->ne_prev && s->best < s->rs_prev)
-        gamma = fmin(4, fmax(1, log(s->rstart / s->ne_prev) / log(s->best / s->rs_prev)));
-    s->target_iter = s->best > 0 ? s->rstart * pow(ks->target / s->best, gamma) : 0;
-    s->ne_prev = s->rstart;
-    s->rs_prev = s->best;
 }
 
 /* After a check: converged, stopped (*status says why), or go on. */
@@ -222,8 +221,7 @@ static int after_check(wd_krylov *ks, state *s, int result, double rn2, wd_statu
     }
     s->rstart = s->rmax = s->rmin = sqrt(rn2);
     s->since_min = 0;
-    if (ks->solver == WD_SOLVER_CG && result == CHECK_ACCEPT)
-        cg_target(ks, s);
+    s->est2 = s->best * s->best;
     if (s->best <= ks->target) {
         *status = WD_OK;
         return NEXT_DONE;
@@ -569,6 +567,7 @@ static void cg_c(lane *L, int n)
         wd_krylov *ks = L[i].ks;
         state *s = &L[i].s;
         r2_new[i] = res[3 * j];
+        s->est2 -= alpha[i] * L[i].r2;
         ks->k++;
         s->since++;
         s->since_check++;
@@ -617,10 +616,10 @@ static void cg_c(lane *L, int n)
             Li->fresh = 1;
             continue;
         }
-        /* reliable update: p orthogonal to the new r, then the usual step
-         * with beta = |r_true|^2 / |r_old|^2 */
-        const double rp = wd_blas_cdot(be, ks->rs, ks->p).re / rn2;
-        wd_blas_axpy(be, -rp, ks->rs, ks->p);
+        /* reliable update: p orthogonal to the new r in the complex inner
+         * product, then the usual step with beta = |r_true|^2 / |r_old|^2 */
+        const wd_complex rp = wd_blas_cdot(be, ks->rs, ks->p);
+        wd_blas_caxpy(be, (wd_complex){-rp.re / rn2, -rp.im / rn2}, ks->rs, ks->p);
         wd_blas_xpay(be, ks->rs, rn2 / r2_prev, ks->p);
     }
     wd_lanes d = lanes_where(n, want);
@@ -724,9 +723,7 @@ static wd_status lane_start(lane *L)
         return WD_OK;
     }
     s->rstart = s->rmax = s->rmin = s->rn = sqrt(r2);
-    s->target_iter = ks->target;
-    if (ks->solver == WD_SOLVER_CG)
-        cg_target(ks, s);
+    s->est2 = rs * rs;
     wd_blas_copy(ks->be, ks->rs, ks->r);
     wd_blas_zero(ks->be, ks->xs);
     return WD_OK;
