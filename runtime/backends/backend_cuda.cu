@@ -778,22 +778,28 @@ static void run_lanes(wd_backend *be, const wd_lanes *l, const wd_field *x, cons
         wd_backend_allsum(be, res, 3 * l->n);
 }
 
+/* WD_LANE_ACCUMULATE (xpay 0: y may be NULL) or WD_LANE_ACCUMULATE_XPAY
+ * (xpay 1): x and y of one precision, z of any */
 static void accumulate_lanes(wd_backend *be, const wd_lanes *l, const wd_field *x,
-                             const wd_field *y, wd_field *z)
+                             const wd_field *y, wd_field *z, int xpay)
 {
     if (be->error != WD_OK)
         return;
-    if (y && y->precision != x->precision) {
+    if ((y && y->precision != x->precision) || (xpay && !y)) {
         be->error = wd_fail(WD_ERR_INTERNAL, "CUDA backend: accumulate with x and y of different "
-                            "precisions (%d, %d bytes)", x->precision, y->precision);
+                            "precisions (%d, %d bytes) or no y to xpay", x->precision,
+                            y ? y->precision : 0);
         return;
     }
     const int n = z->volume_cb;
     const dim3 grid(grid_for(n), l->n);
     cudaStream_t st = (cudaStream_t)wd_cuda_stream();
     const wd_field fy = y ? *y : *x;
-#define ACC(PZ, PX) \
-    accumulate_lanes_kernel<PZ, PX><<<grid, BLAS_BLOCK, 0, st>>>(*l, *x, fy, y != NULL, *z, n)
+#define ACC(PZ, PX)                                                                             \
+    if (xpay)                                                                                   \
+        accumulate_xpay_lanes_kernel<PZ, PX><<<grid, BLAS_BLOCK, 0, st>>>(*l, *x, fy, *z, n);   \
+    else                                                                                        \
+        accumulate_lanes_kernel<PZ, PX><<<grid, BLAS_BLOCK, 0, st>>>(*l, *x, fy, y != NULL, *z, n)
     switch (z->precision * 10 + x->precision) {
     case 88: ACC(8, 8); break;
     case 84: ACC(8, 4); break;
@@ -806,38 +812,7 @@ static void accumulate_lanes(wd_backend *be, const wd_lanes *l, const wd_field *
     default: ACC(2, 2); break;
     }
 #undef ACC
-    failed(be, cudaGetLastError(), "accumulate (lanes)");
-}
-
-/* WD_LANE_ACCUMULATE_XPAY: x and y of one precision, z of another */
-static void accumulate_xpay_lanes(wd_backend *be, const wd_lanes *l, const wd_field *x,
-                                  const wd_field *y, wd_field *z)
-{
-    if (be->error != WD_OK)
-        return;
-    if (y->precision != x->precision) {
-        be->error = wd_fail(WD_ERR_INTERNAL, "CUDA backend: accumulate_xpay with x and y of "
-                            "different precisions (%d, %d bytes)", x->precision, y->precision);
-        return;
-    }
-    const int n = z->volume_cb;
-    const dim3 grid(grid_for(n), l->n);
-    cudaStream_t st = (cudaStream_t)wd_cuda_stream();
-#define ACCX(PZ, P) \
-    accumulate_xpay_lanes_kernel<PZ, P><<<grid, BLAS_BLOCK, 0, st>>>(*l, *x, *y, *z, n)
-    switch (z->precision * 10 + x->precision) {
-    case 88: ACCX(8, 8); break;
-    case 84: ACCX(8, 4); break;
-    case 82: ACCX(8, 2); break;
-    case 44: ACCX(4, 4); break;
-    case 42: ACCX(4, 2); break;
-    case 48: ACCX(4, 8); break;
-    case 28: ACCX(2, 8); break;
-    case 24: ACCX(2, 4); break;
-    default: ACCX(2, 2); break;
-    }
-#undef ACCX
-    failed(be, cudaGetLastError(), "accumulate_xpay (lanes)");
+    failed(be, cudaGetLastError(), xpay ? "accumulate_xpay (lanes)" : "accumulate (lanes)");
 }
 
 /* WD_LANE_BICGSTAB_UPDATE: five fields of one precision; the reductions
@@ -912,8 +887,8 @@ void wd_cuda_be_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, con
     case WD_LANE_CAXPY: run_lanes<OpCaxpy>(be, l, x, y, x, NULL, "caxpy (lanes)"); return;
     case WD_LANE_CAXPBYPZ: run_lanes<OpCaxpbypz>(be, l, x, y, z, NULL, "caxpbypz (lanes)"); return;
     case WD_LANE_CXPAYPBZ: run_lanes<OpCxpaypbz>(be, l, x, y, z, NULL, "cxpaypbz (lanes)"); return;
-    case WD_LANE_ACCUMULATE: accumulate_lanes(be, l, x, y, (wd_field *)z); return;
-    case WD_LANE_ACCUMULATE_XPAY: accumulate_xpay_lanes(be, l, x, y, (wd_field *)z); return;
+    case WD_LANE_ACCUMULATE: accumulate_lanes(be, l, x, y, (wd_field *)z, 0); return;
+    case WD_LANE_ACCUMULATE_XPAY: accumulate_lanes(be, l, x, y, (wd_field *)z, 1); return;
     case WD_LANE_BICGSTAB_UPDATE: bicgstab_update_lanes(be, l, x, y, z, w, u, res); return;
     case WD_LANE_AXPY_NORM2:
         run_lanes<OpAxpy>(be, l, x, y, NULL, res, "axpy_norm2 (lanes)");
@@ -1138,7 +1113,7 @@ void wd_cuda_be_accumulate(wd_backend *be, wd_complex a, const wd_field *x, wd_c
                            const wd_field *y, wd_field *z)
 {
     const wd_lanes l = one_lane(a, b);
-    accumulate_lanes(be, &l, x, y, z);
+    accumulate_lanes(be, &l, x, y, z, 0);
 }
 
 void wd_cuda_be_zero(wd_backend *be, wd_field *y)
