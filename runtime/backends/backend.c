@@ -517,10 +517,13 @@ void wd_blas_lanes5(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_f
 {
     if (l->n <= 0)
         return;
-    if (l->n > WD_LANES_MAX || op < 0 || op >= WD_LANE_OPS) {
+    if (l->n > WD_LANES_MAX || op < 0 || op >= WD_LANE_OPS ||
+        (op == WD_LANE_BICGSTAB_UPDATE && !(x && y && z && w && u)) ||
+        (op == WD_LANE_ACCUMULATE_XPAY && !(x && y && z))) {
         if (be->error == WD_OK)
             be->error = wd_fail(WD_ERR_INTERNAL, "wd_blas_lanes: operation %d on %d lanes "
-                                "(at most %d)", (int)op, l->n, WD_LANES_MAX);
+                                "(at most %d) or without its operands", (int)op, l->n,
+                                WD_LANES_MAX);
         return;
     }
     be->flops += lane_flops(op, y) * wd_site_reals_(be) * l->n;

@@ -147,7 +147,8 @@ typedef enum wd_lane_op {
     WD_LANE_CDOT_NORM2,       /* cdot_norm2(x, y, res) */
     WD_LANE_CAXPY_NORM2_CDOT, /* caxpy_norm2_cdot(a, x, y, z, res) */
     /* fused steps (wd_blas_lanes5): two operations of the table in one
-     * pass, each exactly as the table entry (the same bits) */
+     * pass, each the table entry's arithmetic (the same bits, but for the
+     * BiCGstab step in half precision on the GPU: tests/test_blas.c) */
     WD_LANE_BICGSTAB_UPDATE,  /* caxpbypz(a, x, b, y, z), then caxpy_norm2_cdot(-b, w, y, u,
                                * res): BiCGstab's x += alpha p + omega s, r = s - omega t */
     WD_LANE_ACCUMULATE_XPAY,  /* accumulate(a, x, 0, NULL, z), then xpay(y, b.re, x): CG's
