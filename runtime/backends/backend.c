@@ -469,8 +469,11 @@ static double lane_flops(wd_lane_op op, const wd_field *y)
     case WD_LANE_CDOT_NORM2: return 6;
     case WD_LANE_ACCUMULATE: return y ? 8 : 4;
     case WD_LANE_CAXPY_NORM2_CDOT: return 10;
-    case WD_LANE_BICGSTAB_UPDATE: return 18;
-    case WD_LANE_ACCUMULATE_XPAY: return 6;
+    /* the fused steps: their two operations' counts */
+    case WD_LANE_BICGSTAB_UPDATE:
+        return lane_flops(WD_LANE_CAXPBYPZ, y) + lane_flops(WD_LANE_CAXPY_NORM2_CDOT, y);
+    case WD_LANE_ACCUMULATE_XPAY:
+        return lane_flops(WD_LANE_ACCUMULATE, NULL) + lane_flops(WD_LANE_XPAY, y);
     default: return 8;  /* caxpbypz, cxpaypbz */
     }
 }
