@@ -311,7 +311,8 @@ wd_status wd_solver_solve(wd_solver *solver, double *x, const double *b,
  * site, x zero.  The float64 true residual is measured on the device for a
  * double outer level without clover; otherwise, and when a refinement round
  * is due, x and b are read back to the host for wd_solver_solve's check and
- * x is written back.  A gauge-fixed solver refuses device arrays.
+ * x is written back.  A gauge-fixed solver changes the gauge of b and x
+ * on the device.
  */
 wd_status wd_solver_solve_device(wd_solver *solver, double *x, const double *b,
                                  const wd_solver_settings *s, wd_solver_stats *stats);

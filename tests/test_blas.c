@@ -32,6 +32,9 @@
  * from and to device memory) hold the bits of the per-parity upload and
  * download (exact: the same arithmetic in the same order), poisoned with
  * 1e30 first; the device scan's norm (1e-13) and first non-finite entry.
+ * On the GPU also through a gauge transformation (wd_spinor_gauge): the
+ * bits of the host's wd_spinor_transform before the upload and after the
+ * download; the CPU backend refuses one with a clear message.
  * Reproducibility: each reduction twice, then with 1 and with 2 OpenMP
  * threads, on lattices of several reduction blocks: identical bits required.
  * Lanes (wd_blas_lanes, the lock-step solvers' BLAS): every operation on 4
@@ -454,7 +457,7 @@ static void test_pair(const int dims[4], wd_rng *r)
             /* poisoned first: a site the pair transfer missed keeps 1e30 */
             if ((st = be.ops->upload(&be, &e1, (const double *)poison, 0)) != WD_OK ||
                 (st = be.ops->upload(&be, &o1, (const double *)poison, 1)) != WD_OK ||
-                (st = wd_upload_pair(&be, &e1, &o1, src, from_device)) != WD_OK)
+                (st = wd_upload_pair(&be, &e1, &o1, src, from_device, NULL)) != WD_OK)
                 die("upload_pair", st);
             memcpy(g1, poison, bytes);
             if ((st = be.ops->download(&be, (double *)g1, &e1, 0)) != WD_OK ||
@@ -472,7 +475,7 @@ static void test_pair(const int dims[4], wd_rng *r)
             if (from_device && (st = wd_cuda_h2d(dev, poison, bytes)) != WD_OK)
                 die("h2d", st);
             if ((st = wd_download_pair(&be, from_device ? dev : (double *)g3, &e2, &o2,
-                                       from_device)) != WD_OK ||
+                                       from_device, NULL)) != WD_OK ||
                 (from_device && (st = wd_cuda_d2h(g3, dev, bytes)) != WD_OK))
                 die("download_pair", st);
             snprintf(what, sizeof what, "download_pair %s %s: bits of download", pname(precs[i]),
@@ -506,13 +509,114 @@ static void test_pair(const int dims[4], wd_rng *r)
         wd_field e, o;
         if ((st = wd_field_create(&be, &e, 8)) != WD_OK || (st = wd_field_create(&be, &o, 8)) != WD_OK)
             die("field", st);
-        st = wd_upload_pair(&be, &e, &o, (const double *)h, 1);
+        st = wd_upload_pair(&be, &e, &o, (const double *)h, 1, NULL);
         check("upload_pair of device memory on the CPU backend refused",
               st == WD_ERR_INVALID && strstr(wd_last_error(), "device") ? 0 : 1, 0);
+        /* nor does it hold a gauge transformation: the solver transforms */
+        wd_spinor_gauge tf = {1, h};
+        st = wd_spinor_gauge_create(&be, &tf, (const double *)h);
+        check("spinor gauge on the CPU backend refused",
+              st == WD_ERR_INVALID && strstr(wd_last_error(), "gauge transformation") && !tf.data
+                  ? 0 : 1, 0);
+        tf = (wd_spinor_gauge){1, h};
+        st = wd_upload_pair(&be, &e, &o, (const double *)h, 0, &tf);
+        check("upload_pair with a gauge transformation on the CPU backend refused",
+              st == WD_ERR_INVALID && strstr(wd_last_error(), "gauge transformation") ? 0 : 1, 0);
         wd_field_destroy(&be, &e), wd_field_destroy(&be, &o);
     }
     wd_backend_close(&be);
     free(h), free(poison), free(g1), free(g2), free(g3);
+}
+
+/* the pair transfers through a gauge transformation (GPU: wd_spinor_gauge):
+ * upload_pair of psi holds the bits of the per-parity upload of the host's
+ * g psi (wd_spinor_transform), download_pair the host's g^dag of the
+ * per-parity download; from host and device arrays */
+static void test_pair_gauge(const int dims[4], wd_rng *r)
+{
+    static const int precs[3] = {8, 4, 2};
+    wd_backend be;
+    wd_status st = wd_backend_open(&be, backend, dims, 3);
+    if (st != WD_OK)
+        die("backend", st);
+    const size_t vol = wd_volume(dims), n = vol * 12, bytes = n * sizeof(double complex);
+    double complex *h = xalloc(bytes), *hg = xalloc(bytes), *want = xalloc(bytes);
+    double complex *got = xalloc(bytes), *g = xalloc(vol * 9 * sizeof *g);
+    double *dev = NULL;
+    if ((st = wd_cuda_malloc((void **)&dev, bytes, "test")) != WD_OK)
+        die("device array", st);
+    wd_gauge_transform_random(g, dims, r);
+    wd_spinor_gauge tf;
+    if ((st = wd_spinor_gauge_create(&be, &tf, (const double *)g)) != WD_OK)
+        die("spinor gauge", st);
+    for (int i = 0; i < 3; i++) {
+        wd_field e1, o1, e2, o2;
+        if ((st = wd_field_create(&be, &e1, precs[i])) != WD_OK ||
+            (st = wd_field_create(&be, &o1, precs[i])) != WD_OK ||
+            (st = wd_field_create(&be, &e2, precs[i])) != WD_OK ||
+            (st = wd_field_create(&be, &o2, precs[i])) != WD_OK)
+            die("field", st);
+        wd_spinor_random(h, dims, r);
+        memcpy(hg, h, bytes);
+        wd_spinor_transform(hg, g, dims, 0);
+        /* the reference: g psi uploaded per parity; and g^dag of its download */
+        if ((st = be.ops->upload(&be, &e2, (const double *)hg, 0)) != WD_OK ||
+            (st = be.ops->upload(&be, &o2, (const double *)hg, 1)) != WD_OK ||
+            (st = be.ops->download(&be, (double *)want, &e2, 0)) != WD_OK ||
+            (st = be.ops->download(&be, (double *)want, &o2, 1)) != WD_OK)
+            die("upload", st);
+        for (int from_device = 0; from_device < 2; from_device++) {
+            const char *where = from_device ? "device array" : "host array";
+            char what[128];
+            /* poisoned first: a site the pair transfer missed keeps 1e30 */
+            for (size_t k = 0; k < n; k++)
+                got[k] = CMPLX(1e30, -1e30);
+            if ((st = be.ops->upload(&be, &e1, (const double *)got, 0)) != WD_OK ||
+                (st = be.ops->upload(&be, &o1, (const double *)got, 1)) != WD_OK)
+                die("poison", st);
+            if (from_device && (st = wd_cuda_h2d(dev, h, bytes)) != WD_OK)
+                die("h2d", st);
+            if ((st = wd_upload_pair(&be, &e1, &o1, from_device ? dev : (const double *)h,
+                                     from_device, &tf)) != WD_OK ||
+                (st = be.ops->download(&be, (double *)got, &e1, 0)) != WD_OK ||
+                (st = be.ops->download(&be, (double *)got, &o1, 1)) != WD_OK)
+                die("upload_pair", st);
+            snprintf(what, sizeof what, "upload_pair %s %s, gauge-transformed: bits of the host's",
+                     pname(precs[i]), where);
+            check(what, memcmp(got, want, bytes) ? 1 : 0, 0);
+            /* back: g^dag of the field's values */
+            memcpy(hg, want, bytes);
+            wd_spinor_transform(hg, g, dims, 1);
+            for (size_t k = 0; k < n; k++)
+                got[k] = CMPLX(1e30, -1e30);
+            if (from_device && (st = wd_cuda_h2d(dev, got, bytes)) != WD_OK)
+                die("h2d", st);
+            if ((st = wd_download_pair(&be, from_device ? dev : (double *)got, &e2, &o2,
+                                       from_device, &tf)) != WD_OK ||
+                (from_device && (st = wd_cuda_d2h(got, dev, bytes)) != WD_OK))
+                die("download_pair", st);
+            snprintf(what, sizeof what, "download_pair %s %s, gauge-transformed: bits of the host's",
+                     pname(precs[i]), where);
+            check(what, memcmp(got, hg, bytes) ? 1 : 0, 0);
+            /* and it is psi again, to the precision's tolerance */
+            double d = 0;
+            for (size_t k = 0; k < n; k++)
+                d += creal((got[k] - h[k]) * conj(got[k] - h[k]));
+            snprintf(what, sizeof what, "download_pair %s %s, gauge-transformed: the source",
+                     pname(precs[i]), where);
+            check(what, sqrt(d / norm2(h, n)), field_tol(precs[i]));
+        }
+        wd_field_destroy(&be, &e1), wd_field_destroy(&be, &o1);
+        wd_field_destroy(&be, &e2), wd_field_destroy(&be, &o2);
+    }
+    const size_t held = be.bytes_allocated;
+    check("spinor gauge counted", tf.bytes == vol * 9 * sizeof(double complex) ? 0 : 1, 0);
+    wd_spinor_gauge_destroy(&be, &tf);
+    check("spinor gauge freed", !tf.data && be.bytes_allocated == held - vol * 9 * sizeof *g
+          ? 0 : 1, 0);
+    wd_cuda_free(dev);
+    wd_backend_close(&be);
+    free(h), free(hg), free(want), free(got), free(g);
 }
 
 /*
@@ -737,6 +841,8 @@ int main(int argc, char **argv)
     test_accumulate(lattices[0], &r);
     test_pair(lattices[0], &r);
     test_pair(lattices[1], &r);
+    if (backend == WD_BACKEND_CUDA)
+        test_pair_gauge(lattices[0], &r);
     test_lanes(lattices[0], &r);
 
     printf("%d of %d failed\n", checks_failed, checks_run);

@@ -15,6 +15,7 @@
  *   wd_clover_create, wd_clover_destroy  the same for a clover field
  *   wd_field_create_multi, wd_field_view N right-hand sides in one block, views
  *   wd_upload_pair, wd_download_pair     both parities of a host-layout spinor
+ *   wd_spinor_gauge_create / _destroy    a gauge transformation for them
  *   wd_dslash_group                      N right-hand sides through the
  *                                        multi-RHS kernels of an operator
  *   wd_blas_lanes, wd_blas_lanes5        a BLAS operation on many lanes, in one
@@ -230,26 +231,65 @@ static wd_status no_device_arrays(const wd_backend *be)
                    be->ops->name);
 }
 
+static wd_status no_spinor_gauge(const wd_backend *be)
+{
+    return wd_fail(WD_ERR_INVALID, "the %s backend applies no gauge transformation to the "
+                   "fields it transfers", be->ops->name);
+}
+
 wd_status wd_upload_pair(wd_backend *be, wd_field *even, wd_field *odd, const double *src,
-                         int on_device)
+                         int on_device, const wd_spinor_gauge *tf)
 {
     if (be->ops->upload_pair)
-        return be->ops->upload_pair(be, even, odd, src, on_device);
+        return be->ops->upload_pair(be, even, odd, src, on_device, tf);
     if (on_device)
         return no_device_arrays(be);
+    if (tf)
+        return no_spinor_gauge(be);
     wd_status st = be->ops->upload(be, even, src, 0);
     return st == WD_OK ? be->ops->upload(be, odd, src, 1) : st;
 }
 
 wd_status wd_download_pair(wd_backend *be, double *dst, const wd_field *even, const wd_field *odd,
-                           int on_device)
+                           int on_device, const wd_spinor_gauge *tf)
 {
     if (be->ops->download_pair)
-        return be->ops->download_pair(be, dst, even, odd, on_device);
+        return be->ops->download_pair(be, dst, even, odd, on_device, tf);
     if (on_device)
         return no_device_arrays(be);
+    if (tf)
+        return no_spinor_gauge(be);
     wd_status st = be->ops->download(be, dst, even, 0);
     return st == WD_OK ? be->ops->download(be, dst, odd, 1) : st;
+}
+
+int wd_spinor_gauge_supported(const wd_backend *be)
+{
+    return be->ops->spinor_gauge_upload != NULL;
+}
+
+wd_status wd_spinor_gauge_create(wd_backend *be, wd_spinor_gauge *tf, const double *g)
+{
+    memset(tf, 0, sizeof *tf);
+    if (!wd_spinor_gauge_supported(be))
+        return no_spinor_gauge(be);
+    tf->bytes = wd_volume(be->dims) * 9 * 2 * sizeof(double);
+    const wd_status st = be->ops->spinor_gauge_upload(be, tf, g);
+    if (st != WD_OK) {
+        memset(tf, 0, sizeof *tf);
+        return st;
+    }
+    account(be, tf->bytes);
+    return WD_OK;
+}
+
+void wd_spinor_gauge_destroy(wd_backend *be, wd_spinor_gauge *tf)
+{
+    if (!tf->data)
+        return;
+    be->bytes_allocated -= tf->bytes;
+    be->ops->spinor_gauge_free(be, tf);
+    memset(tf, 0, sizeof *tf);
 }
 
 /* The backward ghost links of every partitioned mu: each rank sends the

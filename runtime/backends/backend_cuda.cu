@@ -613,9 +613,42 @@ template <> __device__ __forceinline__ void store_packed<2>(const wd_field &f, i
     f.norm[cb] = __double2float_rn(m);
 }
 
+/* h (a site's 12 colour vectors' components, spin-major) <- g h, or g^dag h
+ * with dagger: gauge_tools.c's wd_spinor_transform, product for product
+ * (v = 0, v += m_ik h_k in k order, each complex product ac - bd, ad + bc
+ * rounded alone), so the bits are the host transformation's */
+__device__ __forceinline__ void gauge_site(const double2 *g, long i, bool dagger, double2 *h)
+{
+    double2 m[9];
+#pragma unroll
+    for (int k = 0; k < 9; ++k)
+        m[k] = g[9 * i + k];
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+        double2 v[3];
+#pragma unroll
+        for (int a = 0; a < 3; ++a) {
+            double vr = 0, vi = 0;
+#pragma unroll
+            for (int k = 0; k < 3; ++k) {
+                const double2 e = dagger ? make_double2(m[3 * k + a].x, -m[3 * k + a].y)
+                                         : m[3 * a + k];
+                cmul_acc(e.x, e.y, h[3 * s + k], vr, vi);
+            }
+            v[a] = make_double2(vr, vi);
+        }
+#pragma unroll
+        for (int a = 0; a < 3; ++a)
+            h[3 * s + a] = v[a];
+    }
+}
+
+/* gauge: NULL, or the transformation of wd_spinor_gauge (site order),
+ * applied before the basis change as the host applies it before packing */
 template <int P>
 __global__ void __launch_bounds__(BLAS_BLOCK) from_host_layout(const double2 *raw, wd_field even,
-                                                               wd_field odd, int4 d, long n)
+                                                               wd_field odd, int4 d, long n,
+                                                               const double2 *gauge)
 {
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
          i += (long)gridDim.x * blockDim.x) {
@@ -623,6 +656,8 @@ __global__ void __launch_bounds__(BLAS_BLOCK) from_host_layout(const double2 *ra
 #pragma unroll
         for (int k = 0; k < 12; ++k)
             h[k] = raw[12 * i + k];
+        if (gauge)
+            gauge_site(gauge, i, false, h);
         double re[NR];
 #pragma unroll
         for (int s = 0; s < 4; ++s)
@@ -639,14 +674,18 @@ __global__ void __launch_bounds__(BLAS_BLOCK) from_host_layout(const double2 *ra
     }
 }
 
+/* gauge: NULL, or g^dag applied after the basis change, as the host applies
+ * it to the unpacked solution */
 template <int P>
 __global__ void __launch_bounds__(BLAS_BLOCK) to_host_layout(double2 *raw, wd_field even,
-                                                             wd_field odd, int4 d, long n)
+                                                             wd_field odd, int4 d, long n,
+                                                             const double2 *gauge)
 {
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
          i += (long)gridDim.x * blockDim.x) {
         double v[NR];
         load_double<P>(site_parity(i, d) ? odd : even, (int)(i >> 1), v);
+        double2 h[12];
 #pragma unroll
         for (int s = 0; s < 4; ++s)
 #pragma unroll
@@ -656,8 +695,13 @@ __global__ void __launch_bounds__(BLAS_BLOCK) to_host_layout(double2 *raw, wd_fi
                 for (int k = 0; k < 4; ++k)
                     cmul_acc(c_basis_inv[s][k][0], c_basis_inv[s][k][1],
                              make_double2(v[2 * (3 * k + c)], v[2 * (3 * k + c) + 1]), ar, ai);
-                raw[12 * i + 3 * s + c] = make_double2(ar, ai);
+                h[3 * s + c] = make_double2(ar, ai);
             }
+        if (gauge)
+            gauge_site(gauge, i, true, h);
+#pragma unroll
+        for (int k = 0; k < 12; ++k)
+            raw[12 * i + k] = h[k];
     }
 }
 
@@ -1038,7 +1082,7 @@ static long local_volume(const wd_backend *be)
 }
 
 wd_status wd_cuda_be_from_host_layout(wd_backend *be, wd_field *even, wd_field *odd,
-                                      const double *raw)
+                                      const double *raw, const double *gauge)
 {
     if (even->precision != odd->precision)
         return wd_fail(WD_ERR_INVALID, "CUDA backend: the two parities of a source in different "
@@ -1046,18 +1090,18 @@ wd_status wd_cuda_be_from_host_layout(wd_backend *be, wd_field *even, wd_field *
     const long n = local_volume(be);
     const int grid = grid_for((int)std::min<long>(n, 1L << 30));
     cudaStream_t st = (cudaStream_t)wd_cuda_stream();
-    const double2 *r = (const double2 *)raw;
+    const double2 *r = (const double2 *)raw, *g = (const double2 *)gauge;
     switch (even->precision) {
-    case 8: from_host_layout<8><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n); break;
-    case 4: from_host_layout<4><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n); break;
-    default: from_host_layout<2><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n); break;
+    case 8: from_host_layout<8><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n, g); break;
+    case 4: from_host_layout<4><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n, g); break;
+    default: from_host_layout<2><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n, g); break;
     }
     failed(be, cudaGetLastError(), "from the host layout");
     return be->error;
 }
 
 wd_status wd_cuda_be_to_host_layout(wd_backend *be, double *raw, const wd_field *even,
-                                    const wd_field *odd)
+                                    const wd_field *odd, const double *gauge)
 {
     if (even->precision != odd->precision)
         return wd_fail(WD_ERR_INVALID, "CUDA backend: the two parities of a solution in "
@@ -1066,10 +1110,11 @@ wd_status wd_cuda_be_to_host_layout(wd_backend *be, double *raw, const wd_field 
     const int grid = grid_for((int)std::min<long>(n, 1L << 30));
     cudaStream_t st = (cudaStream_t)wd_cuda_stream();
     double2 *r = (double2 *)raw;
+    const double2 *g = (const double2 *)gauge;
     switch (even->precision) {
-    case 8: to_host_layout<8><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n); break;
-    case 4: to_host_layout<4><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n); break;
-    default: to_host_layout<2><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n); break;
+    case 8: to_host_layout<8><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n, g); break;
+    case 4: to_host_layout<4><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n, g); break;
+    default: to_host_layout<2><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n, g); break;
     }
     failed(be, cudaGetLastError(), "to the host layout");
     return be->error;

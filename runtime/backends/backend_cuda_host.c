@@ -7,7 +7,7 @@
  * block size; the BLAS are backend_cuda.cu's kernels.  The solvers' sources
  * and solutions take the faster route of upload_pair / download_pair: the
  * whole host-layout array in one staged transfer, converted on the GPU to
- * the same bytes.
+ * the same bytes (and gauge-transformed there for gauge-fixed solves).
  *
  * On a process grid (one GPU per rank, NCCL between them) fields carry the
  * ghost faces of wd_halo, the gauge field its backward ghost links, and
@@ -56,9 +56,9 @@ void wd_cuda_be_accumulate(wd_backend *be, wd_complex a, const wd_field *x, wd_c
 wd_status wd_cuda_be_staging(wd_backend *be, size_t bytes, void **buf);
 wd_status wd_cuda_be_raw(wd_backend *be, size_t bytes, double **raw);
 wd_status wd_cuda_be_from_host_layout(wd_backend *be, wd_field *even, wd_field *odd,
-                                      const double *raw);
+                                      const double *raw, const double *gauge);
 wd_status wd_cuda_be_to_host_layout(wd_backend *be, double *raw, const wd_field *even,
-                                    const wd_field *odd);
+                                    const wd_field *odd, const double *gauge);
 wd_status wd_cuda_be_scan_host_layout(wd_backend *be, const double *raw, long n, double *norm2,
                                       long *bad);
 wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
@@ -184,11 +184,16 @@ static size_t host_layout_bytes(const wd_backend *be)
     return wd_volume(be->dims) * 24 * sizeof(double);
 }
 
+static const double *tf_data(const wd_spinor_gauge *tf)
+{
+    return tf ? (const double *)tf->data : NULL;
+}
+
 static wd_status upload_pair(wd_backend *be, wd_field *even, wd_field *odd, const double *src,
-                             int on_device)
+                             int on_device, const wd_spinor_gauge *tf)
 {
     if (on_device)
-        return wd_cuda_be_from_host_layout(be, even, odd, src);
+        return wd_cuda_be_from_host_layout(be, even, odd, src, tf_data(tf));
     const size_t bytes = host_layout_bytes(be);
     double *raw;
     void *pinned;
@@ -197,14 +202,14 @@ static wd_status upload_pair(wd_backend *be, wd_field *even, wd_field *odd, cons
         st = wd_cuda_be_staging(be, 2 * STAGED_CHUNK, &pinned);
     if (st == WD_OK)
         st = wd_cuda_h2d_staged(raw, src, bytes, pinned, STAGED_CHUNK, copy_threaded);
-    return st == WD_OK ? wd_cuda_be_from_host_layout(be, even, odd, raw) : st;
+    return st == WD_OK ? wd_cuda_be_from_host_layout(be, even, odd, raw, tf_data(tf)) : st;
 }
 
 static wd_status download_pair(wd_backend *be, double *dst, const wd_field *even,
-                               const wd_field *odd, int on_device)
+                               const wd_field *odd, int on_device, const wd_spinor_gauge *tf)
 {
     if (on_device) {
-        wd_status st = wd_cuda_be_to_host_layout(be, dst, even, odd);
+        wd_status st = wd_cuda_be_to_host_layout(be, dst, even, odd, tf_data(tf));
         /* the caller's arrays live on other streams: done before return */
         return st == WD_OK ? wd_cuda_sync() : st;
     }
@@ -215,9 +220,32 @@ static wd_status download_pair(wd_backend *be, double *dst, const wd_field *even
     if (st == WD_OK)
         st = wd_cuda_be_staging(be, 2 * STAGED_CHUNK, &pinned);
     if (st == WD_OK)
-        st = wd_cuda_be_to_host_layout(be, raw, even, odd);
+        st = wd_cuda_be_to_host_layout(be, raw, even, odd, tf_data(tf));
     return st == WD_OK ? wd_cuda_d2h_staged(dst, raw, bytes, pinned, STAGED_CHUNK, copy_threaded)
                        : st;
+}
+
+/* the transformation as the host holds it: the conversion kernels read it
+ * site by site */
+static wd_status spinor_gauge_upload(wd_backend *be, wd_spinor_gauge *tf, const double *host)
+{
+    (void)be;
+    void *p = NULL;
+    wd_status st = wd_cuda_malloc(&p, tf->bytes, "the gauge transformation of sources");
+    if (st == WD_OK)
+        st = wd_cuda_h2d(p, host, tf->bytes);
+    if (st != WD_OK) {
+        wd_cuda_free(p);
+        return st;
+    }
+    tf->data = p;
+    return WD_OK;
+}
+
+static void spinor_gauge_free(wd_backend *be, wd_spinor_gauge *tf)
+{
+    (void)be;
+    wd_cuda_free(tf->data);
 }
 
 static wd_status scan_device(wd_backend *be, const double *src, size_t n, double *norm2, long *bad)
@@ -357,6 +385,8 @@ static const wd_backend_ops cuda_ops = {
     .download = download,
     .upload_pair = upload_pair,
     .download_pair = download_pair,
+    .spinor_gauge_upload = spinor_gauge_upload,
+    .spinor_gauge_free = spinor_gauge_free,
     .scan_device = scan_device,
     .gauge_upload = gauge_upload,
     .gauge_free = gauge_free,

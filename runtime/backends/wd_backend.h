@@ -30,7 +30,9 @@
  *   wd_clover_create / wd_clover_destroy a clover field (both parities) in a
  *                                        precision, from host clover blocks
  *   wd_upload_pair / wd_download_pair    a host-layout spinor to and from both
- *                                        parities' fields
+ *                                        parities' fields, optionally through
+ *                                        a gauge transformation
+ *   wd_spinor_gauge_create / _destroy    that transformation on the backend
  *   wd_dslash / wd_dslash_clover / wd_blas_*   inline wrappers that dispatch to the
  *                                        table and count flops (so no backend
  *                                        has to)
@@ -119,6 +121,18 @@ typedef struct wd_clover {
     float *norm[2];
 } wd_clover;
 
+/* A gauge transformation g(n) of this rank's block (3x3 complex double a
+ * site, site order, row-major) held by a backend for the host-layout
+ * transfers: wd_upload_pair takes in g(n) psi(n), wd_download_pair gives
+ * back g(n)^dag psi(n) (DESIGN.md's temporal gauge: sources into the gauge
+ * a solve runs in, solutions out of it), each product in the order and
+ * rounding of gauge_tools.c's wd_spinor_transform, so the bits equal the
+ * host transformation's. */
+typedef struct wd_spinor_gauge {
+    size_t bytes;
+    void *data;         /* backend memory */
+} wd_spinor_gauge;
+
 typedef struct wd_backend wd_backend;
 
 /*
@@ -189,12 +203,17 @@ typedef struct wd_backend_ops {
     /* Both parities of one spinor in the host layout (this rank's block,
      * DeGrand-Rossi, complex double) at src into even and odd (one
      * precision) in one transfer, or back; src / dst in device memory when
-     * on_device.  Optional (NULL): wd_upload_pair and wd_download_pair fall
-     * back to upload / download of each parity for host memory. */
+     * on_device; through the gauge transformation tf unless NULL.  Optional
+     * (NULL): wd_upload_pair and wd_download_pair fall back to upload /
+     * download of each parity for host memory, without tf. */
     wd_status (*upload_pair)(wd_backend *be, wd_field *even, wd_field *odd, const double *src,
-                             int on_device);
+                             int on_device, const wd_spinor_gauge *tf);
     wd_status (*download_pair)(wd_backend *be, double *dst, const wd_field *even,
-                               const wd_field *odd, int on_device);
+                               const wd_field *odd, int on_device, const wd_spinor_gauge *tf);
+    /* A gauge transformation for the pair transfers (tf's bytes filled in);
+     * optional (NULL: the caller transforms host fields itself). */
+    wd_status (*spinor_gauge_upload)(wd_backend *be, wd_spinor_gauge *tf, const double *host);
+    void (*spinor_gauge_free)(wd_backend *be, wd_spinor_gauge *tf);
     /* n doubles in device memory: this rank's squared norm and the index of
      * the first that is not finite (-1: none).  Optional. */
     wd_status (*scan_device)(wd_backend *be, const double *src, size_t n, double *norm2,
@@ -296,11 +315,17 @@ void wd_backend_close(wd_backend *be);
 
 /* The upload_pair / download_pair operations of the table, or for a backend
  * without them the two parities one at a time (host memory only: device
- * memory is WD_ERR_INVALID there). */
+ * memory is WD_ERR_INVALID there, and so is a transformation tf). */
 wd_status wd_upload_pair(wd_backend *be, wd_field *even, wd_field *odd, const double *src,
-                         int on_device);
+                         int on_device, const wd_spinor_gauge *tf);
 wd_status wd_download_pair(wd_backend *be, double *dst, const wd_field *even, const wd_field *odd,
-                           int on_device);
+                           int on_device, const wd_spinor_gauge *tf);
+/* The gauge transformation g (host, this rank's block, wd_spinor_gauge) on
+ * the backend; WD_ERR_INVALID where the backend transforms none (the
+ * caller then transforms host fields: wd_spinor_gauge_supported). */
+int wd_spinor_gauge_supported(const wd_backend *be);
+wd_status wd_spinor_gauge_create(wd_backend *be, wd_spinor_gauge *tf, const double *g);
+void wd_spinor_gauge_destroy(wd_backend *be, wd_spinor_gauge *tf);
 
 /* For backends: check that the fields, gauge field and parity match Dslash
  * variant `variant` (WD_ERR_NOT_BUILT / WD_ERR_INTERNAL otherwise) and fill

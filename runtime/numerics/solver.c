@@ -12,10 +12,12 @@
  *   wd_solver_destroy            free it all
  *   wd_solve                     create, solve, destroy
  *
- * A solve: gauge-fix the source if the solver does, upload it, prepare the
- * even-odd source b'_e = (b_e + kappa D_eo b_o) / (4+m) with the outer
- * operator, run krylov.c, reconstruct x_o = b_o / (4+m) + kappa D_oe x_e,
- * download, undo the gauge fixing, and measure the true residual
+ * A solve: upload the source, gauge-fixed if the solver is (in the
+ * backend's transfer where it can, wd_spinor_gauge; else on the host),
+ * prepare the even-odd source b'_e = (b_e + kappa D_eo b_o) / (4+m) with
+ * the outer operator, run krylov.c, reconstruct x_o = b_o / (4+m) +
+ * kappa D_oe x_e, download, undo the gauge fixing (there or on the host),
+ * and measure the true residual
  * ||b - M x|| / ||b|| on the host with the float64 reference operator
  * (ref_wilson) on the caller's own fields: an independent check, not
  * counted in the solve time.
@@ -176,7 +178,8 @@ struct wd_solver {
     const double *gauge;        /* the caller's, for the float64 residual check */
     wd_gauge g_outer, g_sloppy; /* g_sloppy unused (zero) when both levels agree */
     double complex *gfix;       /* temporal-gauge transform, when a level gauge-fixes */
-    double complex *bfix;       /* the source in temporal gauge */
+    double complex *bfix;       /* the source in temporal gauge (host transformation) */
+    wd_spinor_gauge tf;         /* gfix on a backend that transforms its transfers */
     double *clover_host;        /* clover: A of the caller's links (the float64 check) */
     double clover_mass;         /* the mass A was built for */
     wd_clover cl_a[2], cl_ainv[2];  /* A, A^-1: [0] outer, [1] sloppy precision (when other) */
@@ -290,6 +293,7 @@ void wd_solver_destroy(wd_solver *sv)
         wd_gauge_destroy(&sv->be, &sv->g_sloppy);
         wd_gauge_destroy(&sv->be, &sv->g_outer);
         clover_release(sv);
+        wd_spinor_gauge_destroy(&sv->be, &sv->tf);
         wd_backend_close(&sv->be);
     }
     free(sv->clover_host);
@@ -373,6 +377,13 @@ static wd_status create(wd_solver *sv, const double *gauge)
         st = wd_gauge_create(&sv->be, &sv->g_sloppy, u_run, s->sloppy_precision, s->sloppy_recon,
                              s->sloppy_gauge_fix, s->tbc);
     free(ufix);
+    /* sources and solutions change gauge in the backend's transfers where it
+     * can (the host copy bfix is then not needed) */
+    if (st == WD_OK && sv->gfix && wd_spinor_gauge_supported(&sv->be) &&
+        (st = wd_spinor_gauge_create(&sv->be, &sv->tf, (const double *)sv->gfix)) == WD_OK) {
+        free(sv->bfix);
+        sv->bfix = NULL;
+    }
     if (s->csw != 0 && (st = wd_comm_agree(st)) == WD_OK)
         st = clover_build(sv, s->mass);
     return st;
@@ -566,6 +577,13 @@ static wd_status setup_krylov(wd_solver *sv, const wd_solver_settings *s, wd_kry
     return WD_OK;
 }
 
+/* the gauge transformation of the transfers: where the solve runs gauge-
+ * fixed and the backend holds it */
+static const wd_spinor_gauge *spinor_gauge(const wd_solver *sv)
+{
+    return sv->tf.data ? &sv->tf : NULL;
+}
+
 /* b'_e = (b_e + kappa D_eo b_o) / (4+m) into ks->b, x = 0; clover (see the
  * top): t_o = A_oo^-1 b_o, b'_e = A_ee^-1 (b_e + kappa D_eo t_o) / (4+m) in
  * the symmetric form, without A_ee^-1 in the asymmetric one.  The Krylov
@@ -578,7 +596,7 @@ static wd_status prepare(wd_solver *sv, wd_krylov *ks, wd_field *odd, wd_field *
     const double kappa = ks->outer.kappa, inv = 1.0 / (4.0 + s->mass);
     const wd_eo_op *op = &ks->outer;
     wd_status st;
-    if ((st = wd_upload_pair(be, ks->b, bo, b_run, on_device)) != WD_OK)
+    if ((st = wd_upload_pair(be, ks->b, bo, b_run, on_device, spinor_gauge(sv))) != WD_OK)
         return st;
     const wd_field *b_o = bo;
     if (op->ainv) {
@@ -618,11 +636,11 @@ static wd_status reconstruct(wd_solver *sv, wd_krylov *ks, wd_field *odd, const 
     wd_blas_ax(be, 1.0 / (4.0 + s->mass), odd);
     if ((st = wd_dslash_clover(be, op->ainv ? op->cl_xpay[0] : op->xpay[0], ks->r, &sv->g_outer,
                                op->ainv, ks->x, odd, op->kappa, 1)) != WD_OK ||
-        (st = wd_download_pair(be, x, ks->x, ks->r, on_device)) != WD_OK)
+        (st = wd_download_pair(be, x, ks->x, ks->r, on_device, spinor_gauge(sv))) != WD_OK)
         return st;
     if (be->error != WD_OK)
         return be->error;
-    if (sv->gfix)
+    if (sv->gfix && !sv->tf.data)
         wd_spinor_transform((double complex *)x, sv->gfix, sv->dims, 1);
     return WD_OK;
 }
@@ -633,10 +651,11 @@ static int solver_failure(wd_status st)
            st == WD_ERR_MAX_ITER;
 }
 
-/* b in the gauge the solve runs in (sv->bfix, one source at a time) */
+/* b in the gauge the solve runs in (sv->bfix, one source at a time), or
+ * b itself where the backend's transfer changes the gauge */
 static const double *source_run(wd_solver *sv, const double *b)
 {
-    if (!sv->gfix)
+    if (!sv->gfix || sv->tf.data)
         return b;
     memcpy(sv->bfix, b, wd_volume(sv->dims) * 12 * sizeof *sv->bfix);
     wd_spinor_transform(sv->bfix, sv->gfix, sv->dims, 0);
@@ -860,8 +879,8 @@ static wd_status device_residual(wd_solver *sv, const double *x, const double *b
     wd_field *xe = &f[F_X], *xo = &f[F_ODD], *be_ = &f[F_B], *bo = &f[F_BO], *t = &f[F_R];
     const double kappa = ks.outer.kappa, m4 = 4.0 + s->mass;
     double part[2] = {0, 0};
-    if ((st = wd_upload_pair(be, xe, xo, x, on_device)) != WD_OK ||
-        (st = wd_upload_pair(be, be_, bo, b, on_device)) != WD_OK)
+    if ((st = wd_upload_pair(be, xe, xo, x, on_device, NULL)) != WD_OK ||
+        (st = wd_upload_pair(be, be_, bo, b, on_device, NULL)) != WD_OK)
         return st;
     for (int p = 0; p < 2 && st == WD_OK; ++p) {
         /* t = x_p - kappa D x_p', then b_p - (4+m) t and its norm */
@@ -1019,9 +1038,6 @@ static wd_status solve_device(wd_solver *sv, double *x, const double *b,
     wd_status st = wd_cuda_sync();
     if (st == WD_OK)
         st = check_solve_settings(sv, s);
-    if (st == WD_OK && sv->gfix)
-        st = wd_fail(WD_ERR_INVALID, "wd_solver_solve_device: a gauge-fixed solver transforms "
-                     "sources on the host: pass host arrays (wd_solver_solve)");
     double bnorm2 = 0;
     long bad = -1;
     if (st == WD_OK && (st = be->ops->scan_device(be, b, vol * 24, &bnorm2, &bad)) == WD_OK)
@@ -1105,9 +1121,6 @@ static wd_status solve_many(wd_solver *sv, double *const x[], const double *cons
     wd_status st = on_device ? wd_cuda_sync() : WD_OK;
     if (st == WD_OK)
         st = check_solve_settings(sv, s);
-    if (st == WD_OK && on_device && sv->gfix)
-        st = wd_fail(WD_ERR_INVALID, "%s: a gauge-fixed solver transforms sources on the host: "
-                     "pass host arrays", fn);
     if (st != WD_OK) {
         zero_all(sv, x, n, on_device, stats, st);
         return st;
