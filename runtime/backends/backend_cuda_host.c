@@ -189,11 +189,8 @@ static const double *tf_data(const wd_spinor_gauge *tf)
     return tf ? (const double *)tf->data : NULL;
 }
 
-static wd_status upload_pair(wd_backend *be, wd_field *even, wd_field *odd, const double *src,
-                             int on_device, const wd_spinor_gauge *tf)
+static wd_status stage_host(wd_backend *be, const double *src, const double **dev)
 {
-    if (on_device)
-        return wd_cuda_be_from_host_layout(be, even, odd, src, tf_data(tf));
     const size_t bytes = host_layout_bytes(be);
     double *raw;
     void *pinned;
@@ -202,7 +199,16 @@ static wd_status upload_pair(wd_backend *be, wd_field *even, wd_field *odd, cons
         st = wd_cuda_be_staging(be, 2 * STAGED_CHUNK, &pinned);
     if (st == WD_OK)
         st = wd_cuda_h2d_staged(raw, src, bytes, pinned, STAGED_CHUNK, copy_threaded);
-    return st == WD_OK ? wd_cuda_be_from_host_layout(be, even, odd, raw, tf_data(tf)) : st;
+    *dev = st == WD_OK ? raw : NULL;
+    return st;
+}
+
+static wd_status upload_pair(wd_backend *be, wd_field *even, wd_field *odd, const double *src,
+                             int on_device, const wd_spinor_gauge *tf)
+{
+    const double *dev = src;
+    wd_status st = on_device ? WD_OK : stage_host(be, src, &dev);
+    return st == WD_OK ? wd_cuda_be_from_host_layout(be, even, odd, dev, tf_data(tf)) : st;
 }
 
 static wd_status download_pair(wd_backend *be, double *dst, const wd_field *even,
@@ -385,6 +391,7 @@ static const wd_backend_ops cuda_ops = {
     .download = download,
     .upload_pair = upload_pair,
     .download_pair = download_pair,
+    .stage_host = stage_host,
     .spinor_gauge_upload = spinor_gauge_upload,
     .spinor_gauge_free = spinor_gauge_free,
     .scan_device = scan_device,

@@ -214,6 +214,11 @@ typedef struct wd_backend_ops {
      * optional (NULL: the caller transforms host fields itself). */
     wd_status (*spinor_gauge_upload)(wd_backend *be, wd_spinor_gauge *tf, const double *host);
     void (*spinor_gauge_free)(wd_backend *be, wd_spinor_gauge *tf);
+    /* A host-layout spinor (src, host memory) copied whole into the
+     * backend's device buffer for host-layout arrays, *dev: what
+     * upload_pair (on_device) and scan_device read; it stays valid until
+     * the next pair transfer.  Optional (with scan_device). */
+    wd_status (*stage_host)(wd_backend *be, const double *src, const double **dev);
     /* n doubles in device memory: this rank's squared norm and the index of
      * the first that is not finite (-1: none).  Optional. */
     wd_status (*scan_device)(wd_backend *be, const double *src, size_t n, double *norm2,

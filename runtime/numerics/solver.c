@@ -662,9 +662,14 @@ static const double *source_run(wd_solver *sv, const double *b)
     return (const double *)sv->bfix;
 }
 
+/* where a solve's arrays live: B_DEVICE b, X_DEVICE x in device memory
+ * (the caller's, or b staged there by solve_single); else host memory */
+enum { B_DEVICE = 1, X_DEVICE = 2, ON_DEVICE = B_DEVICE | X_DEVICE };
+
 /*
- * n solves on the backend in lock step (n = 1: a single solve): host
- * sources b[i] (the caller's gauge) to host x[i].  Returns a failure that
+ * n solves on the backend in lock step (n = 1: a single solve): sources
+ * b[i] (the caller's gauge) to x[i], each where `on_device` says (B_DEVICE,
+ * X_DEVICE).  Returns a failure that
  * is not a solver outcome (every lane stops); otherwise lane i's outcome
  * in lane_st[i] with its message in ks[i].message.  Each lane's seconds,
  * solve_seconds and flops are the group's divided by n.
@@ -681,8 +686,9 @@ static wd_status run_lanes(wd_solver *sv, double *const x[], const double *const
     be->error = WD_OK;
     wd_status st = setup_krylov(sv, s, ks, n, &odd);
     for (int i = 0; i < n && st == WD_OK; ++i) {
-        st = prepare(sv, &ks[i], odd, &sv->view[i][F_BO], on_device ? b[i] : source_run(sv, b[i]),
-                     on_device, s, bnorm[i]);
+        st = prepare(sv, &ks[i], odd, &sv->view[i][F_BO],
+                     (on_device & B_DEVICE) ? b[i] : source_run(sv, b[i]), on_device & B_DEVICE,
+                     s, bnorm[i]);
         if (label)
             snprintf(ks[i].tag, sizeof ks[i].tag, " [rhs %d]", label[i]);
     }
@@ -695,7 +701,8 @@ static wd_status run_lanes(wd_solver *sv, double *const x[], const double *const
     if (st == WD_OK && be->error != WD_OK)
         st = be->error;
     for (int i = 0; i < n && st == WD_OK; ++i)
-        st = reconstruct(sv, &ks[i], odd, &sv->view[i][F_BO], on_device, s, x[i]);
+        st = reconstruct(sv, &ks[i], odd, &sv->view[i][F_BO], (on_device & X_DEVICE) != 0, s,
+                         x[i]);
     if (st != WD_OK)
         return st;
     const double t2 = now_s();
@@ -900,12 +907,12 @@ static wd_status zero_device(wd_solver *sv, double *x)
 }
 
 /* x = 0: host or device memory */
-static void zero_x(wd_solver *sv, double *x, int on_device)
+static wd_status zero_x(wd_solver *sv, double *x, int on_device)
 {
     if (on_device)
-        zero_device(sv, x);
-    else
-        memset(x, 0, wd_volume(sv->dims) * 24 * sizeof *x);
+        return zero_device(sv, x);
+    memset(x, 0, wd_volume(sv->dims) * 24 * sizeof *x);
+    return WD_OK;
 }
 
 /*
@@ -955,32 +962,54 @@ static wd_status finish(wd_solver *sv, double *x, const double *b, int on_device
     return solve_st;
 }
 
-static wd_status solve_one(wd_solver *sv, double *x, const double *b,
-                           const wd_solver_settings *s, wd_solver_stats *stats)
+/*
+ * One right-hand side, x and b in host memory or (device) both in device
+ * memory.  The source is scanned (NaN, norm) where it will be read: host b
+ * on a backend that stages host arrays (CUDA) is copied up first, and the
+ * scan and the solve read that copy; x comes back to the host.  Seconds
+ * from the call to x in the caller's memory; the float64 residual check
+ * (finish) is not counted (a refinement adds its rounds' time).
+ */
+static wd_status solve_single(wd_solver *sv, double *x, const double *b, int device,
+                              const wd_solver_settings *s, wd_solver_stats *stats)
 {
+    const char *fn = device ? "wd_solver_solve_device" : "wd_solver_solve";
     const double t0 = now_s();
     if (!sv || !x || !b || !s)
-        return wd_fail(WD_ERR_INVALID, "wd_solver_solve: solver, x, b and settings must not be NULL");
+        return wd_fail(WD_ERR_INVALID, "%s: solver, x, b and settings must not be NULL", fn);
     if (x == b)
-        return wd_fail(WD_ERR_INVALID, "wd_solver_solve: x must not alias b");
-    const int *dims = sv->dims;
-    const size_t vol = wd_volume(dims);
+        return wd_fail(WD_ERR_INVALID, "%s: x must not alias b", fn);
+    wd_backend *be = &sv->be;
+    if (device && !be->ops->scan_device)
+        return wd_fail(WD_ERR_INVALID, "%s: the %s backend takes host arrays; device arrays need "
+                       "a solver on the CUDA backend", fn, be->ops->name);
+    const size_t vol = wd_volume(sv->dims);
+    /* the caller's device arrays may come from work on other streams */
+    wd_status st = device ? wd_cuda_sync() : WD_OK;
+    if (st == WD_OK)
+        st = check_solve_settings(sv, s);
+    int where = device ? ON_DEVICE : 0;
+    const double *b_run = b;
+    double bnorm2 = 0;
+    long bad = -1;
+    if (st == WD_OK && !device && be->ops->stage_host && be->ops->scan_device &&
+        (st = be->ops->stage_host(be, b, &b_run)) == WD_OK)
+        where = B_DEVICE;
+    if (st == WD_OK && (where & B_DEVICE)) {
+        if ((st = be->ops->scan_device(be, b_run, vol * 24, &bnorm2, &bad)) == WD_OK)
+            st = wd_comm_sum(&bnorm2, 1);
+    } else if (st == WD_OK) {
+        bad = wd_host_scan(b, vol * 24, &bnorm2, &st);
+    }
+    if (st == WD_OK && bad >= 0)
+        st = wd_fail(WD_ERR_INVALID, "%s: the source b holds NaN or Inf (%s, spin %ld, colour "
+                     "%ld)", fn, site_name(&sv->grid, bad / 24), bad % 24 / 6, bad % 6 / 2);
     /* x is written whole by a solve (both parities downloaded); zeroed here
      * only where nothing else writes it */
-    wd_status st = check_solve_settings(sv, s);
-    if (st != WD_OK) {
-        memset(x, 0, vol * 24 * sizeof *x);
-        return st;
-    }
-    double bnorm2;
-    const long bad = wd_host_scan(b, vol * 24, &bnorm2, &st);
-    if (st == WD_OK && bad >= 0)
-        st = wd_fail(WD_ERR_INVALID, "wd_solver_solve: the source b holds NaN or Inf (%s, spin "
-                     "%ld, colour %ld)", site_name(&sv->grid, bad / 24), bad % 24 / 6, bad % 6 / 2);
     if ((st = wd_comm_agree(st)) != WD_OK || bnorm2 == 0) {
-        memset(x, 0, vol * 24 * sizeof *x);
+        const wd_status zst = zero_x(sv, x, device);
         stats->seconds = now_s() - t0;
-        return st;
+        return st != WD_OK ? st : zst;
     }
     const double bnorm = sqrt(bnorm2);
     /* the clover field depends on the mass (A = 1 + c_sw T / (4+m)): a
@@ -992,22 +1021,21 @@ static wd_status solve_one(wd_solver *sv, double *x, const double *b,
         stats->setup_seconds = now_s() - t_build;
         t_solve += stats->setup_seconds;
         if (st != WD_OK) {
-            memset(x, 0, vol * 24 * sizeof *x);
+            zero_x(sv, x, device);
             return st;
         }
     }
-    wd_status solve_st = solve_pass(sv, x, b, 0, s, bnorm, stats);
-    /* host b to host x; the float64 residual check below is not counted
-     * (a refinement adds its rounds' time) */
+    /* the clover build does not touch the staged copy of b */
+    wd_status solve_st = solve_pass(sv, x, b_run, where, s, bnorm, stats);
     stats->seconds = now_s() - t_solve;
     if (solve_st != WD_OK && !solver_failure(solve_st)) {
-        memset(x, 0, vol * 24 * sizeof *x);
+        zero_x(sv, x, device);
         return solve_st;
     }
     /* keep the solver's message (if any) across the residual check */
     char msg[512];
     snprintf(msg, sizeof msg, "%s", wd_last_error());
-    return finish(sv, x, b, 0, s, bnorm, stats, solve_st, msg, "");
+    return finish(sv, x, b, device, s, bnorm, stats, solve_st, msg, "");
 }
 
 wd_status wd_solver_solve(wd_solver *sv, double *x, const double *b, const wd_solver_settings *s,
@@ -1017,61 +1045,7 @@ wd_status wd_solver_solve(wd_solver *sv, double *x, const double *b, const wd_so
     if (!stats)
         stats = &local;
     memset(stats, 0, sizeof *stats);
-    return stats->status = solve_one(sv, x, b, s, stats);
-}
-
-static wd_status solve_device(wd_solver *sv, double *x, const double *b,
-                              const wd_solver_settings *s, wd_solver_stats *stats)
-{
-    const double t0 = now_s();
-    if (!sv || !x || !b || !s)
-        return wd_fail(WD_ERR_INVALID, "wd_solver_solve_device: solver, x, b and settings must "
-                       "not be NULL");
-    if (x == b)
-        return wd_fail(WD_ERR_INVALID, "wd_solver_solve_device: x must not alias b");
-    wd_backend *be = &sv->be;
-    if (!be->ops->scan_device)
-        return wd_fail(WD_ERR_INVALID, "wd_solver_solve_device: the %s backend takes host "
-                       "arrays; device arrays need a solver on the CUDA backend", be->ops->name);
-    const size_t vol = wd_volume(sv->dims);
-    /* the caller's arrays may come from work on other streams */
-    wd_status st = wd_cuda_sync();
-    if (st == WD_OK)
-        st = check_solve_settings(sv, s);
-    double bnorm2 = 0;
-    long bad = -1;
-    if (st == WD_OK && (st = be->ops->scan_device(be, b, vol * 24, &bnorm2, &bad)) == WD_OK)
-        st = wd_comm_sum(&bnorm2, 1);
-    if (st == WD_OK && bad >= 0)
-        st = wd_fail(WD_ERR_INVALID, "wd_solver_solve_device: the source b holds NaN or Inf (%s, "
-                     "spin %ld, colour %ld)", site_name(&sv->grid, bad / 24), bad % 24 / 6,
-                     bad % 6 / 2);
-    if ((st = wd_comm_agree(st)) != WD_OK || bnorm2 == 0) {
-        const wd_status zst = zero_device(sv, x);
-        stats->seconds = now_s() - t0;
-        return st != WD_OK ? st : zst;
-    }
-    const double bnorm = sqrt(bnorm2);
-    double t_solve = t0;
-    if (s->csw != 0 && s->mass != sv->clover_mass) {
-        const double t_build = now_s();
-        st = clover_build(sv, s->mass);
-        stats->setup_seconds = now_s() - t_build;
-        t_solve += stats->setup_seconds;
-        if (st != WD_OK) {
-            zero_device(sv, x);
-            return st;
-        }
-    }
-    wd_status solve_st = solve_pass(sv, x, b, 1, s, bnorm, stats);
-    stats->seconds = now_s() - t_solve;
-    if (solve_st != WD_OK && !solver_failure(solve_st)) {
-        zero_device(sv, x);
-        return solve_st;
-    }
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", wd_last_error());
-    return finish(sv, x, b, 1, s, bnorm, stats, solve_st, msg, "");
+    return stats->status = solve_single(sv, x, b, 0, s, stats);
 }
 
 wd_status wd_solver_solve_device(wd_solver *sv, double *x, const double *b,
@@ -1081,7 +1055,7 @@ wd_status wd_solver_solve_device(wd_solver *sv, double *x, const double *b,
     if (!stats)
         stats = &local;
     memset(stats, 0, sizeof *stats);
-    return stats->status = solve_device(sv, x, b, s, stats);
+    return stats->status = solve_single(sv, x, b, 1, s, stats);
 }
 
 /* a failure of the whole batch: every x zero, every status st */
@@ -1182,7 +1156,8 @@ static wd_status solve_many(wd_solver *sv, double *const x[], const double *cons
             gnorm[q] = bnorm[i];
             gst[q] = &stats[i];
         }
-        st = run_lanes(sv, gx, gb, gn, on_device, s, gnorm, gst, lane_st, ks, label);
+        st = run_lanes(sv, gx, gb, gn, on_device ? ON_DEVICE : 0, s, gnorm, gst, lane_st, ks,
+                       label);
         for (int q = 0; q < gn && st == WD_OK; ++q) {
             const int i = idx[g0 + q];
             const wd_status r = finish(sv, x[i], b[i], on_device, s, gnorm[q], &stats[i],
