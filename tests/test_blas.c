@@ -627,7 +627,8 @@ static void test_pair_gauge(const int dims[4], wd_rng *r)
  * sides of a copy: every right-hand side of every operand (lane 1
  * untouched on both sides) and every reduction the same bits (the fused
  * BiCGstab step in half precision on the GPU: within one 16-bit step and
- * 1e-6 relative, test_lanes says why).  Fresh
+ * 1e-6 of each reduction's scale, |y|^2 or |u| |y|, test_lanes says why).
+ * Fresh
  * random fields and coefficients per operation; the accumulators also into
  * double from single and half.
  */
@@ -766,18 +767,35 @@ static void test_lanes(const int dims[4], wd_rng *r)
                  * its own way, so a value may round to the neighbouring
                  * 16-bit step (one step is 1/32767 of the site's largest
                  * component) and the double reductions of the floats
-                 * differ in their last digits */
+                 * differ in their last digits (measured against 1e-6 of
+                 * |u| |y| for <u, y>: judged against its own value, which
+                 * for random fields may lie near zero, one run of 33a3816
+                 * on the H100 read 1.25e-6) */
                 const int loose = backend != WD_BACKEND_CPU && p == 2 &&
                                   op == WD_LANE_BICGSTAB_UPDATE;
-                double dev = be.error == WD_OK ? 0 : 1;
+                double dev = be.error == WD_OK ? 0 : 1, dev_f = 0, dev_r = 0;
                 for (int k = 0; k < 5; k++) {
                     const double d = lanes_dev(&be, &f[k], &g[k], h, h2, n);
-                    dev = fmax(dev, d < 0 ? 1 : d / (loose ? 3.1e-5 : 1));
+                    dev_f = fmax(dev_f, d < 0 ? 1 : d / (loose ? 3.1e-5 : 1));
                 }
-                for (int k = 0; k < 3 * l.n; k++)
-                    if (res[k] != want[k])
-                        dev = fmax(dev, fmax(fabs(res[k] - want[k]) / fabs(want[k]), 1e-300) /
-                                            (loose ? 1e-6 : 1));
+                /* a reduction's error relative to its natural scale: |y|^2
+                 * for |y|^2, |u| |y| for <u, y> (whose value may lie near
+                 * zero: a random field's dot product is a sum of signs) */
+                for (int j = 0; j < l.n; j++) {
+                    double scale[3] = {fabs(want[3 * j]), fabs(want[3 * j + 1]),
+                                       fabs(want[3 * j + 2])};
+                    if (loose) {
+                        const wd_field u = wd_field_view(&g[4], l.idx[j], 1);
+                        scale[1] = scale[2] = sqrt(fabs(want[3 * j]) * be.ops->norm2(&be, &u));
+                    }
+                    for (int k = 0; k < 3; k++)
+                        if (res[3 * j + k] != want[3 * j + k])
+                            dev_r = fmax(dev_r, fmax(fabs(res[3 * j + k] - want[3 * j + k]) /
+                                                         scale[k], 1e-300) / (loose ? 1e-6 : 1));
+                }
+                dev = fmax(dev, fmax(dev_f, dev_r));
+                if (loose && dev > 0.5)
+                    printf("  (fields %.2f of one step, reductions %.2f of 1e-6)\n", dev_f, dev_r);
                 /* a reduction that vanished would compare equal without
                  * proving anything */
                 const int reduces = op >= WD_LANE_NORM2 && op != WD_LANE_ACCUMULATE_XPAY;
