@@ -403,18 +403,28 @@ __device__ __forceinline__ wd_field lane_field(const wd_field &f, int q)
  * a grid of fixed size in x (a function of the volume alone), so each
  * lane's bits are what it gives alone; the block partials of lane j from
  * j * BLAS_MAX_GRID * 3.  A one-lane operation is the case of one lane. */
-template <int P, class Op>
+template <int P, class Op, bool SLOTS>
 __global__ void __launch_bounds__(BLAS_BLOCK) blas_lanes_kernel(wd_lanes l, wd_field x, wd_field y,
                                                                 wd_field z, reduction red, int n)
 {
     typedef typename Prec<P>::real R;
     const int j = blockIdx.y, q = l.idx[j];
-    const Op op = Op::make(slot_coef(l.a[j], l.a_slot, red.slots, q),
-                           slot_coef(l.b[j], l.b_slot, red.slots, q));
-    const wd_field fx = lane_field(x, q), fy = lane_field(y, q), fz = lane_field(z, q);
     double acc[3] = {0, 0, 0};
-    const int end = slot_ok(l.a_slot, red.slots, q) ? n : 0;
-    for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < end; cb += gridDim.x * blockDim.x) {
+    wd_complex a = l.a[j], b = l.b[j];
+    if (SLOTS) {
+        /* the coefficients from slots; a lane whose a-slot is invalid is
+         * left alone (the whole block: the lane is blockIdx.y) */
+        if (!slot_ok(l.a_slot, red.slots, q)) {
+            if (Op::NRES)
+                block_reduce<Op::NRES>(acc, red, j);
+            return;
+        }
+        a = slot_coef(a, l.a_slot, red.slots, q);
+        b = slot_coef(b, l.b_slot, red.slots, q);
+    }
+    const Op op = Op::make(a, b);
+    const wd_field fx = lane_field(x, q), fy = lane_field(y, q), fz = lane_field(z, q);
+    for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
         R vx[NR], vy[NR], vz[NR];
         if (Op::LX) load<P>(fx, cb, vx);
         if (Op::LY) load<P>(fy, cb, vy);
@@ -540,22 +550,29 @@ __global__ void __launch_bounds__(BLAS_BLOCK) accumulate_xpay_lanes_kernel(wd_la
  * a x + b y as OpCaxpbypz, then y = y - b w with |y|^2 and <u, y> as
  * OpCaxpy, in one pass (x = p, y = s -> r, z = the sloppy accumulator, w =
  * t, u = r0) */
-template <int P>
+template <int P, bool SLOTS>
 __global__ void __launch_bounds__(BLAS_BLOCK) bicgstab_update_lanes_kernel(
     wd_lanes l, wd_field x, wd_field y, wd_field z, wd_field w, wd_field u, reduction red, int n)
 {
     typedef typename Prec<P>::real R;
     const int j = blockIdx.y, q = l.idx[j];
-    const wd_complex a = slot_coef(l.a[j], l.a_slot, red.slots, q);
-    const wd_complex b = slot_coef(l.b[j], l.b_slot, red.slots, q);
+    double acc[3] = {0, 0, 0};
+    wd_complex a = l.a[j], b = l.b[j];
+    if (SLOTS) {
+        /* as blas_lanes_kernel */
+        if (!slot_ok(l.a_slot, red.slots, q)) {
+            block_reduce<3>(acc, red, j);
+            return;
+        }
+        a = slot_coef(a, l.a_slot, red.slots, q);
+        b = slot_coef(b, l.b_slot, red.slots, q);
+    }
     const wd_complex mb = {-b.re, -b.im};
     const OpCaxpbypz upd = OpCaxpbypz::make(a, b);
     const OpCaxpy res = OpCaxpy::make(mb, mb);
     const wd_field fx = lane_field(x, q), fy = lane_field(y, q), fz = lane_field(z, q);
     const wd_field fw = lane_field(w, q), fu = lane_field(u, q);
-    double acc[3] = {0, 0, 0};
-    const int end = slot_ok(l.a_slot, red.slots, q) ? n : 0;
-    for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < end; cb += gridDim.x * blockDim.x) {
+    for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
         R vx[NR], vy[NR], vz[NR];
         load<P>(fx, cb, vx);
         load<P>(fy, cb, vy);
@@ -847,7 +864,7 @@ static void reduce_to_host(wd_backend *be, int lanes, double *res, const char *w
 /* Op on every lane of l in one launch; the lanes' reductions (NRES a
  * lane, summed over the ranks on a grid) into res[3 j ..] after one
  * synchronisation */
-template <class Op>
+template <class Op, bool SLOTS = false>
 static void run_lanes_local(wd_backend *be, const wd_lanes *l, const wd_field *x,
                             const wd_field *y, const wd_field *z, double *res, const char *what,
                             int slot = -1, int kind = 0)
@@ -865,9 +882,9 @@ static void run_lanes_local(wd_backend *be, const wd_lanes *l, const wd_field *x
     red.slot = slot;
     red.kind = kind;
     switch (any->precision) {
-    case 8: blas_lanes_kernel<8, Op><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red, n); break;
-    case 4: blas_lanes_kernel<4, Op><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red, n); break;
-    default: blas_lanes_kernel<2, Op><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red, n); break;
+    case 8: blas_lanes_kernel<8, Op, SLOTS><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red, n); break;
+    case 4: blas_lanes_kernel<4, Op, SLOTS><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red, n); break;
+    default: blas_lanes_kernel<2, Op, SLOTS><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red, n); break;
     }
     if (failed(be, cudaGetLastError(), what) || !(Op::NRES > 0 && res))
         return;
@@ -876,13 +893,13 @@ static void run_lanes_local(wd_backend *be, const wd_lanes *l, const wd_field *x
 
 /* ... and on a process grid the reductions summed over ranks, on every
  * rank whatever its own state (as run) */
-template <class Op>
+template <class Op, bool SLOTS = false>
 static void run_lanes(wd_backend *be, const wd_lanes *l, const wd_field *x, const wd_field *y,
                       const wd_field *z, double *res, const char *what)
 {
     if (Op::NRES > 0 && res)
         memset(res, 0, 3 * l->n * sizeof *res);
-    run_lanes_local<Op>(be, l, x, y, z, res, what);
+    run_lanes_local<Op, SLOTS>(be, l, x, y, z, res, what);
     if (Op::NRES > 0 && res)
         wd_backend_allsum(be, res, 3 * l->n);
 }
@@ -937,9 +954,13 @@ static void bicgstab_update_lanes(wd_backend *be, const wd_lanes *l, const wd_fi
         const dim3 grid(grid_for(n), l->n);
         cuda_ctx *c = (cuda_ctx *)be->ctx;
         cudaStream_t st = (cudaStream_t)wd_cuda_stream();
-#define UPD(P) \
-    bicgstab_update_lanes_kernel<P><<<grid, BLAS_BLOCK, 0, st>>>(*l, *x, *y, *z, *w, *u, \
-                                                                 red_of(c), n)
+#define UPD(P)                                                                                \
+    if (l->a_slot || l->b_slot)                                                               \
+        bicgstab_update_lanes_kernel<P, true><<<grid, BLAS_BLOCK, 0, st>>>(*l, *x, *y, *z, *w, \
+                                                                           *u, red_of(c), n); \
+    else                                                                                      \
+        bicgstab_update_lanes_kernel<P, false><<<grid, BLAS_BLOCK, 0, st>>>(*l, *x, *y, *z,   \
+                                                                            *w, *u, red_of(c), n)
         switch (x->precision) {
         case 8: UPD(8); break;
         case 4: UPD(4); break;
@@ -986,11 +1007,13 @@ extern "C" void wd_cuda_be_blas_lanes_slot(wd_backend *be, wd_lane_op op, wd_slo
     }
 }
 
-/* the operations whose kernels take coefficients from slots */
+/* the operations whose kernels take coefficients from slots (a kernel
+ * instance of its own, so that the others stay as they were); the rest
+ * get them resolved on the host (wd_blas_lanes5) */
 extern "C" int wd_cuda_be_slot_coefficients(const wd_backend *be, wd_lane_op op)
 {
     (void)be;
-    return op != WD_LANE_ACCUMULATE && op != WD_LANE_ACCUMULATE_XPAY;
+    return op == WD_LANE_CAXPY || op == WD_LANE_CAXPY_NORM2_CDOT || op == WD_LANE_BICGSTAB_UPDATE;
 }
 
 /* the slots' mirror into be->slots, after the work in flight */
@@ -1052,7 +1075,12 @@ void wd_cuda_be_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, con
     case WD_LANE_AXPY: run_lanes<OpAxpy>(be, l, x, y, NULL, NULL, "axpy (lanes)"); return;
     case WD_LANE_XPAY: run_lanes<OpXpay>(be, l, x, y, NULL, NULL, "xpay (lanes)"); return;
     case WD_LANE_AXPY_ZPBX: run_lanes<OpAxpyZpbx>(be, l, x, y, z, NULL, "axpy_zpbx (lanes)"); return;
-    case WD_LANE_CAXPY: run_lanes<OpCaxpy>(be, l, x, y, x, NULL, "caxpy (lanes)"); return;
+    case WD_LANE_CAXPY:
+        if (l->a_slot || l->b_slot)
+            run_lanes<OpCaxpy, true>(be, l, x, y, x, NULL, "caxpy (lanes)");
+        else
+            run_lanes<OpCaxpy>(be, l, x, y, x, NULL, "caxpy (lanes)");
+        return;
     case WD_LANE_CAXPBYPZ: run_lanes<OpCaxpbypz>(be, l, x, y, z, NULL, "caxpbypz (lanes)"); return;
     case WD_LANE_CXPAYPBZ: run_lanes<OpCxpaypbz>(be, l, x, y, z, NULL, "cxpaypbz (lanes)"); return;
     case WD_LANE_ACCUMULATE: accumulate_lanes(be, l, x, y, (wd_field *)z, 0); return;
@@ -1065,7 +1093,10 @@ void wd_cuda_be_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, con
         return;
     case WD_LANE_CDOT_NORM2: run_lanes<OpCdotNorm>(be, l, x, y, NULL, res, "cdot_norm2 (lanes)"); return;
     case WD_LANE_CAXPY_NORM2_CDOT:
-        run_lanes<OpCaxpy>(be, l, x, y, z ? z : x, res, "caxpy_norm2_cdot (lanes)");
+        if (l->a_slot || l->b_slot)
+            run_lanes<OpCaxpy, true>(be, l, x, y, z ? z : x, res, "caxpy_norm2_cdot (lanes)");
+        else
+            run_lanes<OpCaxpy>(be, l, x, y, z ? z : x, res, "caxpy_norm2_cdot (lanes)");
         return;
     case WD_LANE_CDOT:
         run_lanes<OpCdotNorm>(be, l, x, y, NULL, res, "cdot (lanes)");
