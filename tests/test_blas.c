@@ -39,8 +39,7 @@
  * threads, on lattices of several reduction blocks: identical bits required.
  * Lanes (wd_blas_lanes, the lock-step solvers' BLAS): every operation on 4
  * of 5 right-hand sides of multi-fields equals the one-lane operation on
- * each, bit for bit (test_lanes); the backend scalars (slots: alpha and
- * omega of BiCGstab, test_slots) against the host's formula, bit for bit.
+ * each, bit for bit (test_lanes).
  * One line per check; "N of M failed" last; exit 0 when all pass.
  */
 #include <complex.h>
@@ -816,124 +815,6 @@ static void test_lanes(const int dims[4], wd_rng *r)
     free(h), free(h2);
 }
 
-/*
- * Backend scalars (wd_blas_lanes_slot): on lanes 0, 2, 3, 4 of multi-fields
- * of 5 right-hand sides, with lane 3's numerator zero, the slots hold
- * wd_slot_from of the lanes' own reductions (bits; lane 3 invalid), and an
- * operation with coefficients from slots (caxpy with -alpha, the fused
- * BiCGstab step with alpha and omega) gives the bits of the same operation
- * with the slots' values as plain coefficients, lane 3 left as it was.
- */
-static void test_slots(const int dims[4], wd_rng *r)
-{
-    static const int precs[3] = {8, 4, 2};
-    wd_backend be;
-    wd_status st = wd_backend_open(&be, backend, dims, 3);
-    if (st != WD_OK)
-        die("backend", st);
-    const size_t n = wd_volume(dims) * 12;
-    double complex *h = xalloc(n * sizeof *h), *h2 = xalloc(n * sizeof *h);
-    static const int idx[4] = {0, 2, 3, 4};
-    for (int pi = 0; pi < 3; pi++) {
-        const int p = precs[pi];
-        wd_field f[5], g[5];
-        for (int k = 0; k < 5; k++)
-            if ((st = wd_field_create_multi(&be, &f[k], p, LANES_RHS)) != WD_OK ||
-                (st = wd_field_create_multi(&be, &g[k], p, LANES_RHS)) != WD_OK)
-                die("field", st);
-        for (int k = 0; k < 5; k++) {
-            lanes_random(&be, &f[k], h, dims, r);
-            for (int q = 0; q < LANES_RHS; q++) {
-                wd_field vg = wd_field_view(&g[k], q, 1);
-                const wd_field vf = wd_field_view(&f[k], q, 1);
-                be.ops->copy(&be, &vg, &vf);
-            }
-        }
-        wd_lanes l;
-        memset(&l, 0, sizeof l);
-        for (int j = 0; j < 4; j++) {
-            const double complex a = rnd_c(r);
-            l.idx[l.n++] = idx[j];
-            l.a[j] = idx[j] == 3 ? (wd_complex){0, 0} : (wd_complex){creal(a), cimag(a)};
-        }
-        /* the slots against the host's wd_slot_from of the plain reductions */
-        double cd[3 * WD_LANES_MAX], cn[3 * WD_LANES_MAX];
-        wd_slot alpha[WD_LANES_MAX], omega[WD_LANES_MAX];
-        wd_blas_lanes(&be, WD_LANE_CDOT, &l, &f[4], &f[1], NULL, cd);
-        wd_blas_lanes(&be, WD_LANE_CDOT_NORM2, &l, &f[3], &f[1], NULL, cn);
-        wd_blas_lanes_slot(&be, WD_LANE_CDOT, WD_SLOT_RATIO, WD_SLOT_ALPHA, &l, &f[4], &f[1]);
-        wd_blas_lanes_slot(&be, WD_LANE_CDOT_NORM2, WD_SLOT_OMEGA_OF, WD_SLOT_OMEGA, &l, &f[3],
-                           &f[1]);
-        wd_blas_slots_read(&be, WD_SLOT_ALPHA, &l, alpha);
-        wd_blas_slots_read(&be, WD_SLOT_OMEGA, &l, omega);
-        double dev = be.error == WD_OK ? 0 : 1;
-        for (int j = 0; j < l.n; j++) {
-            const wd_slot wa = wd_slot_from(WD_SLOT_RATIO, l.a[j], cd + 3 * j);
-            const wd_slot wo = wd_slot_from(WD_SLOT_OMEGA_OF, l.a[j], cn + 3 * j);
-            dev += memcmp(&alpha[j].c, &wa.c, sizeof wa.c) || alpha[j].valid != wa.valid ||
-                   memcmp(alpha[j].res, wa.res, sizeof wa.res);
-            dev += memcmp(&omega[j].c, &wo.c, sizeof wo.c) || !omega[j].valid ||
-                   memcmp(omega[j].res, wo.res, sizeof wo.res);
-            /* never vacuous: a valid alpha is a finite non-zero number */
-            dev += alpha[j].valid != (idx[j] != 3) || (alpha[j].valid && !(alpha[j].c.re != 0));
-        }
-        char what[128];
-        snprintf(what, sizeof what, "slots %s: alpha and omega = wd_slot_from of the reductions, "
-                 "lane 3 invalid", pname(p));
-        check(what, dev, 0);
-        /* the operations from slots against plain coefficients on g */
-        wd_lanes c = l;
-        c.a_slot = WD_SLOT_COEF(WD_SLOT_ALPHA, -1);
-        wd_blas_lanes(&be, WD_LANE_CAXPY, &c, &f[0], &f[1], NULL, NULL);
-        c = l;
-        c.a_slot = WD_SLOT_COEF(WD_SLOT_ALPHA, 1);
-        c.b_slot = WD_SLOT_COEF(WD_SLOT_OMEGA, 1);
-        double res[3 * WD_LANES_MAX], want[3 * WD_LANES_MAX];
-        memset(res, 0, sizeof res);
-        memset(want, 0, sizeof want);
-        wd_blas_lanes5(&be, WD_LANE_BICGSTAB_UPDATE, &c, &f[0], &f[1], &f[2], &f[3], &f[4], res);
-        wd_lanes v = l;
-        v.n = 0;
-        for (int j = 0; j < l.n; j++)
-            if (alpha[j].valid) {
-                v.idx[v.n] = l.idx[j];
-                v.a[v.n] = (wd_complex){-alpha[j].c.re, -alpha[j].c.im};
-                v.n++;
-            }
-        wd_blas_lanes(&be, WD_LANE_CAXPY, &v, &g[0], &g[1], NULL, NULL);
-        for (int j = 0, k = 0; j < l.n; j++)
-            if (alpha[j].valid) {
-                v.a[k] = alpha[j].c;
-                v.b[k] = omega[j].c;
-                k++;
-            }
-        double vres[3 * WD_LANES_MAX];
-        wd_blas_lanes5(&be, WD_LANE_BICGSTAB_UPDATE, &v, &g[0], &g[1], &g[2], &g[3], &g[4], vres);
-        for (int j = 0, k = 0; j < l.n; j++)
-            if (alpha[j].valid) {
-                memcpy(want + 3 * j, vres + 3 * k, 3 * sizeof *want);
-                k++;
-            }
-        dev = be.error == WD_OK ? 0 : 1;
-        for (int k = 0; k < 5; k++) {
-            const double d = lanes_dev(&be, &f[k], &g[k], h, h2, n);
-            dev = fmax(dev, d < 0 ? 1 : d);
-        }
-        dev += memcmp(res, want, 3 * (size_t)l.n * sizeof *res) != 0;
-        for (int j = 0; j < l.n; j++)
-            dev += idx[j] != 3 && !(res[3 * j] > 0);
-        snprintf(what, sizeof what, "slots %s: caxpy and bicgstab_update from slots = plain "
-                 "coefficients, bits, lane 3 untouched", pname(p));
-        check(what, dev, 0);
-        for (int k = 0; k < 5; k++) {
-            wd_field_destroy(&be, &f[k]);
-            wd_field_destroy(&be, &g[k]);
-        }
-    }
-    wd_backend_close(&be);
-    free(h), free(h2);
-}
-
 int main(int argc, char **argv)
 {
     uint64_t seed = (uint64_t)time(NULL);
@@ -981,7 +862,6 @@ int main(int argc, char **argv)
     if (backend == WD_BACKEND_CUDA)
         test_pair_gauge(lattices[0], &r);
     test_lanes(lattices[0], &r);
-    test_slots(lattices[0], &r);
 
     printf("%d of %d failed\n", checks_failed, checks_run);
     return checks_failed ? 1 : 0;

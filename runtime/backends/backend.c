@@ -18,7 +18,6 @@
  *   wd_spinor_gauge_create / _destroy    a gauge transformation for them
  *   wd_dslash_group                      N right-hand sides through the
  *                                        multi-RHS kernels of an operator
- *   wd_blas_lanes_slot, wd_blas_slots_read, wd_slot_from   backend scalars
  *   wd_blas_lanes, wd_blas_lanes5        a BLAS operation on many lanes, in one
  *                                        call where the backend has it
  *   wd_variant_flops                     nominal flops a site of a variant
@@ -555,140 +554,12 @@ static void lane_one(wd_backend *be, wd_lane_op op, wd_complex a, wd_complex b, 
     }
 }
 
-wd_slot wd_slot_from(wd_slot_kind kind, wd_complex a, const double r[3])
-{
-    wd_slot s;
-    memset(&s, 0, sizeof s);
-    memcpy(s.res, r, sizeof s.res);
-    if (kind == WD_SLOT_RATIO) {
-        /* a conj(d) / |d|^2: each product and quotient rounded alone, as
-         * the CUDA backend computes it (C11 does not contract) */
-        const double den = r[0] * r[0] + r[1] * r[1];
-        s.valid = (r[0] != 0 || r[1] != 0) && (a.re != 0 || a.im != 0);
-        s.c.re = (a.re * r[0] + a.im * r[1]) / den;
-        s.c.im = (a.im * r[0] - a.re * r[1]) / den;
-    } else {
-        s.valid = 1;
-        if (r[2] > 0) {
-            s.c.re = r[0] / r[2];
-            s.c.im = r[1] / r[2];
-        }
-    }
-    return s;
-}
-
-/* a slot index and sign from a lanes coefficient's WD_SLOT_COEF */
-static wd_complex slot_coef(const wd_backend *be, int coef, int q)
-{
-    const int slot = (coef > 0 ? coef : -coef) - 1;
-    const wd_complex c = be->slots[slot][q].c;
-    return coef > 0 ? c : (wd_complex){-c.re, -c.im};
-}
-
-static int bad_slot_coef(int coef)
-{
-    return coef < -WD_SLOTS || coef > WD_SLOTS;
-}
-
-/* l with its slot coefficients taken from the host's view of the slots
- * and the lanes whose a-slot is invalid left out (the kept lanes' positions
- * in l in pos[]) */
-static wd_lanes resolve_slots(wd_backend *be, const wd_lanes *l, int *pos)
-{
-    if (be->ops->slots_read)
-        be->ops->slots_read(be);
-    wd_lanes r = *l;
-    r.n = 0;
-    r.a_slot = r.b_slot = 0;
-    for (int j = 0; j < l->n; ++j) {
-        const int q = l->idx[j];
-        if (l->a_slot && !be->slots[(l->a_slot > 0 ? l->a_slot : -l->a_slot) - 1][q].valid)
-            continue;
-        pos[r.n] = j;
-        r.idx[r.n] = q;
-        r.a[r.n] = l->a_slot ? slot_coef(be, l->a_slot, q) : l->a[j];
-        r.b[r.n] = l->b_slot ? slot_coef(be, l->b_slot, q) : l->b[j];
-        r.n++;
-    }
-    return r;
-}
-
-static void lanes_run(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
-                      const wd_field *y, const wd_field *z, const wd_field *w, const wd_field *u,
-                      double *res);
-
 void wd_blas_lanes5(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
                     const wd_field *y, const wd_field *z, const wd_field *w, const wd_field *u,
                     double *res)
 {
     if (l->n <= 0)
         return;
-    int bad = bad_slot_coef(l->a_slot) || bad_slot_coef(l->b_slot);
-    for (int j = 0; j < l->n && (l->a_slot || l->b_slot) && !bad; ++j)
-        bad = l->idx[j] < 0 || l->idx[j] >= WD_LANES_MAX;
-    if (bad) {
-        if (be->error == WD_OK)
-            be->error = wd_fail(WD_ERR_INTERNAL, "wd_blas_lanes: slot coefficients %d, %d",
-                                l->a_slot, l->b_slot);
-        return;
-    }
-    if ((l->a_slot || l->b_slot) &&
-        !(be->ops->slot_coefficients && be->ops->slot_coefficients(be, op))) {
-        int pos[WD_LANES_MAX];
-        const wd_lanes r = resolve_slots(be, l, pos);
-        double rr[3 * WD_LANES_MAX];
-        if (res)
-            memset(res, 0, 3 * (size_t)l->n * sizeof *res);
-        if (r.n == 0)
-            return;
-        lanes_run(be, op, &r, x, y, z, w, u, res ? rr : NULL);
-        for (int k = 0; k < r.n && res; ++k)
-            memcpy(res + 3 * pos[k], rr + 3 * k, 3 * sizeof *res);
-        return;
-    }
-    lanes_run(be, op, l, x, y, z, w, u, res);
-}
-
-void wd_blas_lanes_slot(wd_backend *be, wd_lane_op op, wd_slot_kind kind, int slot,
-                        const wd_lanes *l, const wd_field *x, const wd_field *y)
-{
-    if (l->n <= 0)
-        return;
-    int bad = l->n > WD_LANES_MAX;
-    for (int j = 0; j < l->n && !bad; ++j)
-        bad = l->idx[j] < 0 || l->idx[j] >= WD_LANES_MAX;
-    if (bad || slot < 0 || slot >= WD_SLOTS || l->a_slot || l->b_slot ||
-        !((kind == WD_SLOT_RATIO && op == WD_LANE_CDOT) ||
-          (kind == WD_SLOT_OMEGA_OF && op == WD_LANE_CDOT_NORM2))) {
-        if (be->error == WD_OK)
-            be->error = wd_fail(WD_ERR_INTERNAL, "wd_blas_lanes_slot: operation %d into slot %d "
-                                "as kind %d on %d lanes (right-hand sides below %d)", (int)op,
-                                slot, (int)kind, l->n, WD_LANES_MAX);
-        return;
-    }
-    if (be->ops->blas_lanes_slot) {
-        be->flops += lane_flops(op, y) * wd_site_reals_(be) * l->n;
-        be->ops->blas_lanes_slot(be, op, kind, slot, l, x, y);
-        return;
-    }
-    double res[3 * WD_LANES_MAX];
-    wd_blas_lanes(be, op, l, x, y, NULL, res);
-    for (int j = 0; j < l->n && be->error == WD_OK; ++j)
-        be->slots[slot][l->idx[j]] = wd_slot_from(kind, l->a[j], res + 3 * j);
-}
-
-void wd_blas_slots_read(wd_backend *be, int slot, const wd_lanes *l, wd_slot *out)
-{
-    if (be->ops->slots_read)
-        be->ops->slots_read(be);
-    for (int j = 0; j < l->n; ++j)
-        out[j] = be->slots[slot][l->idx[j]];
-}
-
-static void lanes_run(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
-                      const wd_field *y, const wd_field *z, const wd_field *w, const wd_field *u,
-                      double *res)
-{
     if (l->n > WD_LANES_MAX || op < 0 || op >= WD_LANE_OPS ||
         (op == WD_LANE_BICGSTAB_UPDATE && !(x && y && z && w && u)) ||
         (op == WD_LANE_ACCUMULATE_XPAY && !(x && y && z))) {

@@ -277,53 +277,7 @@ struct reduction {
     double *partial;
     unsigned *count;
     double *out;
-    double *slots;      /* device: the backend scalars (SLOT_AT), read by every kernel */
-    double *mirror;     /* their mapped host copy, written beside them */
-    int slot;           /* -1, or the slot this reduction leaves its scalar in ... */
-    int kind;           /* ... as wd_slot_kind */
 };
-
-/* slot s of right-hand side q: c.re, c.im, valid, the reduction's 3 results */
-#define SLOT_DOUBLES 6
-#define SLOT_AT(s, q) (((s) * WD_LANES_MAX + (q)) * SLOT_DOUBLES)
-#define SLOT_AREA (WD_SLOTS * WD_LANES_MAX * SLOT_DOUBLES)
-
-/* wd_slot_from's scalar, each operation rounded alone as the host's C */
-__device__ void slot_store(const reduction &red, int q, wd_complex a, const double *r)
-{
-    double v[SLOT_DOUBLES] = {0, 0, 1, r[0], r[1], r[2]};
-    if (red.kind == WD_SLOT_RATIO) {
-        v[5] = 0; /* a cdot's results */
-        const double den = __dadd_rn(__dmul_rn(r[0], r[0]), __dmul_rn(r[1], r[1]));
-        v[2] = (r[0] != 0 || r[1] != 0) && (a.re != 0 || a.im != 0);
-        v[0] = __ddiv_rn(__dadd_rn(__dmul_rn(a.re, r[0]), __dmul_rn(a.im, r[1])), den);
-        v[1] = __ddiv_rn(__dsub_rn(__dmul_rn(a.im, r[0]), __dmul_rn(a.re, r[1])), den);
-    } else if (r[2] > 0) {
-        v[0] = __ddiv_rn(r[0], r[2]);
-        v[1] = __ddiv_rn(r[1], r[2]);
-    }
-    for (int k = 0; k < SLOT_DOUBLES; ++k) {
-        red.slots[SLOT_AT(red.slot, q) + k] = v[k];
-        red.mirror[SLOT_AT(red.slot, q) + k] = v[k];
-    }
-}
-
-/* a lanes coefficient: c, or from its slot (wd_backend.h's WD_SLOT_COEF) */
-__device__ __forceinline__ wd_complex slot_coef(wd_complex c, int coef, const double *slots, int q)
-{
-    if (!coef)
-        return c;
-    const int at = SLOT_AT((coef > 0 ? coef : -coef) - 1, q);
-    const double sg = coef > 0 ? 1 : -1;
-    wd_complex v = {sg * slots[at], sg * slots[at + 1]};
-    return v;
-}
-
-/* whether lane q takes part: its a-slot, if any, valid */
-__device__ __forceinline__ bool slot_ok(int coef, const double *slots, int q)
-{
-    return !coef || slots[SLOT_AT((coef > 0 ? coef : -coef) - 1, q) + 2] != 0;
-}
 
 /* the NRES values of every thread of the block summed by a fixed tree
  * (warp shuffles, then the warps' sums in warp order) into thread 0 */
@@ -348,11 +302,10 @@ template <int NRES> __device__ __forceinline__ void block_sum(double *acc)
 }
 
 /* lane j's nblocks partials summed in block order (strided over the
- * block's threads, then block_sum) into out[0..2] and thread 0's acc */
-__device__ __forceinline__ void sum_partials(const double *partial, int nblocks, double *out,
-                                             double *acc)
+ * block's threads, then block_sum) into out[0..2] */
+__device__ __forceinline__ void sum_partials(const double *partial, int nblocks, double *out)
 {
-    acc[0] = acc[1] = acc[2] = 0;
+    double acc[3] = {0, 0, 0};
     for (int b = threadIdx.x; b < nblocks; b += BLAS_BLOCK)
         for (int k = 0; k < 3; ++k)
             acc[k] += __ldcg(partial + b * 3 + k);
@@ -364,11 +317,9 @@ __device__ __forceinline__ void sum_partials(const double *partial, int nblocks,
 
 /* The block's sums of acc into lane j's partials; the last block of the
  * lane to finish then sums all of them in block order into the result:
- * no second kernel, and the same bits whichever block finishes last (and
- * with red.slot, the scalar of right-hand side q, numerator a, into it) */
+ * no second kernel, and the same bits whichever block finishes last */
 template <int NRES>
-__device__ void block_reduce(double *acc, const reduction &red, int j, int q = 0,
-                             wd_complex a = wd_complex())
+__device__ void block_reduce(double *acc, const reduction &red, int j)
 {
     __shared__ bool last;
     double *partial = red.partial + (size_t)j * BLAS_MAX_GRID * 3;
@@ -380,12 +331,8 @@ __device__ void block_reduce(double *acc, const reduction &red, int j, int q = 0
         last = atomicInc(red.count + j, gridDim.x - 1) == gridDim.x - 1;
     }
     __syncthreads();
-    if (!last)
-        return;
-    double sum[3];
-    sum_partials(partial, gridDim.x, red.out + 3 * j, sum);
-    if (red.slot >= 0 && threadIdx.x == 0)
-        slot_store(red, q, a, sum);
+    if (last)
+        sum_partials(partial, gridDim.x, red.out + 3 * j);
 }
 
 /* Lane blockIdx.y's right-hand side of f (lane 0's field) */
@@ -403,27 +350,15 @@ __device__ __forceinline__ wd_field lane_field(const wd_field &f, int q)
  * a grid of fixed size in x (a function of the volume alone), so each
  * lane's bits are what it gives alone; the block partials of lane j from
  * j * BLAS_MAX_GRID * 3.  A one-lane operation is the case of one lane. */
-template <int P, class Op, bool SLOTS>
+template <int P, class Op>
 __global__ void __launch_bounds__(BLAS_BLOCK) blas_lanes_kernel(wd_lanes l, wd_field x, wd_field y,
                                                                 wd_field z, reduction red, int n)
 {
     typedef typename Prec<P>::real R;
     const int j = blockIdx.y, q = l.idx[j];
-    double acc[3] = {0, 0, 0};
-    wd_complex a = l.a[j], b = l.b[j];
-    if (SLOTS) {
-        /* the coefficients from slots; a lane whose a-slot is invalid is
-         * left alone (the whole block: the lane is blockIdx.y) */
-        if (!slot_ok(l.a_slot, red.slots, q)) {
-            if (Op::NRES)
-                block_reduce<Op::NRES>(acc, red, j);
-            return;
-        }
-        a = slot_coef(a, l.a_slot, red.slots, q);
-        b = slot_coef(b, l.b_slot, red.slots, q);
-    }
-    const Op op = Op::make(a, b);
+    const Op op = Op::make(l.a[j], l.b[j]);
     const wd_field fx = lane_field(x, q), fy = lane_field(y, q), fz = lane_field(z, q);
+    double acc[3] = {0, 0, 0};
     for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
         R vx[NR], vy[NR], vz[NR];
         if (Op::LX) load<P>(fx, cb, vx);
@@ -435,7 +370,7 @@ __global__ void __launch_bounds__(BLAS_BLOCK) blas_lanes_kernel(wd_lanes l, wd_f
         if (Op::SZ) store<P>(fz, cb, vz);
     }
     if (Op::NRES)
-        block_reduce<Op::NRES>(acc, red, j, q, l.a[j]);
+        block_reduce<Op::NRES>(acc, red, j);
 }
 
 /* half into double exactly: the scale taken in double, as the CPU backend's
@@ -550,28 +485,18 @@ __global__ void __launch_bounds__(BLAS_BLOCK) accumulate_xpay_lanes_kernel(wd_la
  * a x + b y as OpCaxpbypz, then y = y - b w with |y|^2 and <u, y> as
  * OpCaxpy, in one pass (x = p, y = s -> r, z = the sloppy accumulator, w =
  * t, u = r0) */
-template <int P, bool SLOTS>
+template <int P>
 __global__ void __launch_bounds__(BLAS_BLOCK) bicgstab_update_lanes_kernel(
     wd_lanes l, wd_field x, wd_field y, wd_field z, wd_field w, wd_field u, reduction red, int n)
 {
     typedef typename Prec<P>::real R;
     const int j = blockIdx.y, q = l.idx[j];
-    double acc[3] = {0, 0, 0};
-    wd_complex a = l.a[j], b = l.b[j];
-    if (SLOTS) {
-        /* as blas_lanes_kernel */
-        if (!slot_ok(l.a_slot, red.slots, q)) {
-            block_reduce<3>(acc, red, j);
-            return;
-        }
-        a = slot_coef(a, l.a_slot, red.slots, q);
-        b = slot_coef(b, l.b_slot, red.slots, q);
-    }
-    const wd_complex mb = {-b.re, -b.im};
-    const OpCaxpbypz upd = OpCaxpbypz::make(a, b);
+    const wd_complex mb = {-l.b[j].re, -l.b[j].im};
+    const OpCaxpbypz upd = OpCaxpbypz::make(l.a[j], l.b[j]);
     const OpCaxpy res = OpCaxpy::make(mb, mb);
     const wd_field fx = lane_field(x, q), fy = lane_field(y, q), fz = lane_field(z, q);
     const wd_field fw = lane_field(w, q), fu = lane_field(u, q);
+    double acc[3] = {0, 0, 0};
     for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
         R vx[NR], vy[NR], vz[NR];
         load<P>(fx, cb, vx);
@@ -808,10 +733,8 @@ typedef struct cuda_ctx {
     unsigned *count;   /* WD_LANES_MAX finished-block counts (struct reduction) */
     double *result;    /* WD_LANES_MAX * 3, pinned host memory the last block of a
                         * reduction writes through its mapping (result_dev): read
-                        * after the stream's synchronisation, with no copy to wait for;
-                        * then the slots' mirror (SLOT_AREA) */
+                        * after the stream's synchronisation, with no copy to wait for */
     double *result_dev;
-    double *slots;     /* device: the backend scalars (SLOT_AREA doubles after partial's) */
     void *staging;     /* pinned host memory for transfers, grown on demand */
     size_t staging_bytes;
     double *raw;       /* a spinor in the host layout on the device, grown on demand */
@@ -843,11 +766,10 @@ static int failed(wd_backend *be, cudaError_t err, const char *what)
     return 1;
 }
 
-/* the reduction of this context's kernels (into no slot) */
+/* the reduction of this context's kernels */
 static reduction red_of(const cuda_ctx *c)
 {
-    reduction r = {c->partial, c->count, c->result_dev, c->slots,
-                   c->result_dev + WD_LANES_MAX * 3, -1, 0};
+    reduction r = {c->partial, c->count, c->result_dev};
     return r;
 }
 
@@ -864,10 +786,9 @@ static void reduce_to_host(wd_backend *be, int lanes, double *res, const char *w
 /* Op on every lane of l in one launch; the lanes' reductions (NRES a
  * lane, summed over the ranks on a grid) into res[3 j ..] after one
  * synchronisation */
-template <class Op, bool SLOTS = false>
+template <class Op>
 static void run_lanes_local(wd_backend *be, const wd_lanes *l, const wd_field *x,
-                            const wd_field *y, const wd_field *z, double *res, const char *what,
-                            int slot = -1, int kind = 0)
+                            const wd_field *y, const wd_field *z, double *res, const char *what)
 {
     if (be->error != WD_OK)
         return;
@@ -878,13 +799,10 @@ static void run_lanes_local(wd_backend *be, const wd_lanes *l, const wd_field *x
     const dim3 grid(grid_for(n), l->n);
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     cudaStream_t st = (cudaStream_t)wd_cuda_stream();
-    reduction red = red_of(c);
-    red.slot = slot;
-    red.kind = kind;
     switch (any->precision) {
-    case 8: blas_lanes_kernel<8, Op, SLOTS><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red, n); break;
-    case 4: blas_lanes_kernel<4, Op, SLOTS><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red, n); break;
-    default: blas_lanes_kernel<2, Op, SLOTS><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red, n); break;
+    case 8: blas_lanes_kernel<8, Op><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red_of(c), n); break;
+    case 4: blas_lanes_kernel<4, Op><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red_of(c), n); break;
+    default: blas_lanes_kernel<2, Op><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red_of(c), n); break;
     }
     if (failed(be, cudaGetLastError(), what) || !(Op::NRES > 0 && res))
         return;
@@ -893,13 +811,13 @@ static void run_lanes_local(wd_backend *be, const wd_lanes *l, const wd_field *x
 
 /* ... and on a process grid the reductions summed over ranks, on every
  * rank whatever its own state (as run) */
-template <class Op, bool SLOTS = false>
+template <class Op>
 static void run_lanes(wd_backend *be, const wd_lanes *l, const wd_field *x, const wd_field *y,
                       const wd_field *z, double *res, const char *what)
 {
     if (Op::NRES > 0 && res)
         memset(res, 0, 3 * l->n * sizeof *res);
-    run_lanes_local<Op, SLOTS>(be, l, x, y, z, res, what);
+    run_lanes_local<Op>(be, l, x, y, z, res, what);
     if (Op::NRES > 0 && res)
         wd_backend_allsum(be, res, 3 * l->n);
 }
@@ -954,13 +872,9 @@ static void bicgstab_update_lanes(wd_backend *be, const wd_lanes *l, const wd_fi
         const dim3 grid(grid_for(n), l->n);
         cuda_ctx *c = (cuda_ctx *)be->ctx;
         cudaStream_t st = (cudaStream_t)wd_cuda_stream();
-#define UPD(P)                                                                                \
-    if (l->a_slot || l->b_slot)                                                               \
-        bicgstab_update_lanes_kernel<P, true><<<grid, BLAS_BLOCK, 0, st>>>(*l, *x, *y, *z, *w, \
-                                                                           *u, red_of(c), n); \
-    else                                                                                      \
-        bicgstab_update_lanes_kernel<P, false><<<grid, BLAS_BLOCK, 0, st>>>(*l, *x, *y, *z,   \
-                                                                            *w, *u, red_of(c), n)
+#define UPD(P) \
+    bicgstab_update_lanes_kernel<P><<<grid, BLAS_BLOCK, 0, st>>>(*l, *x, *y, *z, *w, *u, \
+                                                                 red_of(c), n)
         switch (x->precision) {
         case 8: UPD(8); break;
         case 4: UPD(4); break;
@@ -971,67 +885,6 @@ static void bicgstab_update_lanes(wd_backend *be, const wd_lanes *l, const wd_fi
             reduce_to_host(be, l->n, res, what);
     }
     wd_backend_allsum(be, res, 3 * l->n);
-}
-
-/* A reduction into a backend scalar (wd_blas_lanes_slot): on one rank its
- * last blocks compute the slots on the GPU and nothing comes back; on a
- * grid the ranks' sums come to the host, which computes the slots
- * (wd_slot_from, the same bits) and sends them to the GPU. */
-extern "C" void wd_cuda_be_blas_lanes_slot(wd_backend *be, wd_lane_op op, wd_slot_kind kind, int slot,
-                                const wd_lanes *l, const wd_field *x, const wd_field *y)
-{
-    const char *what = "reduction into a slot (lanes)";
-    (void)op; /* WD_LANE_CDOT or WD_LANE_CDOT_NORM2: one kernel (cdot drops the norm) */
-    if (be->grid.size == 1) {
-        run_lanes_local<OpCdotNorm>(be, l, x, y, NULL, NULL, what, slot, kind);
-        return;
-    }
-    double res[3 * WD_LANES_MAX];
-    run_lanes<OpCdotNorm>(be, l, x, y, NULL, res, what);
-    if (be->error != WD_OK)
-        return;
-    for (int j = 0; j < l->n && kind == WD_SLOT_RATIO; ++j)
-        res[3 * j + 2] = 0;
-    cuda_ctx *c = (cuda_ctx *)be->ctx;
-    double *mirror = c->result + WD_LANES_MAX * 3;
-    for (int j = 0; j < l->n; ++j) {
-        const wd_slot v = wd_slot_from(kind, l->a[j], res + 3 * j);
-        double *m = mirror + SLOT_AT(slot, l->idx[j]);
-        const double d[SLOT_DOUBLES] = {v.c.re, v.c.im, (double)v.valid, v.res[0], v.res[1],
-                                        v.res[2]};
-        memcpy(m, d, sizeof d);
-        if (failed(be, cudaMemcpyAsync(c->slots + SLOT_AT(slot, l->idx[j]), m, sizeof d,
-                                       cudaMemcpyHostToDevice, (cudaStream_t)wd_cuda_stream()),
-                   what))
-            return;
-    }
-}
-
-/* the operations whose kernels take coefficients from slots (a kernel
- * instance of its own, so that the others stay as they were); the rest
- * get them resolved on the host (wd_blas_lanes5) */
-extern "C" int wd_cuda_be_slot_coefficients(const wd_backend *be, wd_lane_op op)
-{
-    (void)be;
-    return op == WD_LANE_CAXPY || op == WD_LANE_CAXPY_NORM2_CDOT || op == WD_LANE_BICGSTAB_UPDATE;
-}
-
-/* the slots' mirror into be->slots, after the work in flight */
-extern "C" void wd_cuda_be_slots_read(wd_backend *be)
-{
-    cuda_ctx *c = (cuda_ctx *)be->ctx;
-    if (failed(be, cudaStreamSynchronize((cudaStream_t)wd_cuda_stream()), "reading the slots"))
-        return;
-    const double *mirror = c->result + WD_LANES_MAX * 3;
-    for (int s = 0; s < WD_SLOTS; ++s)
-        for (int q = 0; q < WD_LANES_MAX; ++q) {
-            const double *m = mirror + SLOT_AT(s, q);
-            wd_slot *v = &be->slots[s][q];
-            v->c.re = m[0];
-            v->c.im = m[1];
-            v->valid = m[2] != 0;
-            memcpy(v->res, m + 3, sizeof v->res);
-        }
 }
 
 static const wd_complex C0 = {0, 0};
@@ -1075,12 +928,7 @@ void wd_cuda_be_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, con
     case WD_LANE_AXPY: run_lanes<OpAxpy>(be, l, x, y, NULL, NULL, "axpy (lanes)"); return;
     case WD_LANE_XPAY: run_lanes<OpXpay>(be, l, x, y, NULL, NULL, "xpay (lanes)"); return;
     case WD_LANE_AXPY_ZPBX: run_lanes<OpAxpyZpbx>(be, l, x, y, z, NULL, "axpy_zpbx (lanes)"); return;
-    case WD_LANE_CAXPY:
-        if (l->a_slot || l->b_slot)
-            run_lanes<OpCaxpy, true>(be, l, x, y, x, NULL, "caxpy (lanes)");
-        else
-            run_lanes<OpCaxpy>(be, l, x, y, x, NULL, "caxpy (lanes)");
-        return;
+    case WD_LANE_CAXPY: run_lanes<OpCaxpy>(be, l, x, y, x, NULL, "caxpy (lanes)"); return;
     case WD_LANE_CAXPBYPZ: run_lanes<OpCaxpbypz>(be, l, x, y, z, NULL, "caxpbypz (lanes)"); return;
     case WD_LANE_CXPAYPBZ: run_lanes<OpCxpaypbz>(be, l, x, y, z, NULL, "cxpaypbz (lanes)"); return;
     case WD_LANE_ACCUMULATE: accumulate_lanes(be, l, x, y, (wd_field *)z, 0); return;
@@ -1093,10 +941,7 @@ void wd_cuda_be_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, con
         return;
     case WD_LANE_CDOT_NORM2: run_lanes<OpCdotNorm>(be, l, x, y, NULL, res, "cdot_norm2 (lanes)"); return;
     case WD_LANE_CAXPY_NORM2_CDOT:
-        if (l->a_slot || l->b_slot)
-            run_lanes<OpCaxpy, true>(be, l, x, y, z ? z : x, res, "caxpy_norm2_cdot (lanes)");
-        else
-            run_lanes<OpCaxpy>(be, l, x, y, z ? z : x, res, "caxpy_norm2_cdot (lanes)");
+        run_lanes<OpCaxpy>(be, l, x, y, z ? z : x, res, "caxpy_norm2_cdot (lanes)");
         return;
     case WD_LANE_CDOT:
         run_lanes<OpCdotNorm>(be, l, x, y, NULL, res, "cdot (lanes)");
@@ -1121,20 +966,15 @@ wd_status wd_cuda_be_open(wd_backend *be)
     if (!c)
         return wd_fail(WD_ERR_NOMEM, "CUDA backend context");
     wd_status st = wd_cuda_malloc((void **)&c->partial,
-                                  (WD_LANES_MAX * BLAS_MAX_GRID * 3 + SLOT_AREA) * sizeof(double),
+                                  WD_LANES_MAX * BLAS_MAX_GRID * 3 * sizeof(double),
                                   "reduction partials");
-    if (st == WD_OK) {
-        c->slots = c->partial + WD_LANES_MAX * BLAS_MAX_GRID * 3;
-        st = wd_cuda_memset(c->slots, 0, SLOT_AREA * sizeof(double));
-    }
     if (st == WD_OK)
         st = wd_cuda_malloc((void **)&c->count, WD_LANES_MAX * sizeof(unsigned),
                             "reduction counts");
     if (st == WD_OK)
         st = wd_cuda_memset(c->count, 0, WD_LANES_MAX * sizeof(unsigned));
     if (st == WD_OK) {
-        cudaError_t err = cudaHostAlloc((void **)&c->result,
-                                        (WD_LANES_MAX * 3 + SLOT_AREA) * sizeof(double),
+        cudaError_t err = cudaHostAlloc((void **)&c->result, WD_LANES_MAX * 3 * sizeof(double),
                                         cudaHostAllocMapped);
         if (err == cudaSuccess)
             err = cudaHostGetDevicePointer((void **)&c->result_dev, c->result, 0);

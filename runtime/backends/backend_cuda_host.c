@@ -86,10 +86,6 @@ void wd_cuda_be_caxpy_norm2_cdot(wd_backend *be, wd_complex a, const wd_field *x
 void wd_cuda_be_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
                            const wd_field *y, const wd_field *z, const wd_field *w,
                            const wd_field *u, double *res);
-void wd_cuda_be_blas_lanes_slot(wd_backend *be, wd_lane_op op, wd_slot_kind kind, int slot,
-                                const wd_lanes *l, const wd_field *x, const wd_field *y);
-int wd_cuda_be_slot_coefficients(const wd_backend *be, wd_lane_op op);
-void wd_cuda_be_slots_read(wd_backend *be);
 
 static wd_status field_alloc(wd_backend *be, wd_field *f)
 {
@@ -434,9 +430,6 @@ static const wd_backend_ops cuda_ops = {
     .cdot_norm2 = wd_cuda_be_cdot_norm2,
     .caxpy_norm2_cdot = wd_cuda_be_caxpy_norm2_cdot,
     .blas_lanes = wd_cuda_be_blas_lanes,
-    .blas_lanes_slot = wd_cuda_be_blas_lanes_slot,
-    .slot_coefficients = wd_cuda_be_slot_coefficients,
-    .slots_read = wd_cuda_be_slots_read,
 };
 
 static int selected;

@@ -175,38 +175,7 @@ typedef struct wd_lanes {
     int n;                       /* lanes, at most WD_LANES_MAX */
     int idx[WD_LANES_MAX];       /* each one's right-hand side */
     wd_complex a[WD_LANES_MAX], b[WD_LANES_MAX];
-    int a_slot, b_slot;          /* 0, or a and b from backend scalars: WD_SLOT_COEF */
 } wd_lanes;
-
-/*
- * Backend scalars (the lock-step BiCGstab's alpha and omega).  A
- * reduction on lanes may leave a scalar of its results in a slot, one per
- * right-hand side idx[j], instead of handing the results back
- * (wd_blas_lanes_slot), and a later operation may take its coefficients
- * from slots (a_slot, b_slot = WD_SLOT_COEF(slot, sign)): a GPU then runs
- * the two without waiting for the host in between.  The scalar of
- * right-hand side q from the reduction's results r (per lane as the table
- * entry returns them) and a[j]:
- *   WD_SLOT_RATIO  (after WD_LANE_CDOT)        c = a[j] / (r0 + i r1), as
- *                  a conj(d) / |d|^2 (every product and quotient rounded
- *                  alone, the same on every backend); invalid where d or
- *                  a[j] is zero
- *   WD_SLOT_OMEGA  (after WD_LANE_CDOT_NORM2)  c = (r0 + i r1) / r2, 0
- *                  where r2 is not > 0
- * An operation whose lane's a-slot is invalid leaves that lane out (its
- * fields untouched, its reductions 0).  wd_blas_slots_read gives the host
- * the values, validity and results (it waits for the backend).  The slot
- * of a right-hand side keeps its value until the next reduction into it.
- */
-enum { WD_SLOT_ALPHA, WD_SLOT_OMEGA, WD_SLOTS };
-typedef enum wd_slot_kind { WD_SLOT_RATIO, WD_SLOT_OMEGA_OF } wd_slot_kind;
-/* a coefficient from slot `slot`, its value (sign +1) or negated (-1) */
-#define WD_SLOT_COEF(slot, sign) ((sign) * ((slot) + 1))
-typedef struct wd_slot {
-    wd_complex c;       /* the scalar */
-    int valid;
-    double res[3];      /* the reduction it came from */
-} wd_slot;
 
 /*
  * The table a backend implements.  `f`, `g` arrive with their geometry
@@ -307,15 +276,6 @@ typedef struct wd_backend_ops {
     void (*blas_lanes)(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
                        const wd_field *y, const wd_field *z, const wd_field *w,
                        const wd_field *u, double *res);
-    /* Backend scalars done on the backend itself: a reduction into a slot
-     * (wd_blas_lanes_slot), and whether blas_lanes takes op's coefficients
-     * from slots (slot_coefficients; else wd_blas_lanes resolves them on
-     * the host first), the slots read back into be->slots.  Optional
-     * (NULL: the host computes the slots, wd_blas_lanes_slot). */
-    void (*blas_lanes_slot)(wd_backend *be, wd_lane_op op, wd_slot_kind kind, int slot,
-                            const wd_lanes *l, const wd_field *x, const wd_field *y);
-    int (*slot_coefficients)(const wd_backend *be, wd_lane_op op);
-    void (*slots_read)(wd_backend *be);
 } wd_backend_ops;
 
 struct wd_backend {
@@ -330,7 +290,6 @@ struct wd_backend {
     size_t bytes_allocated;  /* fields + gauge now held */
     size_t bytes_peak;
     double flops;            /* counted by the wrappers below */
-    wd_slot slots[WD_SLOTS][WD_LANES_MAX];  /* the host's view of the backend scalars */
 };
 
 /* Start a backend for lattice dims in this process alone, with `pad`
@@ -601,16 +560,6 @@ void wd_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_fi
 void wd_blas_lanes5(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
                     const wd_field *y, const wd_field *z, const wd_field *w, const wd_field *u,
                     double *res);
-/* reduction op (WD_LANE_CDOT or WD_LANE_CDOT_NORM2, as kind needs) on the
- * lanes of l into slot `slot` of each lane's right-hand side (the slots'
- * comment above); nothing comes back to the host */
-void wd_blas_lanes_slot(wd_backend *be, wd_lane_op op, wd_slot_kind kind, int slot,
-                        const wd_lanes *l, const wd_field *x, const wd_field *y);
-/* the slot of each lane of l into out[j] (waits for the backend) */
-void wd_blas_slots_read(wd_backend *be, int slot, const wd_lanes *l, wd_slot *out);
-/* The scalar of a slot from a reduction's results r and the numerator a
- * (host side; a backend computing slots itself gives the same bits). */
-wd_slot wd_slot_from(wd_slot_kind kind, wd_complex a, const double r[3]);
 
 #ifdef __cplusplus
 }

@@ -327,15 +327,10 @@ static int breakdown(wd_krylov *ks, state *s, double *rn2, wd_status *status)
  *      -> second application: BiCGstab t = Mhat rs, CG v = Mhat^dag t
  *   C  the rest of the iteration: accumulate, the new residual, the
  *      classification and its check, the new direction
- * BiCGstab's alpha and omega stay on the backend (wd_blas_lanes_slot: no
- * wait for the host between <r0, v> and rs -= alpha v, nor between
- * <t, s> and the update); the host reads them with the update's
- * reductions, and an alpha that broke down (the backend left that lane's
- * fields alone) is handled there, in phase C.
  * Every application is one wd_eo_mhat_multi per maximal run of consecutive
  * lanes that take part (views into the shared multi-fields), so a lane
- * that has finished, or that broke down in phase B (CG) and restarts in
- * the next round, costs nothing.  The vector operations of the iteration are
+ * that has finished, or that broke down in phase B and restarts in the
+ * next round, costs nothing.  The vector operations of the iteration are
  * likewise one wd_blas_lanes call over the lanes that take part (on the
  * GPU one launch, and one synchronisation for every lane's reductions,
  * instead of one a lane); only what one lane alone needs (its checks,
@@ -441,25 +436,33 @@ static void accumulate_lanes(wd_krylov *ks0, const wd_lanes *l, const wd_field *
 }
 
 /* BiCGstab phase B on every stepping lane: alpha = rho / <r0, v>, then
- * rs -= alpha v (a lane whose coefficients vanish is left alone: phase C
- * breaks it down) */
+ * rs -= alpha v (a lane whose coefficients vanish breaks down instead) */
 static void bicgstab_b(lane *L, int n)
 {
     wd_krylov *ks0 = L[0].ks;
     int want[WD_LANES_MAX];
+    double res[3 * WD_LANES_MAX];
     wd_lanes l = stepping(L, n, want);
-    /* alpha = rho / <r0, v> and s = r - alpha v stay on the backend (a
-     * lane whose alpha breaks down is left out there; phase C tells) */
+    wd_blas_lanes(ks0->be, WD_LANE_CDOT, &l, ks0->r0, ks0->v, NULL, res);
+    for (int j = 0; j < l.n; ++j) {
+        lane *Li = &L[l.idx[j]];
+        const double complex r0v = CMPLX(res[3 * j], res[3 * j + 1]);
+        if (r0v == 0 || Li->rho == 0) {
+            lane_breakdown(Li);
+            want[l.idx[j]] = 0;
+            continue;
+        }
+        Li->alpha = Li->rho / r0v;
+    }
+    l = lanes_where(n, want);
     for (int j = 0; j < l.n; ++j)
-        l.a[j] = wc(L[l.idx[j]].rho);
-    wd_blas_lanes_slot(ks0->be, WD_LANE_CDOT, WD_SLOT_RATIO, WD_SLOT_ALPHA, &l, ks0->r0, ks0->v);
-    l.a_slot = WD_SLOT_COEF(WD_SLOT_ALPHA, -1);
+        l.a[j] = wc(-L[l.idx[j]].alpha);
     wd_blas_lanes(ks0->be, WD_LANE_CAXPY, &l, ks0->v, ks0->rs, NULL, NULL);
 }
 
-/* BiCGstab phase C on every stepping lane: omega (on the backend), the
- * accumulation, the new residual and rho, then on the host alpha's
- * breakdown, the classification (and a lane's check), the new direction */
+/* BiCGstab phase C on every stepping lane: omega, the accumulation, the
+ * new residual and rho, the classification (and a lane's check), the new
+ * direction */
 static void bicgstab_c(lane *L, int n)
 {
     wd_krylov *ks0 = L[0].ks;
@@ -467,37 +470,30 @@ static void bicgstab_c(lane *L, int n)
     int want[WD_LANES_MAX];
     double res[3 * WD_LANES_MAX];
     double complex rho_new[WD_LANES_MAX];
-    wd_slot alpha[WD_LANES_MAX], omega[WD_LANES_MAX];
     wd_lanes l = stepping(L, n, want);
-    wd_blas_lanes_slot(be, WD_LANE_CDOT_NORM2, WD_SLOT_OMEGA_OF, WD_SLOT_OMEGA, &l, ks0->t,
-                       ks0->rs);
-    l.a_slot = WD_SLOT_COEF(WD_SLOT_ALPHA, 1);
-    l.b_slot = WD_SLOT_COEF(WD_SLOT_OMEGA, 1);
+    wd_blas_lanes(be, WD_LANE_CDOT_NORM2, &l, ks0->t, ks0->rs, NULL, res);
+    for (int j = 0; j < l.n; ++j) {
+        lane *Li = &L[l.idx[j]];
+        const double *ts = res + 3 * j;
+        Li->omega = ts[2] > 0 ? CMPLX(ts[0], ts[1]) / ts[2] : 0;
+        l.a[j] = wc(Li->alpha);
+        l.b[j] = wc(Li->omega);
+    }
     if (ks0->xs->precision == ks0->p->precision) {
         /* xs += alpha p + omega s and r = s - omega t in one pass */
         wd_blas_lanes5(be, WD_LANE_BICGSTAB_UPDATE, &l, ks0->p, ks0->rs, ks0->xs, ks0->t,
                        ks0->r0, res);
     } else {
         accumulate_lanes(ks0, &l, ks0->p, ks0->rs);
-        l.b_slot = 0;
-        l.a_slot = WD_SLOT_COEF(WD_SLOT_OMEGA, -1);
+        for (int j = 0; j < l.n; ++j)
+            l.a[j] = wc(-L[l.idx[j]].omega);
         wd_blas_lanes(be, WD_LANE_CAXPY_NORM2_CDOT, &l, ks0->t, ks0->rs, ks0->r0, res);
     }
-    wd_blas_slots_read(be, WD_SLOT_ALPHA, &l, alpha);
-    wd_blas_slots_read(be, WD_SLOT_OMEGA, &l, omega);
     for (int j = 0; j < l.n; ++j) {
         const int i = l.idx[j];
         lane *Li = &L[i];
         wd_krylov *ks = Li->ks;
         state *s = &Li->s;
-        want[i] = 0;
-        if (!alpha[j].valid) {
-            /* <r0, v> or rho zero: the backend left the lane as it was */
-            lane_breakdown(Li);
-            continue;
-        }
-        Li->alpha = cz(alpha[j].c);
-        Li->omega = cz(omega[j].c);
         const double *rr = res + 3 * j;
         rho_new[i] = CMPLX(rr[1], rr[2]);
         Li->r2 = rr[0];
@@ -509,6 +505,7 @@ static void bicgstab_c(lane *L, int n)
         double rn2;
         wd_status status = WD_OK;
         const int next = act(ks, s, classify(ks, s, sqrt(Li->r2)), &checked, &rn2, &status);
+        want[i] = 0;
         if (next == NEXT_DONE) {
             finish(Li, status);
             continue;
