@@ -379,10 +379,13 @@ static wd_status create(wd_solver *sv, const double *gauge)
     free(ufix);
     /* sources and solutions change gauge in the backend's transfers where it
      * can (the host copy bfix is then not needed) */
-    if (st == WD_OK && sv->gfix && wd_spinor_gauge_supported(&sv->be) &&
-        (st = wd_spinor_gauge_create(&sv->be, &sv->tf, (const double *)sv->gfix)) == WD_OK) {
-        free(sv->bfix);
-        sv->bfix = NULL;
+    if (st == WD_OK && sv->gfix && wd_spinor_gauge_supported(&sv->be)) {
+        /* one rank that cannot hold it stops them all */
+        st = wd_comm_agree(wd_spinor_gauge_create(&sv->be, &sv->tf, (const double *)sv->gfix));
+        if (st == WD_OK) {
+            free(sv->bfix);
+            sv->bfix = NULL;
+        }
     }
     if (s->csw != 0 && (st = wd_comm_agree(st)) == WD_OK)
         st = clover_build(sv, s->mass);
@@ -992,11 +995,15 @@ static wd_status solve_single(wd_solver *sv, double *x, const double *b, int dev
     const double *b_run = b;
     double bnorm2 = 0;
     long bad = -1;
-    if (st == WD_OK && !device && be->ops->stage_host && be->ops->scan_device &&
-        (st = be->ops->stage_host(be, b, &b_run)) == WD_OK)
+    if (st == WD_OK && !device && be->ops->stage_host && be->ops->scan_device) {
+        st = be->ops->stage_host(be, b, &b_run);
         where = B_DEVICE;
-    if (st == WD_OK && (where & B_DEVICE)) {
-        if ((st = be->ops->scan_device(be, b_run, vol * 24, &bnorm2, &bad)) == WD_OK)
+    }
+    if (where & B_DEVICE) {
+        if (st == WD_OK)
+            st = be->ops->scan_device(be, b_run, vol * 24, &bnorm2, &bad);
+        /* every rank reaches the sum, or none */
+        if ((st = wd_comm_agree(st)) == WD_OK)
             st = wd_comm_sum(&bnorm2, 1);
     } else if (st == WD_OK) {
         bad = wd_host_scan(b, vol * 24, &bnorm2, &st);
