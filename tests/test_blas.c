@@ -414,6 +414,18 @@ static void test_accumulate(const int dims[4], wd_rng *r)
     free(h), free(hx), free(hy), free(hz), free(got);
 }
 
+/* the two parities of two spinors in precision p (the pair tests' fields) */
+static void pair_fields(wd_backend *be, int p, wd_field *e1, wd_field *o1, wd_field *e2,
+                        wd_field *o2)
+{
+    wd_field *const f[4] = {e1, o1, e2, o2};
+    for (int k = 0; k < 4; k++) {
+        const wd_status st = wd_field_create(be, f[k], p);
+        if (st != WD_OK)
+            die("field", st);
+    }
+}
+
 /* the host-layout pair transfers (wd_upload_pair / wd_download_pair, and
  * on the GPU from device memory) against the per-parity upload / download:
  * the same stored bits, and within the precision of the original */
@@ -434,11 +446,7 @@ static void test_pair(const int dims[4], wd_rng *r)
         poison[k] = CMPLX(1e30, -1e30);
     for (int i = 0; i < 3; i++) {
         wd_field e1, o1, e2, o2;
-        if ((st = wd_field_create(&be, &e1, precs[i])) != WD_OK ||
-            (st = wd_field_create(&be, &o1, precs[i])) != WD_OK ||
-            (st = wd_field_create(&be, &e2, precs[i])) != WD_OK ||
-            (st = wd_field_create(&be, &o2, precs[i])) != WD_OK)
-            die("field", st);
+        pair_fields(&be, precs[i], &e1, &o1, &e2, &o2);
         wd_spinor_random(h, dims, r);
         char what[128];
         /* the reference: per parity */
@@ -551,11 +559,7 @@ static void test_pair_gauge(const int dims[4], wd_rng *r)
         die("spinor gauge", st);
     for (int i = 0; i < 3; i++) {
         wd_field e1, o1, e2, o2;
-        if ((st = wd_field_create(&be, &e1, precs[i])) != WD_OK ||
-            (st = wd_field_create(&be, &o1, precs[i])) != WD_OK ||
-            (st = wd_field_create(&be, &e2, precs[i])) != WD_OK ||
-            (st = wd_field_create(&be, &o2, precs[i])) != WD_OK)
-            die("field", st);
+        pair_fields(&be, precs[i], &e1, &o1, &e2, &o2);
         wd_spinor_random(h, dims, r);
         memcpy(hg, h, bytes);
         wd_spinor_transform(hg, g, dims, 0);
