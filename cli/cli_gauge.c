@@ -58,12 +58,15 @@
 
 static const char generate_usage[] =
     "usage: wdirac gauge generate --dims X Y Z T --beta B --sweeps N [--therm N] [--or N]\n"
-    "                             [--seed S] [--start hot|cold] --format nersc|ildg\n"
+    "                             [--measure-every N] [--seed S] [--start hot|cold] --format nersc|ildg\n"
     "                             [--precision 32|64] [--two-row] [--little-endian]\n"
     "                             --out FILE [--overwrite] [--backend cpu|cuda]\n"
     "                             [--grid Px Py Pz Pt]\n"
     "  --sweeps N       measurement sweeps (after --therm N thermalization sweeps, default 0)\n"
     "  --or N           overrelaxation sweeps per heatbath sweep (default 4)\n"
+    "  --measure-every N  thermalization sweeps: observables (on the GPU, the field's copy\n"
+    "                   to the host) after every N-th and the last only (default 1: every\n"
+    "                   sweep); measurement sweeps are always measured\n"
     "  --seed S         random seed (default 1); --start cold (default) or hot\n"
     "  --precision      bits per stored real (default 64); --two-row, --little-endian: NERSC only\n"
     "  --backend        cpu (default) or cuda: the sweeps on the GPU, observables on the host\n"
@@ -278,7 +281,7 @@ static int cmd_generate(int argc, char **argv)
 {
     int dims[4] = {0, 0, 0, 0};
     double beta = NAN;
-    long sweeps = -1, therm = 0, n_or = 4;
+    long sweeps = -1, therm = 0, n_or = 4, every = 1;
     uint64_t seed = 1;
     wd_gauge_start start = WD_START_COLD;
     const char *out = NULL;
@@ -326,6 +329,10 @@ static int cmd_generate(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--therm")) {
             if (!parse_long(a, next, 0, 1L << 30, &therm))
+                return WD_EXIT_USAGE;
+            i++;
+        } else if (!strcmp(a, "--measure-every")) {
+            if (!parse_long(a, next, 1, 1L << 30, &every))
                 return WD_EXIT_USAGE;
             i++;
         } else if (!strcmp(a, "--or")) {
@@ -415,6 +422,8 @@ static int cmd_generate(int argc, char **argv)
            "%d threads\n",
            dims[0], dims[1], dims[2], dims[3], beta, (unsigned long long)seed,
            start == WD_START_HOT ? "hot" : "cold", therm, sweeps, n_or, threads);
+    if (every > 1 && therm > 0)
+        printf("# thermalization measured every %ld sweeps and at its last\n", every);
     if (blocks)
         printf("# grid %d %d %d %d: %d ranks, blocks %dx%dx%dx%d (the configuration is the one "
                "process makes)\n", lat.procs[0], lat.procs[1], lat.procs[2], lat.procs[3],
@@ -438,6 +447,9 @@ static int cmd_generate(int argc, char **argv)
                       : wd_gauge_heatbath_sweep(u, dims, beta, seed, (uint64_t)s, (int)n_or);
         const double dt = gpu ? 1e-3 * ms : now_seconds() - ts;
         update_seconds += dt;
+        /* a thermalization sweep left unmeasured: its time only */
+        if (st == WD_OK && s < therm - 1 && (s + 1) % every != 0)
+            continue;
         wd_gauge_obs o;
         if (st == WD_OK && gpu)
             st = wd_gauge_gpu_fetch(u);
@@ -458,6 +470,7 @@ static int cmd_generate(int argc, char **argv)
             progress((int)(s + 1), (int)total, o.plaquette, elapsed / (s + 1) * (total - s - 1));
         }
     }
+    const double loop_seconds = now_seconds() - t0;
     if (tty && total)
         fputs("\r\033[K", stderr);
     if (gpu)
@@ -486,6 +499,9 @@ static int cmd_generate(int argc, char **argv)
                "%dx%dx%dx%d, %s)\n", total / update_seconds, 1e3 * update_seconds / total, n_or,
                dims[0], dims[1], dims[2], dims[3],
                gpu ? "GPU, double, CUDA events" : threads == 1 ? "1 thread" : "OpenMP threads");
+    if (total > 0)
+        printf("# %.2f s wall for the %ld sweeps with their observables%s\n", loop_seconds, total,
+               gpu ? " and the field's copies to the host" : "");
 
     st = write_field(out, u, &lat, blocks, &w.opts);
     if (st != WD_OK) {

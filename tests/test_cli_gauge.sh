@@ -24,6 +24,20 @@ grep -q "^# plaquette over 4 measurement sweeps" "$dir/gen.log"
 check "generate prints the mean plaquette" 0 $?
 [ "$(grep -c ' meas ' "$dir/gen.log")" = 4 ]
 check "generate prints one line per measurement sweep" 0 $?
+# --measure-every: fewer thermalization rows, the same configuration (bytes)
+SOURCE_DATE_EPOCH=1700000000 "$wdirac" gauge generate --dims 4 4 4 4 --beta 5.7 --therm 7 \
+    --sweeps 2 --or 2 --seed 3 --format nersc --out "$dir/m1.nersc" > /dev/null 2>&1
+SOURCE_DATE_EPOCH=1700000000 "$wdirac" gauge generate --dims 4 4 4 4 --beta 5.7 --therm 7 \
+    --sweeps 2 --or 2 --seed 3 --measure-every 3 --format nersc --out "$dir/m3.nersc" \
+    > "$dir/m3.log" 2>&1
+check "generate --measure-every 3" 0 $?
+[ "$(grep -c ' therm ' "$dir/m3.log")" = 3 ] && [ "$(grep -c ' meas ' "$dir/m3.log")" = 2 ]
+check "... measures thermalization sweeps 3, 6, 7 and both measurement sweeps" 0 $?
+cmp -s "$dir/m1.nersc" "$dir/m3.nersc"
+check "... and writes the same file as measuring every sweep" 0 $?
+"$wdirac" gauge generate --dims 4 4 4 4 --beta 5.7 --sweeps 1 --measure-every 0 --format nersc \
+    --out "$dir/m0.nersc" > /dev/null 2>&1
+check "generate --measure-every 0 is bad usage" 2 $?
 "$wdirac" gauge info "$dir/a.nersc" > "$dir/info.log" 2>&1
 check "info nersc" 0 $?
 grep -q "^checksum .* OK" "$dir/info.log" && grep -q "^plaquette .* OK" "$dir/info.log"
