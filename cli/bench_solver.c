@@ -46,6 +46,7 @@
 #include "gauge_tools.h"
 #include "cli_bench.h"
 #include "cli_util.h"
+#include "wd_backend.h"
 #include "wdirac_gauge.h"
 #include "wd_version.h"
 #include "wdirac.h"
@@ -524,6 +525,16 @@ int wd_bench_solver_main(int argc, char **argv)
         return 2;
     }
     memcpy(base.grid, lat.procs, sizeof base.grid);
+    /* several ranks on CUDA: each rank takes the GPU of its local index
+     * before anything touches CUDA (wd_bench_device would start every rank
+     * on GPU 0); collective, so every rank stops on one's failure */
+    if (base.backend == WD_BACKEND_CUDA && lat.size > 1) {
+        const wd_status sel = wd_backend_cuda_select();
+        if (sel != WD_OK) {
+            fprintf(stderr, "wdirac bench solver: %s\n", wd_last_error());
+            return wd_cli_exit_code(sel);
+        }
+    }
 
     char device[256], gauge_desc[512];
     wd_bench_device(device, sizeof device, base.backend == WD_BACKEND_CUDA);
