@@ -9,6 +9,7 @@ Reads (each optional; a table whose inputs are missing says so):
   dslash-weak-2gpu.json    --grid 1 1 1 2 --dims 32 32 32 128 (weak scaling)
   solver-1gpu.json, solver-2gpu.json   wdirac bench solver, grids 1x1x1x1 and 1x1x1x2
   times.txt, gauge-generate.log        the parts' seconds, the configuration
+(each from DIR, else from DIR/results.tar.gz)
 
 Prints: the run (device, commit, date), strong scaling split in T and in Z
 (1-GPU us, 2-GPU us, speedup = 1-GPU us / 2-GPU us, efficiency = speedup /
@@ -24,6 +25,7 @@ import json
 import os
 import re
 import sys
+import tarfile
 
 ITER_SLACK = 5          # the two grids' iterations may differ by this much
 STRONG_TARGET = 1.85    # issue 11: 2-GPU Dslash speedup at 48^3x96
@@ -31,12 +33,25 @@ WEAK_TARGET = 0.95      # issue 11: weak-scaling efficiency
 SOLVER_TARGET = 1.8     # issue 11: 2-GPU solver speedup
 
 
-def load(d, name):
-    p = os.path.join(d, name)
+def text(d, name):
+    """DIR/name, else ./name inside DIR/results.tar.gz (what the device tool
+    returns: the JSON and summary.txt beside the archive); None if neither"""
     try:
-        with open(p) as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        with open(os.path.join(d, name)) as f:
+            return f.read()
+    except OSError:
+        pass
+    try:
+        with tarfile.open(os.path.join(d, "results.tar.gz")) as t:
+            return t.extractfile("./" + name).read().decode()
+    except (OSError, KeyError, AttributeError, tarfile.TarError):
+        return None
+
+
+def load(d, name):
+    try:
+        return json.loads(text(d, name) or "")
+    except ValueError:
         return None
 
 
@@ -99,12 +114,11 @@ def main():
     for name, run in (("1 GPU Dslash", one), ("T split", tsp), ("Z split", zsp),
                       ("weak", weak), ("solver 1 GPU", s1), ("solver 2 GPUs", s2)):
         print(describe(name, run))
-    tp = os.path.join(d, "times.txt")
-    if os.path.exists(tp):
+    times = text(d, "times.txt")
+    if times:
         print("\nParts (exit code, wall seconds):\n")
-        with open(tp) as f:
-            for line in f:
-                print("    " + line.rstrip())
+        for line in times.splitlines():
+            print("    " + line.rstrip())
 
     head = ["variant", "global lattice", "1 GPU us", "2 GPUs us", "speedup", "efficiency",
             "halo us", "halo KiB", "halo GB/s"]
@@ -153,10 +167,9 @@ def main():
         print("(missing: %s)" % ("dslash-grid-1gpu.json" if not one else "dslash-weak-2gpu.json"))
 
     print("\n## Solver on 1 and 2 GPUs\n")
-    gl = os.path.join(d, "gauge-generate.log")
-    if os.path.exists(gl):
-        with open(gl) as f:
-            lines = f.read().splitlines()
+    gl = text(d, "gauge-generate.log")
+    if gl:
+        lines = gl.splitlines()
         hdr = [l for l in lines if l.startswith("# wdirac gauge generate")]
         tail = [l for l in lines if l.startswith("# ") and not l.startswith("#  ")][-3:]
         for l in hdr[:1] + tail:
