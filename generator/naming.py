@@ -38,6 +38,25 @@ class Variant:
         return self.op != Operator.WILSON
 
     @property
+    def reduces(self):
+        """The variant has a reducing CUDA kernel beside its plain one.
+
+        It also reduces what it writes (`_reduce_kernel`): BiCGstab's
+        <r0, v>, <t, s> and |t|^2 and CG's |Mhat p|^2 come from the xpay
+        application that ends each Schur operator instead of a BLAS pass
+        over the field just written.  Only where the half sloppy level of a
+        one-RHS solve runs it (Wilson, half precision, xpay, no dagger):
+        there the reductions are the largest share of an iteration, and
+        half batches already need not give their single solves' bits, while
+        double and single batches must, and their lock-step lanes reduce
+        with the BLAS (docs/generator.md, "Reductions in the epilogue").
+        A property of the axes, not a manifest entry: the rendering of a
+        variant depends on it, and not on the manifest.
+        """
+        return (self.op == Operator.WILSON and self.precision == Precision.H
+                and self.dagger == 0 and self.xpay == 1 and self.nrhs == 1)
+
+    @property
     def name(self):
         prefix = f"{OPERATOR_TOKEN[self.op]}_{PRECISIONS[self.precision].token}"
         if not self.hopping:

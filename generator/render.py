@@ -262,6 +262,7 @@ def _spinor_context(info):
     return {
         "svec": vector_type(info.store, width),
         "spinor_elements": SPINOR_REALS // width,
+        "spinor_width": width,
         "store_slots": slots,
         "xload": xload,
         "all_reals": [name for row in out for pair in row for name in pair],
@@ -399,6 +400,7 @@ def variant_context(v):
                  Operator.CLOVER: "C"}[v.op],
         "ptr": SINGLE_RHS_POINTERS,
     }
+    ctx["reduce"] = v.reduces
     ctx.update(_multi_rhs_context(v))
     if v.hopping:
         ctx["link"] = _link_context(v)
@@ -429,7 +431,8 @@ def render_registry(variants, outdir):
     env = _env()
     rows = [{"name": v.name, "op": int(v.op), "nrhs": v.nrhs, "prec": v.info.cname,
              "recon": int(v.recon) if v.hopping else 0,
-             "gauge_fix": v.gauge_fix, "dagger": v.dagger, "xpay": v.xpay}
+             "gauge_fix": v.gauge_fix, "dagger": v.dagger, "xpay": v.xpay,
+             "reduce": v.reduces}
             for v in variants]
     for out in REGISTRY_OUTPUTS:
         template = out + ".j2"

@@ -15,6 +15,8 @@
  * smooth field x30, double x1e3) times 3 for the two chained applications
  * and the xpay.  A combination whose variants are not built is reported as
  * SKIP, not failed; none built at all fails.
+ * Where the backend has the reducing kernel (wd_eo_mhat_reduce: half
+ * precision on the GPU), also its output and reductions (fused_case).
  * One line per case; "N of M failed" last; exit 0 when all pass.
  */
 #include <complex.h>
@@ -61,6 +63,79 @@ static int parity_of(size_t site, const int dims[4])
         site /= (size_t)dims[mu];
     }
     return p & 1;
+}
+
+static void report(const char *name, const char *what, int ok, double err, double tol)
+{
+    checks_run++;
+    checks_failed += !ok;
+    printf("%-52s %-8s %s err=%.2e tol=%.0e\n", name, what, ok ? "OK  " : "FAIL", err, tol);
+}
+
+/* The reducing operator (wd_eo_mhat_reduce, where the backend has the
+ * kernel): its output holds the bits of wd_eo_mhat's (written over a
+ * poisoned field), and its {<y, out>, |out|^2} equal the float64 sums of
+ * the downloaded fields (relative to |y||out| and |out|^2: 1e-6, the
+ * device's float dequantization of half precision against the host's
+ * double one, as test_blas) and the BLAS's reductions of the same stored
+ * fields to 1e-12 (the same products, summed in another order); without y
+ * the same |out|^2 to the bit and a zero dot product. */
+static wd_status fused_case(const char *name, wd_backend *be, const wd_eo_op *op,
+                            const wd_field *fin, wd_field *fout, size_t vol, wd_rng *r)
+{
+    const size_t n = vol * 12;
+    double complex *h = xalloc(n * sizeof *h), *hy = xalloc(n * sizeof *h);
+    double complex *want = xalloc(n * sizeof *h), *got = xalloc(n * sizeof *h);
+    wd_field fy, fred;
+    int made = 0;
+    wd_status st = wd_field_create(be, &fy, fin->precision);
+    if (st == WD_OK && ++made)
+        st = wd_field_create(be, &fred, fin->precision);
+    if (st == WD_OK && ++made) {
+        wd_spinor_random(hy, be->dims, r);
+        wd_spinor_random(h, be->dims, r);
+        st = be->ops->upload(be, &fy, (const double *)hy, 0);
+    }
+    if (st == WD_OK)  /* poison: another random field where the output goes */
+        st = be->ops->upload(be, &fred, (const double *)h, 0);
+    double res[3] = {0, 0, 0}, res0[3] = {0, 0, 0};
+    if (st == WD_OK)
+        st = wd_eo_mhat(op, fout, fin, 0);
+    if (st == WD_OK)
+        st = wd_eo_mhat_reduce(op, &fred, fin, &fy, res);
+    if (st == WD_OK) {
+        be->ops->download(be, (double *)want, fout, 0);
+        be->ops->download(be, (double *)got, &fred, 0);
+        be->ops->download(be, (double *)hy, &fy, 0);
+        report(name, "fused out", !memcmp(want, got, n * sizeof *got), 0, 0);
+        double complex dot = 0;
+        double nn = 0, ny = 0;
+        for (size_t k = 0; k < n; k++) {
+            if (parity_of(k / 12, be->dims))
+                continue;
+            dot += conj(hy[k]) * got[k];
+            nn += creal(got[k] * conj(got[k]));
+            ny += creal(hy[k] * conj(hy[k]));
+        }
+        const double e_dot = cabs(CMPLX(res[0], res[1]) - dot) / sqrt(nn * ny);
+        const double e_nn = fabs(res[2] - nn) / nn;
+        report(name, "fused <y,out>", e_dot <= 1e-6 && nn > 0 && ny > 0, e_dot, 1e-6);
+        report(name, "fused |out|^2", e_nn <= 1e-6, e_nn, 1e-6);
+        const wd_complex bdot = wd_blas_cdot(be, &fy, &fred);
+        const double bnn = wd_blas_norm2(be, &fred);
+        const double e_b = fmax(cabs(CMPLX(res[0] - bdot.re, res[1] - bdot.im)) / sqrt(bnn * ny),
+                                fabs(res[2] - bnn) / bnn);
+        report(name, "fused=BLAS", e_b <= 1e-12 && be->error == WD_OK, e_b, 1e-12);
+        st = wd_eo_mhat_reduce(op, &fred, fin, NULL, res0);
+        report(name, "fused y=0", st == WD_OK && res0[0] == 0 && res0[1] == 0 &&
+               res0[2] == res[2], fabs(res0[2] - res[2]), 0);
+    }
+    if (made > 1)
+        wd_field_destroy(be, &fred);
+    if (made > 0)
+        wd_field_destroy(be, &fy);
+    free(h), free(hy), free(want), free(got);
+    return st;
 }
 
 typedef struct lattice {
@@ -144,6 +219,8 @@ static void run_case(const lattice *lat, int precision, int recon, int gf, wd_rn
         printf("%-52s %-8s %s rel_l2=%.2e tol=%.0e\n", name, dag ? "Mhat^dag" : "Mhat",
                ok ? "OK  " : "FAIL", err, tol);
     }
+    if (st == WD_OK && wd_eo_mhat_reduces(&op))
+        st = fused_case(name, &be, &op, &fin, &fout, vol, r);
     if (st != WD_OK) {
         checks_run++;
         checks_failed++;

@@ -48,6 +48,7 @@
 #include "wd_core.h"
 #include "wd_kernel.h"
 #include "wd_operator.h"
+#include "wd_operator_cuda.h"
 #include "wd_physics.h"
 
 #define NR 24
@@ -279,11 +280,12 @@ struct reduction {
     double *out;
 };
 
-/* the NRES values of every thread of the block summed by a fixed tree
- * (warp shuffles, then the warps' sums in warp order) into thread 0 */
-template <int NRES> __device__ __forceinline__ void block_sum(double *acc)
+/* the NRES values of every thread of the block (BLOCK threads) summed by a
+ * fixed tree (warp shuffles, then the warps' sums in warp order) into
+ * thread 0 */
+template <int NRES, int BLOCK = BLAS_BLOCK> __device__ __forceinline__ void block_sum(double *acc)
 {
-    __shared__ double sh[NRES > 0 ? NRES : 1][BLAS_BLOCK / 32];
+    __shared__ double sh[NRES > 0 ? NRES : 1][BLOCK / 32];
 #pragma unroll
     for (int k = 0; k < NRES; ++k)
         for (int o = 16; o > 0; o >>= 1)
@@ -295,7 +297,7 @@ template <int NRES> __device__ __forceinline__ void block_sum(double *acc)
     if (threadIdx.x == 0)
         for (int k = 0; k < NRES; ++k) {
             double v = sh[k][0];
-            for (int w = 1; w < BLAS_BLOCK / 32; ++w)
+            for (int w = 1; w < BLOCK / 32; ++w)
                 v += sh[k][w];
             acc[k] = v;
         }
@@ -333,6 +335,25 @@ __device__ void block_reduce(double *acc, const reduction &red, int j)
     __syncthreads();
     if (last)
         sum_partials(partial, gridDim.x, red.out + 3 * j);
+}
+
+/* The warp sums of a reducing Dslash kernel (wd_cuda_reduce_launchers:
+ * three doubles for each warp of 32 sites) into out[0..2]: thread t adds
+ * warps t, t + WARP_SUM_BLOCK, ... in turn, then block_sum.  One block,
+ * a fixed order: the same bits on every run, whatever block size the
+ * Dslash ran with. */
+#define WARP_SUM_BLOCK 1024
+__global__ void __launch_bounds__(WARP_SUM_BLOCK) warp_sums_kernel(const double *partial,
+                                                                   int nwarps, double *out)
+{
+    double acc[3] = {0, 0, 0};
+    for (int w = threadIdx.x; w < nwarps; w += WARP_SUM_BLOCK)
+        for (int k = 0; k < 3; ++k)
+            acc[k] += __ldcg(partial + 3 * w + k);
+    block_sum<3, WARP_SUM_BLOCK>(acc);
+    if (threadIdx.x == 0)
+        for (int k = 0; k < 3; ++k)
+            out[k] = acc[k];
 }
 
 /* Lane blockIdx.y's right-hand side of f (lane 0's field) */
@@ -735,6 +756,7 @@ typedef struct cuda_ctx {
                         * reduction writes through its mapping (result_dev): read
                         * after the stream's synchronisation, with no copy to wait for */
     double *result_dev;
+    double *warp_partial;  /* 3 doubles a warp of 32 sites: the reducing Dslash kernels' sums */
     void *staging;     /* pinned host memory for transfers, grown on demand */
     size_t staging_bytes;
     double *raw;       /* a spinor in the host layout on the device, grown on demand */
@@ -778,7 +800,11 @@ static reduction red_of(const cuda_ctx *c)
 static void reduce_to_host(wd_backend *be, int lanes, double *res, const char *what)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
-    if (failed(be, cudaStreamSynchronize((cudaStream_t)wd_cuda_stream()), what))
+    /* the Dslash does not wait (backend_cuda_host.c): a kernel queued
+     * before this reduction may be the one that failed */
+    char where[96];
+    snprintf(where, sizeof where, "%s (or a kernel queued before it)", what);
+    if (failed(be, cudaStreamSynchronize((cudaStream_t)wd_cuda_stream()), where))
         return;
     memcpy(res, c->result, 3 * lanes * sizeof(double));
 }
@@ -973,6 +999,10 @@ wd_status wd_cuda_be_open(wd_backend *be)
                             "reduction counts");
     if (st == WD_OK)
         st = wd_cuda_memset(c->count, 0, WD_LANES_MAX * sizeof(unsigned));
+    if (st == WD_OK)
+        st = wd_cuda_malloc((void **)&c->warp_partial,
+                            ((size_t)be->volume_cb + 31) / 32 * 3 * sizeof(double),
+                            "reducing Dslash warp sums");
     if (st == WD_OK) {
         cudaError_t err = cudaHostAlloc((void **)&c->result, WD_LANES_MAX * 3 * sizeof(double),
                                         cudaHostAllocMapped);
@@ -985,6 +1015,7 @@ wd_status wd_cuda_be_open(wd_backend *be)
     if (st != WD_OK) {
         wd_cuda_free(c->partial);
         wd_cuda_free(c->count);
+        wd_cuda_free(c->warp_partial);
         if (c->result)
             cudaFreeHost(c->result);
         free(c);
@@ -1013,6 +1044,7 @@ void wd_cuda_be_close(wd_backend *be)
         wd_cuda_free(c->halo);
         wd_cuda_free(c->partial);
         wd_cuda_free(c->count);
+        wd_cuda_free(c->warp_partial);
         if (c->result)
             cudaFreeHost(c->result);
         wd_cuda_free(c->raw);
@@ -1281,6 +1313,41 @@ double wd_cuda_be_norm2(wd_backend *be, const wd_field *x)
 
 
 /* a status agreed over the ranks of the grid (none to agree with on one) */
+/* `variant` has a reducing kernel, and this backend no halo to exchange */
+int wd_cuda_be_dslash_reduces(const wd_backend *be, int variant)
+{
+    return !be->halo.ghost_sites && variant >= 0 && variant < wd_cuda_launcher_count &&
+           wd_cuda_reduce_launchers[variant] != NULL;
+}
+
+/* The reducing kernel of `variant` (args with red_y, red_y_norm set),
+ * then the warp sums added up: res = {Re <y, out>, Im <y, out>, |out|^2}
+ * after one synchronisation.  One process, no halo (wd_dslash_reduces). */
+wd_status wd_cuda_be_dslash_reduce(wd_backend *be, int variant, wd_dslash_args *args, int block,
+                                   double res[3])
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    if (be->error != WD_OK)
+        return be->error;
+    if (!wd_cuda_be_dslash_reduces(be, variant) || args->part)
+        return wd_fail(WD_ERR_INTERNAL, "%s has no reducing kernel on this grid",
+                       variant >= 0 && variant < wd_cuda_launcher_count
+                           ? wd_variants[variant].name : "a variant");
+    args->red_partial = c->warp_partial;
+    cudaStream_t st = (cudaStream_t)wd_cuda_stream();
+    cudaError_t err = wd_cuda_reduce_launchers[variant](args, block, st);
+    if (err != cudaSuccess)
+        return wd_fail(WD_ERR_CUDA, "launch of %s's reducing kernel (block %d, %d sites) failed: "
+                       "%s", wd_variants[variant].name, block, args->volume_cb,
+                       cudaGetErrorString(err));
+    warp_sums_kernel<<<1, WARP_SUM_BLOCK, 0, st>>>(c->warp_partial, (args->volume_cb + 31) / 32,
+                                                   c->result_dev);
+    if (failed(be, cudaGetLastError(), "the reducing Dslash's sums"))
+        return be->error;
+    reduce_to_host(be, 1, res, wd_variants[variant].name);
+    return be->error;
+}
+
 static wd_status grid_agree(const wd_backend *be, wd_status st)
 {
     return be->grid.size > 1 ? wd_comm_agree(st) : st;

@@ -69,6 +69,9 @@ wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
 wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_args *args,
                                  int block, const wd_field *in, int parity, wd_status pending);
 void wd_cuda_be_set_overlap(wd_backend *be, int on);
+int wd_cuda_be_dslash_reduces(const wd_backend *be, int variant);
+wd_status wd_cuda_be_dslash_reduce(wd_backend *be, int variant, wd_dslash_args *args, int block,
+                                   double res[3]);
 wd_status wd_cuda_be_time(wd_backend *be, int variant, const wd_dslash_args *args, int block,
                           const wd_field *in, int parity, int reps, double *us, double *halo_us);
 void wd_cuda_be_caxpbypz(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
@@ -359,12 +362,40 @@ static wd_status dslash(wd_backend *be, int variant, wd_field *out, const wd_gau
     int block = 0;
     if (st == WD_OK)
         st = wd_tune_dslash(variant, &args, be->pad, &block);
-    /* the clover kernel alone reads no neighbour */
+    /* the clover kernel alone reads no neighbour.  Enqueued without
+     * waiting: everything runs on the one stream, whatever reads the output
+     * (a reduction, a download) synchronises, and a kernel's failure shows
+     * there; a wait here cost the Krylov iteration the GPU's idle time
+     * between each Dslash and the next launch, four times an iteration */
     if (!be->halo.ghost_sites || wd_variants[variant].op == WD_OP_CLOVER)
-        return st == WD_OK ? wd_cuda_dslash(variant, &args, block) : st;
+        return st == WD_OK ? wd_cuda_dslash_async(variant, &args, block) : st;
     /* every rank enters the exchange, or none (it agrees st first) */
     st = wd_cuda_be_dslash_grid(be, variant, &args, block, in, parity, st);
     return st == WD_OK ? wd_cuda_sync() : st;
+}
+
+static wd_status dslash_reduce(wd_backend *be, int variant, wd_field *out, const wd_gauge *g,
+                               const wd_field *in, const wd_field *x, double a, int parity,
+                               const wd_field *y, double res[3])
+{
+    if (!wd_cuda_be_dslash_reduces(be, variant))
+        return wd_fail(WD_ERR_INTERNAL, "%s: no reducing kernel here (wd_dslash_reduces)",
+                       variant >= 0 && variant < wd_variant_count ? wd_variants[variant].name
+                                                                  : "a variant");
+    if (y && (y->precision != out->precision || y->volume_cb != out->volume_cb ||
+              y->stride != out->stride))
+        return wd_fail(WD_ERR_INTERNAL, "%s: the reduction's y is not a field like out",
+                       wd_variants[variant].name);
+    wd_dslash_args args;
+    wd_status st = wd_backend_dslash_args(be, variant, out, g, NULL, in, x, a, parity, &args);
+    int block = 0;
+    if (st == WD_OK)
+        st = wd_tune_dslash(variant, &args, be->pad, &block);
+    if (st != WD_OK)
+        return st;
+    args.red_y = y ? y->data : NULL;
+    args.red_y_norm = y ? y->norm : NULL;
+    return wd_cuda_be_dslash_reduce(be, variant, &args, block, res);
 }
 
 void wd_backend_cuda_set_overlap(wd_backend *be, int on)
@@ -412,6 +443,8 @@ static const wd_backend_ops cuda_ops = {
     .clover_upload = clover_upload,
     .clover_free = clover_free,
     .dslash = dslash,
+    .dslash_reduces = wd_cuda_be_dslash_reduces,
+    .dslash_reduce = dslash_reduce,
     .zero = wd_cuda_be_zero,
     .copy = wd_cuda_be_copy,
     .ax = wd_cuda_be_ax,

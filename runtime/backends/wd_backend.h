@@ -36,6 +36,8 @@
  *   wd_dslash / wd_dslash_clover / wd_blas_*   inline wrappers that dispatch to the
  *                                        table and count flops (so no backend
  *                                        has to)
+ *   wd_dslash_reduces / wd_dslash_reduce an xpay Dslash that also reduces its
+ *                                        output (where the backend can)
  *   wd_blas_lanes[5]                     one of those BLAS operations on many
  *                                        lock-step lanes at once
  *
@@ -231,6 +233,15 @@ typedef struct wd_backend_ops {
     wd_status (*dslash)(wd_backend *be, int variant, wd_field *out, const wd_gauge *g,
                         const wd_clover *c, const wd_field *in, const wd_field *x, double a,
                         int parity);
+    /* The same for an xpay variant, reducing its output as it is stored:
+     * res = {Re <y, out>, Im <y, out>, |out|^2} (y NULL: {0, 0, |out|^2}),
+     * y of out's parity and precision, summed over ranks.  Optional, with
+     * dslash_reduces: whether it runs `variant` here (a reducing kernel,
+     * Variant.reduces in generator/naming.py; one process). */
+    int (*dslash_reduces)(const wd_backend *be, int variant);
+    wd_status (*dslash_reduce)(wd_backend *be, int variant, wd_field *out, const wd_gauge *g,
+                               const wd_field *in, const wd_field *x, double a, int parity,
+                               const wd_field *y, double res[3]);
 
     /* y = 0;  y = x (any precisions; a no-op when y == x);  x = a x */
     void (*zero)(wd_backend *be, wd_field *y);
@@ -459,6 +470,26 @@ static inline wd_status wd_dslash(wd_backend *be, int variant, wd_field *out, co
                                   const wd_field *in, const wd_field *x, double a, int parity)
 {
     return wd_dslash_clover(be, variant, out, g, NULL, in, x, a, parity);
+}
+
+/* Whether wd_dslash_reduce runs `variant` on this backend. */
+static inline int wd_dslash_reduces(const wd_backend *be, int variant)
+{
+    return be->ops->dslash_reduces && be->ops->dslash_reduces(be, variant);
+}
+
+/* out = x + a D in through xpay variant `variant`, and res = {Re <y, out>,
+ * Im <y, out>, |out|^2} of out as stored (y NULL: |out|^2 alone), where
+ * wd_dslash_reduces(be, variant): the reductions a Krylov step needs of
+ * the Schur operator's result without a pass of its own over the field.
+ * The flops are the Dslash's and the BLAS's they replace (6 or 2 a real). */
+static inline wd_status wd_dslash_reduce(wd_backend *be, int variant, wd_field *out,
+                                         const wd_gauge *g, const wd_field *in,
+                                         const wd_field *x, double a, int parity,
+                                         const wd_field *y, double res[3])
+{
+    be->flops += wd_variant_flops(variant) * be->volume_cb + (y ? 6 : 2) * 24.0 * out->volume_cb;
+    return be->ops->dslash_reduce(be, variant, out, g, in, x, a, parity, y, res);
 }
 
 /* Wrappers: flops per real of each operation (QUDA's counting: a real

@@ -119,6 +119,9 @@ typedef struct wd_dslash_args {
     int rhs_norm_stride;    /* ... and floats from one's norms to the next's */
     int groups;             /* multi-RHS kernels: sets of N right-hand sides a launch
                              * covers (0 or 1: one) */
+    const void *red_y;      /* reducing CUDA kernels (wd_operator_cuda.h): y of <y, out>, */
+    const float *red_y_norm;    /* (NULL: |out|^2 alone), parity `parity`, and */
+    double *red_partial;    /* each warp's three sums, 3 doubles a warp of 32 sites */
 } wd_dslash_args;
 
 typedef struct wd_site {

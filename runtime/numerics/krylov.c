@@ -436,14 +436,18 @@ static void accumulate_lanes(wd_krylov *ks0, const wd_lanes *l, const wd_field *
 }
 
 /* BiCGstab phase B on every stepping lane: alpha = rho / <r0, v>, then
- * rs -= alpha v (a lane whose coefficients vanish breaks down instead) */
-static void bicgstab_b(lane *L, int n)
+ * rs -= alpha v (a lane whose coefficients vanish breaks down instead);
+ * fused: <r0, v> already reduced by the operator (one lane) */
+static void bicgstab_b(lane *L, int n, const double *fused)
 {
     wd_krylov *ks0 = L[0].ks;
     int want[WD_LANES_MAX];
     double res[3 * WD_LANES_MAX];
     wd_lanes l = stepping(L, n, want);
-    wd_blas_lanes(ks0->be, WD_LANE_CDOT, &l, ks0->r0, ks0->v, NULL, res);
+    if (fused)
+        memcpy(res, fused, 3 * sizeof *res);
+    else
+        wd_blas_lanes(ks0->be, WD_LANE_CDOT, &l, ks0->r0, ks0->v, NULL, res);
     for (int j = 0; j < l.n; ++j) {
         lane *Li = &L[l.idx[j]];
         const double complex r0v = CMPLX(res[3 * j], res[3 * j + 1]);
@@ -462,8 +466,8 @@ static void bicgstab_b(lane *L, int n)
 
 /* BiCGstab phase C on every stepping lane: omega, the accumulation, the
  * new residual and rho, the classification (and a lane's check), the new
- * direction */
-static void bicgstab_c(lane *L, int n)
+ * direction; fused: <s, t> and |t|^2 already reduced by the operator */
+static void bicgstab_c(lane *L, int n, const double *fused)
 {
     wd_krylov *ks0 = L[0].ks;
     wd_backend *be = ks0->be;
@@ -471,7 +475,14 @@ static void bicgstab_c(lane *L, int n)
     double res[3 * WD_LANES_MAX];
     double complex rho_new[WD_LANES_MAX];
     wd_lanes l = stepping(L, n, want);
-    wd_blas_lanes(be, WD_LANE_CDOT_NORM2, &l, ks0->t, ks0->rs, NULL, res);
+    if (fused) {
+        /* the operator reduced {<s, t>, |t|^2}: <t, s> is its conjugate */
+        res[0] = fused[0];
+        res[1] = -fused[1];
+        res[2] = fused[2];
+    } else {
+        wd_blas_lanes(be, WD_LANE_CDOT_NORM2, &l, ks0->t, ks0->rs, NULL, res);
+    }
     for (int j = 0; j < l.n; ++j) {
         lane *Li = &L[l.idx[j]];
         const double *ts = res + 3 * j;
@@ -535,14 +546,18 @@ static void bicgstab_c(lane *L, int n)
     wd_blas_lanes(be, WD_LANE_CXPAYPBZ, &l, ks0->rs, ks0->v, ks0->p, NULL);
 }
 
-/* CG phase B on every stepping lane: p^dag A p = |Mhat p|^2 */
-static void cg_b(lane *L, int n)
+/* CG phase B on every stepping lane: p^dag A p = |Mhat p|^2 (fused:
+ * already reduced by the operator, in fused[2]) */
+static void cg_b(lane *L, int n, const double *fused)
 {
     wd_krylov *ks0 = L[0].ks;
     int want[WD_LANES_MAX];
     double res[3 * WD_LANES_MAX];
     const wd_lanes l = stepping(L, n, want);
-    wd_blas_lanes(ks0->be, WD_LANE_NORM2, &l, ks0->t, NULL, NULL, res);
+    if (fused)
+        res[0] = fused[2];
+    else
+        wd_blas_lanes(ks0->be, WD_LANE_NORM2, &l, ks0->t, NULL, NULL, res);
     for (int j = 0; j < l.n; ++j) {
         lane *Li = &L[l.idx[j]];
         Li->pap = res[3 * j];
@@ -679,6 +694,17 @@ static wd_status apply(lane *L, int n, int out, int in, int dagger)
     return WD_OK;
 }
 
+/* out = Mhat in on the one lane, reducing out against y (ROLE_NONE: |out|^2
+ * alone) in the kernel that writes it (wd_eo_mhat_reduce): the fused
+ * iteration of a single solve */
+enum { ROLE_NONE = -1 };
+static wd_status apply_reduce(lane *L, int out, int in, int y, double res[3])
+{
+    wd_krylov *ks = L[0].ks;
+    return wd_eo_mhat_reduce(&ks->sloppy, role(ks, out), role(ks, in),
+                             y == ROLE_NONE ? NULL : role(ks, y), res);
+}
+
 /* the first lane with a status that is no solver outcome (a backend or
  * communication failure), or -1 */
 static int fatal_lane(const lane *L, int n)
@@ -747,6 +773,12 @@ wd_status wd_krylov_run_many(wd_krylov *ks, int n, wd_status *lane_status)
                        WD_LANES_MAX);
     wd_backend *be = ks[0].be;
     const int bicg = ks[0].solver == WD_SOLVER_BICGSTAB;
+    /* a single solve whose sloppy operator reduces in its last kernel takes
+     * the iteration's reductions of Mhat's result from there (the lanes of
+     * a batch reduce with the BLAS, so that double and single batches give
+     * their single solves' bits: the reducing kernels exist for half
+     * precision alone, Variant.reduces in generator/naming.py) */
+    const int fused = n == 1 && !ks[0].no_fused && wd_eo_mhat_reduces(&ks[0].sloppy);
     for (int i = 1; i < n; ++i)
         if (ks[i].solver != ks[0].solver || ks[i].be != be)
             return wd_fail(WD_ERR_INTERNAL, "wd_krylov_run_many: lane %d has another solver or "
@@ -774,15 +806,24 @@ wd_status wd_krylov_run_many(wd_krylov *ks, int n, wd_status *lane_status)
         }
         if (fatal_lane(L, n) >= 0 || !stepping)
             break;
-        if ((st = apply(L, n, bicg ? ROLE_V : ROLE_T, ROLE_P, 0)) != WD_OK)
+        double red[3];
+        if ((st = fused ? apply_reduce(L, bicg ? ROLE_V : ROLE_T, ROLE_P,
+                                       bicg ? ROLE_R0 : ROLE_NONE, red)
+                        : apply(L, n, bicg ? ROLE_V : ROLE_T, ROLE_P, 0)) != WD_OK)
             break;
-        (bicg ? bicgstab_b : cg_b)(L, n);
+        (bicg ? bicgstab_b : cg_b)(L, n, fused ? red : NULL);
         if (fatal_lane(L, n) >= 0)
             break;
-        if ((st = bicg ? apply(L, n, ROLE_T, ROLE_RS, 0) : apply(L, n, ROLE_V, ROLE_T, 1)) !=
-            WD_OK)
+        if (bicg && fused)
+            st = apply_reduce(L, ROLE_T, ROLE_RS, ROLE_RS, red);
+        else
+            st = bicg ? apply(L, n, ROLE_T, ROLE_RS, 0) : apply(L, n, ROLE_V, ROLE_T, 1);
+        if (st != WD_OK)
             break;
-        (bicg ? bicgstab_c : cg_c)(L, n);
+        if (bicg)
+            bicgstab_c(L, n, fused ? red : NULL);
+        else
+            cg_c(L, n);
         if (fatal_lane(L, n) >= 0)
             break;
     }

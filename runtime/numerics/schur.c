@@ -23,6 +23,8 @@
  * dagger and for the asymmetric form.
  *   wd_eo_mhat_multi  N right-hand sides: the same two Wilson applications
  *                   through the multi-RHS kernels (wd_dslash_group)
+ *   wd_eo_mhat_reduces / wd_eo_mhat_reduce  the Wilson Mhat whose xpay
+ *                   kernel also reduces its output (wd_dslash_reduce)
  */
 #include <string.h>
 
@@ -111,6 +113,24 @@ wd_status wd_eo_mhat(const wd_eo_op *op, wd_field *out, const wd_field *in, int 
     if (st == WD_OK)
         st = wd_dslash(op->be, op->xpay[dagger], out, op->g, op->tmp, in,
                        -op->kappa * op->kappa, 0);
+    return st;
+}
+
+int wd_eo_mhat_reduces(const wd_eo_op *op)
+{
+    return !op->ainv && wd_dslash_reduces(op->be, op->xpay[0]);
+}
+
+wd_status wd_eo_mhat_reduce(const wd_eo_op *op, wd_field *out, const wd_field *in,
+                            const wd_field *y, double res[3])
+{
+    if (!wd_eo_mhat_reduces(op))
+        return wd_fail(WD_ERR_INTERNAL, "wd_eo_mhat_reduce: the operator has no reducing kernel "
+                       "on its backend");
+    wd_status st = wd_dslash(op->be, op->plain[0], op->tmp, op->g, in, NULL, 0, 1);
+    if (st == WD_OK)
+        st = wd_dslash_reduce(op->be, op->xpay[0], out, op->g, op->tmp, in,
+                              -op->kappa * op->kappa, 0, y, res);
     return st;
 }
 

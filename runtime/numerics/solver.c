@@ -93,6 +93,16 @@ void wd_solver_default_settings(wd_solver_settings *s)
     s->progress_arg = NULL;
 }
 
+/* WDIRAC_FUSED_REDUCTIONS=0 in the environment: the Krylov iteration
+ * reduces with the BLAS even where the sloppy operator's kernel could
+ * (wd_eo_mhat_reduce): the two ways measured against each other in one
+ * program (bench/speed-check) */
+static int fused_off(void)
+{
+    const char *e = getenv("WDIRAC_FUSED_REDUCTIONS");
+    return e && !strcmp(e, "0");
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -572,6 +582,7 @@ static wd_status setup_krylov(wd_solver *sv, const wd_solver_settings *s, wd_kry
         k->divergence = s->divergence;
         k->max_stall = s->max_stall;
         k->max_iter = s->max_iter;
+        k->no_fused = fused_off();
         k->verbosity = sv->grid.rank == 0 ? s->verbosity : 0; /* rank 0 speaks */
         /* lock-step lanes do not report progress: one callback cannot tell them apart */
         k->progress = n == 1 ? s->progress : NULL;

@@ -15,6 +15,9 @@
  *   wd_eo_mhat      out_e = Mhat in_e = in_e - kappa^2 D_eo D_oe in_e (or Mhat^dag),
  *                   or the clover Schur operator
  *   wd_eo_mhat_multi  the same on N right-hand sides at once
+ *   wd_eo_mhat_reduces / wd_eo_mhat_reduce  Mhat in and the reductions of
+ *                   the result a Krylov step needs, from the kernel that
+ *                   writes it (where the backend has that kernel)
  *   wd_krylov_run   CG-NE or BiCGstab with reliable updates, defect correction
  *                   or neither, between an outer and a sloppy operator
  *   wd_krylov_run_many  the same for N right-hand sides in lock step
@@ -81,6 +84,14 @@ wd_status wd_eo_mhat(const wd_eo_op *op, wd_field *out, const wd_field *in, int 
  * arithmetic differently (within 1e-5 relative; tests/test_multi_rhs.c). */
 wd_status wd_eo_mhat_multi(const wd_eo_op *op, wd_field *out, const wd_field *in, int dagger,
                            int count);
+/* out = Mhat in (no dagger) and res = {Re <y, out>, Im <y, out>, |out|^2}
+ * of out as stored (y NULL: |out|^2 alone; wd_dslash_reduce), where
+ * wd_eo_mhat_reduces(op): the Wilson operator whose xpay variant has a
+ * reducing kernel on op's backend.  The same out as wd_eo_mhat; res equals
+ * the BLAS's to rounding (another order of summation). */
+int wd_eo_mhat_reduces(const wd_eo_op *op);
+wd_status wd_eo_mhat_reduce(const wd_eo_op *op, wd_field *out, const wd_field *in,
+                            const wd_field *y, double res[3]);
 
 /*
  * One Krylov solve of Mhat x = b (BiCGstab) or Mhat^dag Mhat x = Mhat^dag b
@@ -109,6 +120,8 @@ typedef struct wd_krylov {
     wd_field *b, *x, *r, *te;
     wd_field *rs, *xs, *p, *v, *t, *r0;
     char tag[24];           /* "" or e.g. " [rhs 3]": follows "wdirac solver" in messages */
+    int no_fused;           /* 1: the iteration's reductions by the BLAS even where the
+                             * sloppy operator could give them (wd_eo_mhat_reduces) */
     /* results */
     int k, l;               /* sloppy iterations, true-residual updates */
     double residual;        /* ||b - Mhat x|| of the returned x */
@@ -122,7 +135,10 @@ wd_status wd_krylov_run(wd_krylov *ks);
  * wd_krylov_run, each with its own source, target and fields, all with
  * the same solver, backend and operators.  Each lane runs exactly the
  * single-RHS algorithm (its own scalars, checks, restarts, convergence and
- * failure), and gives bit for bit what wd_krylov_run gives it alone; what
+ * failure), and gives bit for bit what wd_krylov_run gives it alone (but
+ * with a half sloppy level on the GPU, where a single solve takes its
+ * reductions from the reducing kernels, wd_eo_mhat_reduce, and the lanes
+ * from the BLAS: the same to rounding); what
  * the lanes share is each Mhat application of the iteration: one
  * wd_eo_mhat_multi of ks[0].sloppy over every maximal run of consecutive
  * lanes still iterating.  So the sloppy p, v, t and rs of lane i must be
