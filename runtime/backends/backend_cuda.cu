@@ -1320,20 +1320,27 @@ int wd_cuda_be_dslash_reduces(const wd_backend *be, int variant)
            wd_cuda_reduce_launchers[variant] != NULL;
 }
 
-/* The reducing kernel of `variant` (args with red_y, red_y_norm set),
- * then the warp sums added up: res = {Re <y, out>, Im <y, out>, |out|^2}
- * after one synchronisation.  One process, no halo (wd_dslash_reduces). */
-wd_status wd_cuda_be_dslash_reduce(wd_backend *be, int variant, wd_dslash_args *args, int block,
-                                   double res[3])
+/* where the reducing kernels leave their warp sums */
+double *wd_cuda_be_warp_partial(wd_backend *be)
+{
+    return ((cuda_ctx *)be->ctx)->warp_partial;
+}
+
+/* The reducing kernel of `variant` (args with red_y, red_y_norm and
+ * red_partial = wd_cuda_be_warp_partial set; block tuned for it), then the
+ * warp sums added up: res = {Re <y, out>, Im <y, out>, |out|^2} after one
+ * synchronisation.  One process, no halo (wd_dslash_reduces). */
+wd_status wd_cuda_be_dslash_reduce(wd_backend *be, int variant, const wd_dslash_args *args,
+                                   int block, double res[3])
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     if (be->error != WD_OK)
         return be->error;
-    if (!wd_cuda_be_dslash_reduces(be, variant) || args->part)
+    if (!wd_cuda_be_dslash_reduces(be, variant) || args->part ||
+        args->red_partial != c->warp_partial)
         return wd_fail(WD_ERR_INTERNAL, "%s has no reducing kernel on this grid",
                        variant >= 0 && variant < wd_cuda_launcher_count
                            ? wd_variants[variant].name : "a variant");
-    args->red_partial = c->warp_partial;
     cudaStream_t st = (cudaStream_t)wd_cuda_stream();
     cudaError_t err = wd_cuda_reduce_launchers[variant](args, block, st);
     if (err != cudaSuccess)

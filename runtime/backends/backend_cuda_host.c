@@ -70,8 +70,9 @@ wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_ar
                                  int block, const wd_field *in, int parity, wd_status pending);
 void wd_cuda_be_set_overlap(wd_backend *be, int on);
 int wd_cuda_be_dslash_reduces(const wd_backend *be, int variant);
-wd_status wd_cuda_be_dslash_reduce(wd_backend *be, int variant, wd_dslash_args *args, int block,
-                                   double res[3]);
+double *wd_cuda_be_warp_partial(wd_backend *be);
+wd_status wd_cuda_be_dslash_reduce(wd_backend *be, int variant, const wd_dslash_args *args,
+                                   int block, double res[3]);
 wd_status wd_cuda_be_time(wd_backend *be, int variant, const wd_dslash_args *args, int block,
                           const wd_field *in, int parity, int reps, double *us, double *halo_us);
 void wd_cuda_be_caxpbypz(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
@@ -388,14 +389,13 @@ static wd_status dslash_reduce(wd_backend *be, int variant, wd_field *out, const
                        wd_variants[variant].name);
     wd_dslash_args args;
     wd_status st = wd_backend_dslash_args(be, variant, out, g, NULL, in, x, a, parity, &args);
-    int block = 0;
-    if (st == WD_OK)
-        st = wd_tune_dslash(variant, &args, be->pad, &block);
-    if (st != WD_OK)
-        return st;
     args.red_y = y ? y->data : NULL;
     args.red_y_norm = y ? y->norm : NULL;
-    return wd_cuda_be_dslash_reduce(be, variant, &args, block, res);
+    args.red_partial = wd_cuda_be_warp_partial(be);
+    int block = 0;
+    if (st == WD_OK)  /* the reducing kernel's own entry (red_partial set) */
+        st = wd_tune_dslash(variant, &args, be->pad, &block);
+    return st == WD_OK ? wd_cuda_be_dslash_reduce(be, variant, &args, block, res) : st;
 }
 
 void wd_backend_cuda_set_overlap(wd_backend *be, int on)

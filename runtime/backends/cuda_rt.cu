@@ -247,15 +247,22 @@ extern "C" wd_status wd_cuda_d2h_staged(void *dst, const void *src, size_t bytes
     return WD_OK;
 }
 
+/* the variant's kernel, or its reducing kernel where a->red_partial is set
+ * (wd_operator_cuda.h) */
 static wd_status launch(int index, const wd_dslash_args *a, int block, cudaStream_t s)
 {
     if (index < 0 || index >= wd_cuda_launcher_count)
         return wd_fail(WD_ERR_INVALID, "variant index %d: this build has %d CUDA variants", index,
                        wd_cuda_launcher_count);
-    cudaError_t err = wd_cuda_launchers[index](a, block, s);
+    const wd_cuda_launcher run = a->red_partial ? wd_cuda_reduce_launchers[index]
+                                                : wd_cuda_launchers[index];
+    if (!run)
+        return wd_fail(WD_ERR_INTERNAL, "%s has no reducing kernel", wd_variants[index].name);
+    cudaError_t err = run(a, block, s);
     if (err != cudaSuccess)
-        return wd_fail(WD_ERR_CUDA, "launch of %s (block %d, %d sites) failed: %s",
-                       wd_variants[index].name, block, a->volume_cb, cudaGetErrorString(err));
+        return wd_fail(WD_ERR_CUDA, "launch of %s%s (block %d, %d sites) failed: %s",
+                       wd_variants[index].name, a->red_partial ? "'s reducing kernel" : "", block,
+                       a->volume_cb, cudaGetErrorString(err));
     return WD_OK;
 }
 

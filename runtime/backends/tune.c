@@ -171,6 +171,8 @@ wd_status wd_tune_dslash(int variant, const wd_dslash_args *a, int pad, int *blo
         snprintf(key.aux, sizeof key.aux, "pad=%d part=%d", pad, a->part);
     else if (a->groups > 1)
         snprintf(key.aux, sizeof key.aux, "pad=%d groups=%d", pad, a->groups);
+    else if (a->red_partial)  /* the reducing kernel (more registers: its own blocks) */
+        snprintf(key.aux, sizeof key.aux, "pad=%d reduce", pad);
     else
         snprintf(key.aux, sizeof key.aux, "pad=%d", pad);
     for (int i = 0; i < n_entries; ++i)
