@@ -370,9 +370,11 @@ static wd_status dslash(wd_backend *be, int variant, wd_field *out, const wd_gau
      * between each Dslash and the next launch, four times an iteration */
     if (!be->halo.ghost_sites || wd_variants[variant].op == WD_OP_CLOVER)
         return st == WD_OK ? wd_cuda_dslash_async(variant, &args, block) : st;
-    /* every rank enters the exchange, or none (it agrees st first) */
-    st = wd_cuda_be_dslash_grid(be, variant, &args, block, in, parity, st);
-    return st == WD_OK ? wd_cuda_sync() : st;
+    /* every rank enters the exchange, or none (it agrees st first); no
+     * wait either: the next exchange's stream waits for this one's input
+     * (wd_cuda_be_dslash_grid), so the halo buffers and ghosts are reused
+     * in order */
+    return wd_cuda_be_dslash_grid(be, variant, &args, block, in, parity, st);
 }
 
 static wd_status dslash_reduce(wd_backend *be, int variant, wd_field *out, const wd_gauge *g,
