@@ -1312,7 +1312,6 @@ double wd_cuda_be_norm2(wd_backend *be, const wd_field *x)
 }
 
 
-/* a status agreed over the ranks of the grid (none to agree with on one) */
 /* `variant` has a reducing kernel, and this backend no halo to exchange */
 int wd_cuda_be_dslash_reduces(const wd_backend *be, int variant)
 {
@@ -1355,6 +1354,7 @@ wd_status wd_cuda_be_dslash_reduce(wd_backend *be, int variant, const wd_dslash_
     return be->error;
 }
 
+/* a status agreed over the ranks of the grid (none to agree with on one) */
 static wd_status grid_agree(const wd_backend *be, wd_status st)
 {
     return be->grid.size > 1 ? wd_comm_agree(st) : st;
