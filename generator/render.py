@@ -443,6 +443,7 @@ def variant_context(v):
     }
     ctx.update(_multi_rhs_context(v))
     ctx["cpu_rows"] = cpu_rows(v)
+    ctx["spinor_reals"] = SPINOR_REALS
     ctx["cpu_simdlen"] = CPU_SIMDLEN[v.precision]
     ctx["cpu_clones"] = ", ".join(f'"{c}"' for c in CPU_CLONES)
     if v.hopping:

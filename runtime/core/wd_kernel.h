@@ -190,6 +190,7 @@ typedef struct wd_row {
     const void *x_in;       /* the row's x neighbours (wd_row_copy) */
     const float *x_norm;    /* ... their norms (half precision) */
     const void *x_link;     /* ... their links U_0 of the other parity */
+    void *acc;              /* the sums of the hops, real k of lane j at k x_stride + j */
 } wd_row;
 
 /* Whether row r runs as a vector row; if so, its offsets, p and x_stride. */
