@@ -246,7 +246,6 @@ def _hop_context(v, hop, spinor_width):
         "proj": proj,
         "acc": acc,
         "matvec": _matvec(adjoint=not hop.forward),
-        # a hop that crosses the time boundary carries the boundary sign
         "partial": "hop_gauge_fixed.j2" if gauge_fixed else "hop_link.j2",
         # a unit link but on the last time slice (temporal gauge)
         "gauge_fixed": gauge_fixed,
