@@ -101,6 +101,15 @@ NRHS_TOKEN = "n"
 OPERATOR_TOKEN = {Operator.WILSON: "dslash", Operator.WILSON_CLOVER: "dslashcl",
                   Operator.CLOVER: "clover"}
 
+# The CPU backend's vector rows (templates/dslash_cpu.c.j2, docs/generator.md
+# "The CPU loop"): the one-RHS Wilson kernels of these reconstructions run a
+# row of X/2 checkerboard sites under `omp simd` with this many sites a
+# vector (AVX2: 4 doubles, 8 floats; half precision computes in float), and
+# each is compiled for these GCC target_clones (meson option cpu_simd).
+CPU_SIMD_RECONS = (Recon.R12,)
+CPU_SIMDLEN = {Precision.D: 4, Precision.S: 8, Precision.H: 8}
+CPU_CLONES = ("avx2", "default")
+
 SPINOR_REALS = 24  # 4 spins x 3 colours x (re, im)
 NDIM = 4
 TIME_DIR = 3

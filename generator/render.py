@@ -17,8 +17,8 @@ import os
 import jinja2
 
 from . import physics
-from .axes import (NDIM, PRECISIONS, SPINOR_REALS, TIME_DIR, Operator, Precision,
-                   Recon, vector_type)
+from .axes import (CPU_CLONES, CPU_SIMD_RECONS, CPU_SIMDLEN, NDIM, PRECISIONS, SPINOR_REALS,
+                   TIME_DIR, Operator, Precision, Recon, vector_type)
 
 TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "templates")
@@ -231,6 +231,14 @@ def _hop_context(v, hop, spinor_width):
         acc.append(per_c)
     gauge_fixed = v.gauge_fix and hop.mu == TIME_DIR
     return {
+        # where the hop reads, per site function (dslash_site.j2): "site"
+        # finds its neighbours (wd_site_neighbours); "row" is a site of a
+        # vector row (wd_kernel.h, wd_row), whose x neighbours come from the
+        # row's rotated copy and whose other neighbours are at the row's
+        # constant offsets, and which never crosses the time boundary
+        "src": {"site": _hop_source_site(hop), "row": _hop_source_row(hop)},
+        # a hop that crosses the time boundary carries the boundary sign
+        "wrap": _hop_source_site(hop)["wrap"],
         "label": hop.label,
         "mu": hop.mu,
         "forward": hop.forward,
@@ -238,12 +246,44 @@ def _hop_context(v, hop, spinor_width):
         "proj": proj,
         "acc": acc,
         "matvec": _matvec(adjoint=not hop.forward),
-        # a hop that crosses the time boundary carries the boundary sign
-        "wrap": ("n.t_last" if hop.forward else "n.t_first") if hop.mu == TIME_DIR else None,
         "partial": "hop_gauge_fixed.j2" if gauge_fixed else "hop_link.j2",
         # a unit link but on the last time slice (temporal gauge)
         "gauge_fixed": gauge_fixed,
     }
+
+
+def _hop_source_site(hop):
+    link_parity = "a->parity" if hop.forward else "opp"
+    return {
+        "nb": f"n.{'fwd' if hop.forward else 'bwd'}[{hop.mu}]",
+        "in": "in", "stride": "stride", "norm": "a->in_norm",
+        "gauge": f"gauge + a->goff[{hop.mu}][{link_parity}]",
+        "gi": "cb" if hop.forward else "nb",
+        "gs": f"a->gstride[{hop.mu}]",
+        "wrap": ("n.t_last" if hop.forward else "n.t_first") if hop.mu == TIME_DIR else None,
+    }
+
+
+def _hop_source_row(hop):
+    src = _hop_source_site(hop)
+    if hop.mu == 0:
+        # the row's copy holds its sites from the last one round to the
+        # first: the site before lane j's x is at j + p (p: the row starts
+        # at odd x), the site after it at j + p + 1
+        src.update(nb=f"j + row->p{' + 1' if hop.forward else ''}",
+                   norm="row->x_norm", stride="row->x_stride", **{"in": "x_in"})
+        if not hop.forward:
+            src.update(gauge="x_link", gs="row->x_stride")
+    else:
+        src["nb"] = f"cb + row->{'fwd' if hop.forward else 'bwd'}[{hop.mu}]"
+    if src["wrap"]:
+        src["wrap"] = "0"
+    return src
+
+
+def cpu_rows(v):
+    """The variant's one-RHS CPU loop runs vector rows (axes.CPU_SIMD_RECONS)."""
+    return v.op == Operator.WILSON and v.nrhs == 1 and v.recon in CPU_SIMD_RECONS
 
 
 def _spinor_context(info):
@@ -380,7 +420,8 @@ def _multi_rhs_context(v):
 def template_deps(v):
     hop_partials = set()
     if v.hopping and v.nrhs == 1:
-        hop_partials = {"hop_link.j2"} | ({"hop_gauge_fixed.j2"} if v.gauge_fix else set())
+        hop_partials = ({"dslash_site.j2", "hop_link.j2"}
+                        | ({"hop_gauge_fixed.j2"} if v.gauge_fix else set()))
     return sorted(set(main_templates(v).values()) | set(partials(v).values()) | hop_partials)
 
 
@@ -402,6 +443,10 @@ def variant_context(v):
     }
     ctx["reduce"] = v.reduces
     ctx.update(_multi_rhs_context(v))
+    ctx["cpu_rows"] = cpu_rows(v)
+    ctx["spinor_reals"] = SPINOR_REALS
+    ctx["cpu_simdlen"] = CPU_SIMDLEN[v.precision]
+    ctx["cpu_clones"] = ", ".join(f'"{c}"' for c in CPU_CLONES)
     if v.hopping:
         ctx["link"] = _link_context(v)
         ctx["hops"] = [_hop_context(v, h, info.spinor_width) for h in physics.hops(v.dagger)]

@@ -10,7 +10,9 @@
  *   wd_halo              the ghost faces of a rank's local block
  *   wd_dslash_args       everything one parity application of a variant reads
  *   wd_site_neighbours   coordinates and neighbour indices of an output site
+ *   wd_row, wd_row_init, wd_row_copy  the CPU loop's vector rows (CPU only)
  *   wd_round_short       round to nearest for the 16-bit fixed-point store
+ *   wd_max_abs, wd_half_scale  the 16-bit store's site norm and its scale
  *   wd_s2f, wd_i2f       16-bit fixed-point value (or an integer below 2^22 in
  *                        magnitude, a sum of them) to float, exactly
  *   wd_rcp[f]            reciprocal (recon 8)
@@ -60,6 +62,7 @@
 #define WDIRAC_KERNEL_H
 
 #include <math.h>
+#include <string.h>
 
 #include "wd_physics.h"
 
@@ -165,6 +168,71 @@ WD_INLINE void wd_site_neighbours(const wd_dslash_args *a, int cb, wd_site *s)
     s->t_first = t + a->t_origin == 0;
 }
 
+#if !defined(__CUDACC__)
+/*
+ * The CPU backend's vector rows (templates/dslash_cpu.c.j2): the X/2 sites of
+ * one parity on a row of fixed y, z, t run as lanes of `omp simd`, lane j at
+ * cb = row * X/2 + j.  Their y, z and t neighbours lie at offsets constant
+ * over the row (fwd, bwd; the periodic wrap of y or z included), so the
+ * vector loads are contiguous.  Their x neighbours are the same row's sites
+ * of the other parity, one lane wrapping round: the loop reads them from a
+ * copy of the row (wd_row_copy) that holds its last site, every site, then
+ * its first site, at x_stride = X/2 + 2 sites per element, so lane j's
+ * backward neighbour is copy entry j + p and its forward one j + p + 1, p
+ * the row's first x.  x_link holds the backward links U_0(n - 0) so.
+ * A row none of whose hops reads a ghost face or crosses the time boundary
+ * (the sign, the gauge-fixed last slice) runs so; every other row runs the
+ * scalar site function, which finds each neighbour itself.
+ */
+#define WD_ROW_MAX 66   /* sites of a copy: rows of up to X = 128 run as vectors */
+
+typedef struct wd_row {
+    int fwd[4], bwd[4];     /* mu = 1..3: neighbour cb minus the site's cb */
+    int p;                  /* the row's sites of this parity start at x = 1 */
+    int x_stride;           /* sites an element of the copies below: X/2 + 2 */
+    const void *x_in;       /* the row's x neighbours (wd_row_copy) */
+    const float *x_norm;    /* ... their norms (half precision) */
+    const void *x_link;     /* ... their links U_0 of the other parity */
+    void *acc;              /* the sums of the hops, real k of lane j at k x_stride + j */
+} wd_row;
+
+/* Whether row r runs as a vector row; if so, its offsets, p and x_stride. */
+WD_INLINE int wd_row_init(const wd_dslash_args *a, int r, wd_row *row)
+{
+    const int xh = a->dims[0] >> 1, Y = a->dims[1], Z = a->dims[2];
+    if ((a->part & 1) || xh + 2 > WD_ROW_MAX)
+        return 0;
+    const int y = r % Y, z = r / Y % Z, t = r / (Y * Z);
+    if (t + a->t_origin == 0 || t + a->t_origin == a->global_T - 1)
+        return 0;
+    const int c[4] = {0, y, z, t};
+    const int step[4] = {1, xh, xh * Y, xh * Y * Z};
+    for (int mu = 1; mu < 4; ++mu) {
+        const int ext = a->dims[mu];
+        const int hi = c[mu] == ext - 1, lo = c[mu] == 0;
+        if ((a->part >> mu) & 1 && (hi || lo))
+            return 0;
+        row->fwd[mu] = hi ? -(ext - 1) * step[mu] : step[mu];
+        row->bwd[mu] = lo ? (ext - 1) * step[mu] : -step[mu];
+    }
+    row->fwd[0] = row->bwd[0] = 0;
+    row->p = (y + z + t + a->parity) & 1;
+    row->x_stride = xh + 2;
+    return 1;
+}
+
+/* dst = the xh sites of src (size bytes each) preceded by the last and
+ * followed by the first: the x neighbours of a row, wrap included. */
+WD_INLINE void wd_row_copy(void *dst, const void *src, size_t size, int xh)
+{
+    char *d = (char *)dst;
+    const char *s = (const char *)src;
+    memcpy(d, s + (size_t)(xh - 1) * size, size);
+    memcpy(d + size, s, (size_t)xh * size);
+    memcpy(d + (size_t)(xh + 1) * size, s, size);
+}
+#endif
+
 #if defined(__CUDA_ARCH__)
 #define WD_LOAD(p) __ldg(p)
 #else
@@ -187,6 +255,8 @@ WD_INLINE short wd_round_short(float v)
 {
     return (short)(__float_as_int(v + 12582912.0f) - 0x4B400000);
 }
+WD_INLINE float wd_max_abs(float m, float v) { return fmaxf(m, fabsf(v)); }
+WD_INLINE float wd_half_scale(float nrm) { return nrm > 0 ? (float)WD_HALF_SCALE / nrm : 0.0f; }
 #else
 WD_INLINE void wd_sincospi(double x, double *s, double *c)
 {
@@ -202,7 +272,48 @@ WD_INLINE double wd_rcp(double x) { return 1.0 / x; }
 WD_INLINE float wd_rcpf(float x) { return 1.0f / x; }
 WD_INLINE float wd_i2f(int v) { return (float)v; }
 WD_INLINE float wd_s2f(short v) { return (float)v; }
-WD_INLINE short wd_round_short(float v) { return (short)lrintf(v); }
+/* The CPU forms below give the values of the obvious ones (lrintf, fmaxf,
+ * a conditional division) with no call and no float branch, so that the
+ * vector rows of the CPU loop (templates/dslash_cpu.c.j2) vectorize them
+ * (gcc if-converts neither a float compare's branch nor a division under
+ * one): the rounding add of the GPU's wd_round_short (exact for |v| < 2^22,
+ * and |v| <= WD_HALF_SCALE here); the larger of two non-negative floats
+ * by their bit patterns, which order alike (a NaN component so makes the
+ * site's norm NaN, where fmaxf dropped it and the site's other values
+ * survived); a division done for every site, dropped for an all-zero one. */
+WD_INLINE short wd_round_short(float v)
+{
+    const float t = v + 12582912.0f;
+    int bits;
+    memcpy(&bits, &t, sizeof bits);
+    return (short)(bits - 0x4B400000);
+}
+WD_INLINE float wd_max_abs(float m, float v)
+{
+    int bm, bv;
+    memcpy(&bm, &m, sizeof bm);
+    memcpy(&bv, &v, sizeof bv);
+    bv &= 0x7fffffff;
+    const int r = bv > bm ? bv : bm;
+    float out;
+    memcpy(&out, &r, sizeof out);
+    return out;
+}
+WD_INLINE float wd_half_scale(float nrm)
+{
+    int b, q;
+    memcpy(&b, &nrm, sizeof b);
+    const int zero = b == 0;
+    b |= zero * 0x3f800000;     /* divide an all-zero site by 1 */
+    float d;
+    memcpy(&d, &b, sizeof d);
+    const float sc = (float)WD_HALF_SCALE / d;
+    memcpy(&q, &sc, sizeof q);
+    q &= zero - 1;              /* and drop its quotient */
+    float out;
+    memcpy(&out, &q, sizeof out);
+    return out;
+}
 #endif
 
 #endif
