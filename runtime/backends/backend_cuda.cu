@@ -343,6 +343,8 @@ __device__ void block_reduce(double *acc, const reduction &red, int j)
  * a fixed order: the same bits on every run, whatever block size the
  * Dslash ran with. */
 #define WARP_SUM_BLOCK 1024
+/* the warps of 32 sites over n sites (the reducing kernels' sums) */
+static inline int warps_of(int n) { return (n + 31) / 32; }
 __global__ void __launch_bounds__(WARP_SUM_BLOCK) warp_sums_kernel(const double *partial,
                                                                    int nwarps, double *out)
 {
@@ -800,12 +802,15 @@ static reduction red_of(const cuda_ctx *c)
 static void reduce_to_host(wd_backend *be, int lanes, double *res, const char *what)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
-    /* the Dslash does not wait (backend_cuda_host.c): a kernel queued
-     * before this reduction may be the one that failed */
-    char where[96];
-    snprintf(where, sizeof where, "%s (or a kernel queued before it)", what);
-    if (failed(be, cudaStreamSynchronize((cudaStream_t)wd_cuda_stream()), where))
+    const cudaError_t err = cudaStreamSynchronize((cudaStream_t)wd_cuda_stream());
+    if (err != cudaSuccess) {
+        /* the Dslash does not wait (backend_cuda_host.c): a kernel queued
+         * before this reduction may be the one that failed */
+        char where[96];
+        snprintf(where, sizeof where, "%s (or a kernel queued before it)", what);
+        failed(be, err, where);
         return;
+    }
     memcpy(res, c->result, 3 * lanes * sizeof(double));
 }
 
@@ -1001,7 +1006,7 @@ wd_status wd_cuda_be_open(wd_backend *be)
         st = wd_cuda_memset(c->count, 0, WD_LANES_MAX * sizeof(unsigned));
     if (st == WD_OK)
         st = wd_cuda_malloc((void **)&c->warp_partial,
-                            ((size_t)be->volume_cb + 31) / 32 * 3 * sizeof(double),
+                            (size_t)warps_of(be->volume_cb) * 3 * sizeof(double),
                             "reducing Dslash warp sums");
     if (st == WD_OK) {
         cudaError_t err = cudaHostAlloc((void **)&c->result, WD_LANES_MAX * 3 * sizeof(double),
@@ -1328,25 +1333,21 @@ double *wd_cuda_be_warp_partial(wd_backend *be)
 /* The reducing kernel of `variant` (args with red_y, red_y_norm and
  * red_partial = wd_cuda_be_warp_partial set; block tuned for it), then the
  * warp sums added up: res = {Re <y, out>, Im <y, out>, |out|^2} after one
- * synchronisation.  One process, no halo (wd_dslash_reduces). */
+ * synchronisation.  The caller (backend_cuda_host.c) has checked
+ * wd_cuda_be_dslash_reduces: one process, no halo. */
 wd_status wd_cuda_be_dslash_reduce(wd_backend *be, int variant, const wd_dslash_args *args,
                                    int block, double res[3])
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     if (be->error != WD_OK)
         return be->error;
-    if (!wd_cuda_be_dslash_reduces(be, variant) || args->part ||
-        args->red_partial != c->warp_partial)
-        return wd_fail(WD_ERR_INTERNAL, "%s has no reducing kernel on this grid",
-                       variant >= 0 && variant < wd_cuda_launcher_count
-                           ? wd_variants[variant].name : "a variant");
     cudaStream_t st = (cudaStream_t)wd_cuda_stream();
     cudaError_t err = wd_cuda_reduce_launchers[variant](args, block, st);
     if (err != cudaSuccess)
         return wd_fail(WD_ERR_CUDA, "launch of %s's reducing kernel (block %d, %d sites) failed: "
                        "%s", wd_variants[variant].name, block, args->volume_cb,
                        cudaGetErrorString(err));
-    warp_sums_kernel<<<1, WARP_SUM_BLOCK, 0, st>>>(c->warp_partial, (args->volume_cb + 31) / 32,
+    warp_sums_kernel<<<1, WARP_SUM_BLOCK, 0, st>>>(c->warp_partial, warps_of(args->volume_cb),
                                                    c->result_dev);
     if (failed(be, cudaGetLastError(), "the reducing Dslash's sums"))
         return be->error;

@@ -488,7 +488,7 @@ static inline wd_status wd_dslash_reduce(wd_backend *be, int variant, wd_field *
                                          const wd_field *x, double a, int parity,
                                          const wd_field *y, double res[3])
 {
-    be->flops += wd_variant_flops(variant) * be->volume_cb + (y ? 6 : 2) * 24.0 * out->volume_cb;
+    be->flops += wd_variant_flops(variant) * be->volume_cb + (y ? 6 : 2) * wd_site_reals_(be);
     return be->ops->dslash_reduce(be, variant, out, g, in, x, a, parity, y, res);
 }
 
