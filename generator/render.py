@@ -442,6 +442,10 @@ def variant_context(v):
         "ptr": SINGLE_RHS_POINTERS,
     }
     ctx["reduce"] = v.reduces
+    # the site function's sums (dslash_site.j2) are rendered for the 16-bit
+    # store alone (spinor_store_fixed.j2): a reducing variant must have one
+    assert not v.reduces or info.has_norm, v.name
+    ctx["sums"] = False
     ctx.update(_multi_rhs_context(v))
     ctx["cpu_rows"] = cpu_rows(v)
     ctx["spinor_reals"] = SPINOR_REALS

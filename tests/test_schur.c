@@ -129,6 +129,11 @@ static wd_status fused_case(const char *name, wd_backend *be, const wd_eo_op *op
         st = wd_eo_mhat_reduce(op, &fred, fin, NULL, res0);
         report(name, "fused y=0", st == WD_OK && res0[0] == 0 && res0[1] == 0 &&
                res0[2] == res[2], fabs(res0[2] - res[2]), 0);
+        if (st == WD_OK) {  /* y = out is refused with a message, nothing launched */
+            const wd_status sy = wd_eo_mhat_reduce(op, &fred, fin, &fred, res0);
+            report(name, "fused y=out refused",
+                   sy == WD_ERR_INTERNAL && strstr(wd_last_error(), "out itself"), 0, 0);
+        }
     }
     if (made > 1)
         wd_field_destroy(be, &fred);

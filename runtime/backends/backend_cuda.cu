@@ -338,25 +338,21 @@ __device__ void block_reduce(double *acc, const reduction &red, int j)
 }
 
 /* The warp sums of a reducing Dslash kernel (wd_cuda_reduce_launchers:
- * three doubles for each warp of 32 sites) into out[0..2]: thread t adds
- * warps t, t + WARP_SUM_BLOCK, ... in turn, then block_sum.  One block,
- * a fixed order: the same bits on every run, whatever block size the
- * Dslash ran with. */
-#define WARP_SUM_BLOCK 1024
-/* the warps of 32 sites over n sites (the reducing kernels' sums) */
-static inline int warps_of(int n) { return (n + 31) / 32; }
-__global__ void __launch_bounds__(WARP_SUM_BLOCK) warp_sums_kernel(const double *partial,
-                                                                   int nwarps, double *out)
+ * three doubles for each warp of 32 sites) into red's lane 0: a thread a
+ * warp over a grid of fixed size (grid_for(nwarps), as the BLAS's), then
+ * block_reduce.  A fixed order: the same bits on every run, whatever block
+ * size the Dslash ran with. */
+__global__ void __launch_bounds__(BLAS_BLOCK) warp_sums_kernel(const double *partial, int nwarps,
+                                                               reduction red)
 {
     double acc[3] = {0, 0, 0};
-    for (int w = threadIdx.x; w < nwarps; w += WARP_SUM_BLOCK)
+    for (int w = blockIdx.x * blockDim.x + threadIdx.x; w < nwarps; w += gridDim.x * blockDim.x)
         for (int k = 0; k < 3; ++k)
             acc[k] += __ldcg(partial + 3 * w + k);
-    block_sum<3, WARP_SUM_BLOCK>(acc);
-    if (threadIdx.x == 0)
-        for (int k = 0; k < 3; ++k)
-            out[k] = acc[k];
+    block_reduce<3>(acc, red, 0);
 }
+/* the warps of 32 sites over n sites (the reducing kernels' sums) */
+static inline int warps_of(int n) { return (n + 31) / 32; }
 
 /* Lane blockIdx.y's right-hand side of f (lane 0's field) */
 __device__ __forceinline__ wd_field lane_field(const wd_field &f, int q)
@@ -1347,8 +1343,8 @@ wd_status wd_cuda_be_dslash_reduce(wd_backend *be, int variant, const wd_dslash_
         return wd_fail(WD_ERR_CUDA, "launch of %s's reducing kernel (block %d, %d sites) failed: "
                        "%s", wd_variants[variant].name, block, args->volume_cb,
                        cudaGetErrorString(err));
-    warp_sums_kernel<<<1, WARP_SUM_BLOCK, 0, st>>>(c->warp_partial, warps_of(args->volume_cb),
-                                                   c->result_dev);
+    const int nwarps = warps_of(args->volume_cb);
+    warp_sums_kernel<<<grid_for(nwarps), BLAS_BLOCK, 0, st>>>(c->warp_partial, nwarps, red_of(c));
     if (failed(be, cudaGetLastError(), "the reducing Dslash's sums"))
         return be->error;
     reduce_to_host(be, 1, res, wd_variants[variant].name);

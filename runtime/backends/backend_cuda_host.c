@@ -389,6 +389,9 @@ static wd_status dslash_reduce(wd_backend *be, int variant, wd_field *out, const
               y->stride != out->stride))
         return wd_fail(WD_ERR_INTERNAL, "%s: the reduction's y is not a field like out",
                        wd_variants[variant].name);
+    if (y && y->data == out->data)  /* the kernel reads y through the read-only cache */
+        return wd_fail(WD_ERR_INTERNAL, "%s: the reduction's y is out itself",
+                       wd_variants[variant].name);
     wd_dslash_args args;
     wd_status st = wd_backend_dslash_args(be, variant, out, g, NULL, in, x, a, parity, &args);
     args.red_y = y ? y->data : NULL;

@@ -479,7 +479,8 @@ static inline int wd_dslash_reduces(const wd_backend *be, int variant)
 }
 
 /* out = x + a D in through xpay variant `variant`, and res = {Re <y, out>,
- * Im <y, out>, |out|^2} of out as stored (y NULL: |out|^2 alone), where
+ * Im <y, out>, |out|^2} of out as stored (y NULL: |out|^2 alone; y not out
+ * itself), where
  * wd_dslash_reduces(be, variant): the reductions a Krylov step needs of
  * the Schur operator's result without a pass of its own over the field.
  * The flops are the Dslash's and the BLAS's they replace (6 or 2 a real). */

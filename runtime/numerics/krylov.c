@@ -546,14 +546,18 @@ static void bicgstab_c(lane *L, int n, const double *fused)
     wd_blas_lanes(be, WD_LANE_CXPAYPBZ, &l, ks0->rs, ks0->v, ks0->p, NULL);
 }
 
-/* CG phase B on every stepping lane: p^dag A p = |Mhat p|^2 */
-static void cg_b(lane *L, int n)
+/* CG phase B on every stepping lane: p^dag A p = |Mhat p|^2 (fused:
+ * already reduced by the operator, in fused[2]) */
+static void cg_b(lane *L, int n, const double *fused)
 {
     wd_krylov *ks0 = L[0].ks;
     int want[WD_LANES_MAX];
     double res[3 * WD_LANES_MAX];
     const wd_lanes l = stepping(L, n, want);
-    wd_blas_lanes(ks0->be, WD_LANE_NORM2, &l, ks0->t, NULL, NULL, res);
+    if (fused)
+        res[0] = fused[2];
+    else
+        wd_blas_lanes(ks0->be, WD_LANE_NORM2, &l, ks0->t, NULL, NULL, res);
     for (int j = 0; j < l.n; ++j) {
         lane *Li = &L[l.idx[j]];
         Li->pap = res[3 * j];
@@ -690,13 +694,15 @@ static wd_status apply(lane *L, int n, int out, int in, int dagger)
     return WD_OK;
 }
 
-/* out = Mhat in on the one lane, reducing out against y in the kernel that
- * writes it (wd_eo_mhat_reduce): the fused iteration of a single BiCGstab
- * solve */
+/* out = Mhat in on the one lane, reducing out against y (ROLE_NONE: |out|^2
+ * alone) in the kernel that writes it (wd_eo_mhat_reduce): the fused
+ * iteration of a single solve */
+enum { ROLE_NONE = -1 };
 static wd_status apply_reduce(lane *L, int out, int in, int y, double res[3])
 {
     wd_krylov *ks = L[0].ks;
-    return wd_eo_mhat_reduce(&ks->sloppy, role(ks, out), role(ks, in), role(ks, y), res);
+    return wd_eo_mhat_reduce(&ks->sloppy, role(ks, out), role(ks, in),
+                             y == ROLE_NONE ? NULL : role(ks, y), res);
 }
 
 /* the first lane with a status that is no solver outcome (a backend or
@@ -767,14 +773,12 @@ wd_status wd_krylov_run_many(wd_krylov *ks, int n, wd_status *lane_status)
                        WD_LANES_MAX);
     wd_backend *be = ks[0].be;
     const int bicg = ks[0].solver == WD_SOLVER_BICGSTAB;
-    /* a single BiCGstab solve whose sloppy operator reduces in its last
-     * kernel takes <r0, v>, <s, t> and |t|^2 from there (the lanes of a
-     * batch reduce with the BLAS, so that double and single batches give
+    /* a single solve whose sloppy operator reduces in its last kernel takes
+     * the iteration's reductions of Mhat's result from there (the lanes of
+     * a batch reduce with the BLAS, so that double and single batches give
      * their single solves' bits: the reducing kernels exist for half
-     * precision alone, Variant.reduces in generator/naming.py).  CG's
-     * |Mhat p|^2 from the same kernel measured no faster (docs/solvers.md),
-     * so CG keeps the BLAS */
-    const int fused = bicg && n == 1 && !ks[0].no_fused && wd_eo_mhat_reduces(&ks[0].sloppy);
+     * precision alone, Variant.reduces in generator/naming.py) */
+    const int fused = n == 1 && !ks[0].no_fused && wd_eo_mhat_reduces(&ks[0].sloppy);
     for (int i = 1; i < n; ++i)
         if (ks[i].solver != ks[0].solver || ks[i].be != be)
             return wd_fail(WD_ERR_INTERNAL, "wd_krylov_run_many: lane %d has another solver or "
@@ -803,16 +807,14 @@ wd_status wd_krylov_run_many(wd_krylov *ks, int n, wd_status *lane_status)
         if (fatal_lane(L, n) >= 0 || !stepping)
             break;
         double red[3];
-        if ((st = fused ? apply_reduce(L, ROLE_V, ROLE_P, ROLE_R0, red)
+        if ((st = fused ? apply_reduce(L, bicg ? ROLE_V : ROLE_T, ROLE_P,
+                                       bicg ? ROLE_R0 : ROLE_NONE, red)
                         : apply(L, n, bicg ? ROLE_V : ROLE_T, ROLE_P, 0)) != WD_OK)
             break;
-        if (bicg)
-            bicgstab_b(L, n, fused ? red : NULL);
-        else
-            cg_b(L, n);
+        (bicg ? bicgstab_b : cg_b)(L, n, fused ? red : NULL);
         if (fatal_lane(L, n) >= 0)
             break;
-        if (fused)
+        if (bicg && fused)
             st = apply_reduce(L, ROLE_T, ROLE_RS, ROLE_RS, red);
         else
             st = bicg ? apply(L, n, ROLE_T, ROLE_RS, 0) : apply(L, n, ROLE_V, ROLE_T, 1);

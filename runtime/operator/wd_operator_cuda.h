@@ -27,4 +27,25 @@ extern const int wd_cuda_launcher_count;
 }
 #endif
 
+#ifdef __CUDACC__
+/* One stored element's share of a reducing kernel's sums (the site function
+ * with sums, templates/dslash_site.j2): red += {Re <y, v>, Im <y, v>,
+ * |v|^2} over v's two complex numbers, each real the stored short times its
+ * site's scale (vs, ys) in float, as a later kernel loads it, the products
+ * in double. */
+WD_INLINE void wd_red_add(double *red, short4 v, float vs, short4 y, float ys)
+{
+    const float v_re0 = wd_s2f(v.x) * vs, v_im0 = wd_s2f(v.y) * vs;
+    const float v_re1 = wd_s2f(v.z) * vs, v_im1 = wd_s2f(v.w) * vs;
+    const float y_re0 = wd_s2f(y.x) * ys, y_im0 = wd_s2f(y.y) * ys;
+    const float y_re1 = wd_s2f(y.z) * ys, y_im1 = wd_s2f(y.w) * ys;
+    red[0] += (double)y_re0 * v_re0 + (double)y_im0 * v_im0;
+    red[1] += (double)y_re0 * v_im0 - (double)y_im0 * v_re0;
+    red[2] += (double)v_re0 * v_re0 + (double)v_im0 * v_im0;
+    red[0] += (double)y_re1 * v_re1 + (double)y_im1 * v_im1;
+    red[1] += (double)y_re1 * v_im1 - (double)y_im1 * v_re1;
+    red[2] += (double)v_re1 * v_re1 + (double)v_im1 * v_im1;
+}
+#endif
+
 #endif
