@@ -42,9 +42,9 @@ class Variant:
         """The variant has a reducing CUDA kernel beside its plain one.
 
         It also reduces what it writes (`_reduce_kernel`): BiCGstab's
-        <r0, v>, <t, s> and |t|^2 come from the xpay application that ends
-        each Schur operator instead of a BLAS pass over the field just
-        written.  Only where the half sloppy level of a
+        <r0, v>, <t, s> and |t|^2 and CG's |Mhat p|^2 come from the xpay
+        application that ends each Schur operator instead of a BLAS pass
+        over the field just written.  Only where the half sloppy level of a
         one-RHS solve runs it (Wilson, half precision, xpay, no dagger):
         there the reductions are the largest share of an iteration, and
         half batches already need not give their single solves' bits, while
