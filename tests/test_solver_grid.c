@@ -171,6 +171,18 @@ static void solve_case(problem *p, int c, const wd_lattice *lat, const char *gri
           abs(st.iterations - it_first) <= 1 && diff <= 100 * tol, what, detail);
 }
 
+/* a case whose variants this build lacks (a build filtered with
+ * -Dkernels, as CI's sanitizer build) is skipped, as in test_solver; the
+ * full build runs it */
+static int not_built(wd_status rc, const char *what)
+{
+    if (rc != WD_ERR_NOT_BUILT)
+        return 0;
+    if (rank == 0)
+        printf("%-72s SKIP (variants not built)\n", what);
+    return 1;
+}
+
 /* gauge fixing on the grid (both levels): x is the gauge-invariant
  * solution of the plain solve of case 0, within 100 tol */
 static void solve_gf(problem *p, const wd_lattice *lat, const char *grid_name)
@@ -200,7 +212,8 @@ static void solve_gf(problem *p, const wd_lattice *lat, const char *grid_name)
     snprintf(detail, sizeof detail, "it=%d true=%.2e |x-x_plain|/|x|=%.1e%s%s", st.iterations,
              st.true_residual, diff, rc == WD_OK ? "" : " status: ",
              rc == WD_OK ? "" : wd_last_error());
-    check(rc == WD_OK && st.true_residual <= s.tol && diff <= 100 * s.tol, what, detail);
+    if (!not_built(rc, what))
+        check(rc == WD_OK && st.true_residual <= s.tol && diff <= 100 * s.tol, what, detail);
 }
 
 /* clover: the two forms give the same x (cases 3 and 4 share the problem:
@@ -248,7 +261,8 @@ static void clover_extra(problem *p, const wd_lattice *lat, const char *grid_nam
     snprintf(detail, sizeof detail, "it=%d true=%.2e |x-x_plain|/|x|=%.1e%s%s", st.iterations,
              st.true_residual, diff, rc == WD_OK ? "" : " status: ",
              rc == WD_OK ? "" : wd_last_error());
-    check(rc == WD_OK && st.true_residual <= s.tol && diff <= 100 * s.tol, what, detail);
+    if (!not_built(rc, what))
+        check(rc == WD_OK && st.true_residual <= s.tol && diff <= 100 * s.tol, what, detail);
 
     /* another mass on the same solver */
     wd_solver *sv = NULL;

@@ -28,7 +28,7 @@ typedef struct entry {
 static entry table[MAX_ENTRIES];
 static int n_entries;
 static char cache_path[1024];
-static char note[1200];
+static char note[1280]; /* the longest message with a 1023-byte path */
 static int loaded, moved_aside, refused;
 static char gpu_name[128];
 
