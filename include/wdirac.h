@@ -173,7 +173,9 @@ wd_status wd_backend_probe(wd_backend_kind kind);
 
 typedef enum wd_solver_type {
     WD_SOLVER_CG = 1,       /* CG on the normal equations Mhat^dag Mhat x = Mhat^dag b */
-    WD_SOLVER_BICGSTAB = 2  /* BiCGstab on Mhat x = b */
+    WD_SOLVER_BICGSTAB = 2, /* BiCGstab on Mhat x = b */
+    WD_SOLVER_MG = 3        /* flexible GCR on M x = b preconditioned by the multigrid
+                             * cycle that wd_solver_mg_setup built (runtime/multigrid/) */
 } wd_solver_type;
 
 /* How the sloppy (inner) iteration is kept on track by the outer precision
@@ -252,6 +254,8 @@ typedef struct wd_solver_stats {
     size_t bytes_allocated;         ///< peak backend memory: fields and gauge fields of every precision
     size_t bytes_gauge;             ///< the gauge fields' share of it
     wd_status status;               ///< what the solve returned (wd_solver_solve_many: this right-hand side's status)
+    int mg_levels;                  ///< WD_SOLVER_MG: the levels of the cycle (else 0); iterations counts the outer GCR's
+    int mg_iterations[4];           ///< WD_SOLVER_MG: Krylov iterations on each coarse level l = 1 .. mg_levels - 1, summed over every cycle ([0]: smoother steps on the fine level)
 } wd_solver_stats;
 
 void wd_solver_default_settings(wd_solver_settings *s);
@@ -355,6 +359,69 @@ wd_status wd_solver_solve_many_device(wd_solver *solver, double *const x[],
                                       const wd_solver_settings *s, wd_solver_stats stats[]);
 /* Free everything the solver holds; NULL is a no-op. */
 void wd_solver_destroy(wd_solver *solver);
+
+/* ---------------------------------------------------------------------- */
+/* Multigrid (runtime/multigrid/, docs/solvers.md "Multigrid")              */
+
+#define WD_MG_MAX_LEVELS 4
+
+typedef enum wd_mg_cycle {
+    WD_MG_VCYCLE = 0,   /* each coarse level: one application of the next level's cycle */
+    WD_MG_KCYCLE = 1    /* each coarse level: GCR to coarse_tol, preconditioned by the next */
+} wd_mg_cycle;
+
+/*
+ * Adaptive aggregation multigrid: level l's aggregates are blocks of
+ * block[l] sites of level l, split by chirality, so a site of level l + 1
+ * carries 2 nvec[l] unknowns.  Null vectors: nvec[l] random vectors (seeded)
+ * relaxed on the homogeneous system of level l (CG on the normal equations
+ * to setup_tol or setup_max_iter iterations), then block-orthonormalised.
+ * This first version runs the setup and the cycle on the host in float64,
+ * on one process (any backend: the outer solve's true residual is checked
+ * as for every solver).
+ */
+typedef struct wd_mg_settings {
+    int levels;                         ///< 2: levels, the fine one included (2 .. WD_MG_MAX_LEVELS)
+    int block[WD_MG_MAX_LEVELS - 1][4]; ///< {4,4,4,4}, then {2,2,2,2}: aggregate extents of level l (each divides the level's extents)
+    int nvec[WD_MG_MAX_LEVELS - 1];     ///< 24, then 32: null vectors of level l
+    double setup_tol;                   ///< 5e-6: relative residual of each null vector's relaxation
+    int setup_max_iter;                 ///< 500: iteration cap of each relaxation
+    int pre_smooth;                     ///< 0: MR steps before the coarse correction
+    int post_smooth;                    ///< 4: MR steps after it
+    wd_mg_cycle cycle;                  ///< WD_MG_KCYCLE
+    double coarse_tol;                  ///< 0.25: relative tolerance of each coarse-level GCR (K-cycle) and of the coarsest solve
+    int coarse_max_iter;                ///< 24: iteration cap of each of those
+    int gcr_nkrylov;                    ///< 20: basis of the outer flexible GCR before a restart (and of the coarse GCRs)
+    uint64_t seed;                      ///< 1: random starts of the null vectors
+    int verbosity;                      ///< 0: 1 the setup summary and diagnostics per level, 2 also every outer iteration (stderr)
+} wd_mg_settings;
+
+typedef struct wd_mg_setup_stats {
+    double seconds;                     ///< setup wall time: null vectors, orthonormalisation, coarse operators
+    double fine_applies;                ///< cost in fine-operator applications (the relaxations' and the coarse build's)
+    int levels;
+    int coarse_dims[WD_MG_MAX_LEVELS][4];  ///< each level's extents ([0] the fine lattice)
+    double setup_residual[WD_MG_MAX_LEVELS - 1];  ///< the largest |A v| / |A v0| of a level's relaxed vectors
+    int setup_unconverged[WD_MG_MAX_LEVELS - 1];  ///< relaxations of a level that stopped at the cap above setup_tol
+    double orth_error[WD_MG_MAX_LEVELS - 1];      ///< ||P^dag P - 1|| (max abs entry) of each level
+    double coarse_error[WD_MG_MAX_LEVELS - 1];    ///< ||D_c v - P^dag A P v|| / ||D_c v|| on a random v
+} wd_mg_setup_stats;
+
+void wd_mg_default_settings(wd_mg_settings *m);
+
+/*
+ * Build the multigrid of a solver for the mass (and c_sw) of s: null
+ * vectors, transfers and coarse operators, kept in the solver for every
+ * later wd_solver_solve with s->solver = WD_SOLVER_MG and the same mass
+ * (another mass or a new setup: call again; the old one is freed).  Bad
+ * settings (a block that does not divide, nvec above an aggregate's
+ * dimension, a level count outside 2 .. WD_MG_MAX_LEVELS) give
+ * WD_ERR_INVALID naming the level and the setting, the solver unchanged.
+ * WD_ERR_INVALID on a process grid of several ranks (not yet).  stats may
+ * be NULL.
+ */
+wd_status wd_solver_mg_setup(wd_solver *solver, const wd_mg_settings *m,
+                             const wd_solver_settings *s, wd_mg_setup_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -122,9 +122,9 @@ static int valid_recon(int r)
 
 static wd_status check_settings(const wd_solver_settings *s)
 {
-    if (s->solver != WD_SOLVER_CG && s->solver != WD_SOLVER_BICGSTAB)
-        return wd_fail(WD_ERR_INVALID, "solver %d: must be WD_SOLVER_CG (1) or WD_SOLVER_BICGSTAB (2)",
-                       (int)s->solver);
+    if (s->solver != WD_SOLVER_CG && s->solver != WD_SOLVER_BICGSTAB && s->solver != WD_SOLVER_MG)
+        return wd_fail(WD_ERR_INVALID, "solver %d: must be WD_SOLVER_CG (1), WD_SOLVER_BICGSTAB "
+                       "(2) or WD_SOLVER_MG (3)", (int)s->solver);
     if (!valid_precision(s->precision) || !valid_precision(s->sloppy_precision))
         return wd_fail(WD_ERR_INVALID, "precision %d / sloppy precision %d: each must be 8, 4 or 2",
                        (int)s->precision, (int)s->sloppy_precision);
@@ -196,6 +196,7 @@ struct wd_solver {
     wd_field f[F_COUNT];        /* per-lane roles with `lanes` right-hand sides (per_lane) */
     int lanes;
     wd_field view[WD_SOLVE_MANY_GROUP][F_COUNT];  /* lane i's right-hand side of each */
+    wd_solver_mg_hook mg;       /* WD_SOLVER_MG: the multigrid (state NULL: none set up) */
 };
 
 static void clover_release(wd_solver *sv)
@@ -297,6 +298,7 @@ void wd_solver_destroy(wd_solver *sv)
 {
     if (!sv)
         return;
+    wd_solver_attach_mg(sv, NULL);
     if (sv->be_open) {
         for (int i = 0; i < F_COUNT; ++i)
             wd_field_destroy(&sv->be, &sv->f[i]);
@@ -688,11 +690,17 @@ enum { B_DEVICE = 1, X_DEVICE = 2, ON_DEVICE = B_DEVICE | X_DEVICE };
  * in lane_st[i] with its message in ks[i].message.  Each lane's seconds,
  * solve_seconds and flops are the group's divided by n.
  */
+static wd_status run_mg(wd_solver *sv, double *const x[], const double *const b[], int n,
+                        int on_device, const wd_solver_settings *s, wd_solver_stats *stats[],
+                        wd_status lane_st[], wd_krylov *ks, const int label[]);
+
 static wd_status run_lanes(wd_solver *sv, double *const x[], const double *const b[], int n,
                            int on_device, const wd_solver_settings *s, const double bnorm[],
                            wd_solver_stats *stats[], wd_status lane_st[], wd_krylov *ks,
                            const int label[])
 {
+    if (s->solver == WD_SOLVER_MG)
+        return run_mg(sv, x, b, n, on_device, s, stats, lane_st, ks, label);
     const double t_start = now_s();
     wd_backend *be = &sv->be;
     wd_field *odd;
@@ -737,6 +745,49 @@ static wd_status run_lanes(wd_solver *sv, double *const x[], const double *const
                 "preparation %.4f s, Krylov %.4f s, reconstruction and device to host x %.4f s\n",
                 n, n > 1 ? "s" : "", t0 - t_start, t1 - t0, t2 - t1);
     return WD_OK;
+}
+
+/* run_lanes for WD_SOLVER_MG: the multigrid's solves one right-hand side
+ * after another, on host arrays (the multigrid runs on the host) */
+static wd_status run_mg(wd_solver *sv, double *const x[], const double *const b[], int n,
+                        int on_device, const wd_solver_settings *s, wd_solver_stats *stats[],
+                        wd_status lane_st[], wd_krylov *ks, const int label[])
+{
+    if (on_device)
+        return wd_fail(WD_ERR_INVALID, "solver WD_SOLVER_MG: the multigrid takes host arrays "
+                       "(wd_solver_solve, wd_solver_solve_many), not device arrays");
+    for (int i = 0; i < n; ++i) {
+        ks[i].tag[0] = 0;
+        if (label)
+            snprintf(ks[i].tag, sizeof ks[i].tag, " [rhs %d]", label[i]);
+        lane_st[i] = sv->mg.solve(sv->mg.state, x[i], b[i], s, stats[i]);
+        snprintf(ks[i].message, sizeof ks[i].message, "%s",
+                 lane_st[i] == WD_OK ? "" : wd_last_error());
+        if (lane_st[i] != WD_OK && !solver_failure(lane_st[i]))
+            return lane_st[i];
+    }
+    return WD_OK;
+}
+
+wd_status wd_solver_host_view(wd_solver *sv, const wd_solver_settings *s, wd_solver_host *h)
+{
+    wd_status st = WD_OK;
+    if (s->csw != 0 && s->mass != sv->clover_mass)
+        st = clover_build(sv, s->mass);
+    h->gauge = sv->gauge;
+    h->clover = s->csw != 0 ? sv->clover_host : NULL;
+    memcpy(h->dims, sv->dims, sizeof h->dims);
+    h->grid = &sv->grid;
+    return st;
+}
+
+void wd_solver_attach_mg(wd_solver *sv, const wd_solver_mg_hook *hook)
+{
+    if (sv->mg.state && sv->mg.destroy)
+        sv->mg.destroy(sv->mg.state);
+    memset(&sv->mg, 0, sizeof sv->mg);
+    if (hook)
+        sv->mg = *hook;
 }
 
 /* One single-RHS pass on the backend (a solve, or a refinement round's
@@ -869,6 +920,9 @@ static wd_status check_solve_settings(const wd_solver *sv, const wd_solver_setti
     wd_status st = check_settings(s);
     if (st == WD_OK)
         st = check_fixed(&sv->fixed, s);
+    if (st == WD_OK && s->solver == WD_SOLVER_MG && !sv->mg.state)
+        st = wd_fail(WD_ERR_INVALID, "solver WD_SOLVER_MG: this solver has no multigrid; call "
+                     "wd_solver_mg_setup first");
     return st;
 }
 
@@ -1006,7 +1060,8 @@ static wd_status solve_single(wd_solver *sv, double *x, const double *b, int dev
     const double *b_run = b;
     double bnorm2 = 0;
     long bad = -1;
-    if (st == WD_OK && !device && be->ops->stage_host && be->ops->scan_device) {
+    if (st == WD_OK && !device && be->ops->stage_host && be->ops->scan_device &&
+        s->solver != WD_SOLVER_MG) {
         st = be->ops->stage_host(be, b, &b_run);
         where = B_DEVICE;
     }

@@ -24,6 +24,12 @@
  *   wd_host_block_open / _close, wd_host_scan, wd_host_residual
  *                   the solver's float64 host checks on one rank's block
  *                   (host_check.c)
+ *   wd_solver_host_view  what a solver holds that the multigrid builds on
+ *                   (its links, the clover field of a mass, its grid)
+ *   wd_solver_attach_mg  hand a solver the multigrid that WD_SOLVER_MG solves
+ *                   run (runtime/multigrid/ sets it: numerics calls the
+ *                   multigrid only through this hook, so the dependency runs
+ *                   one way)
  * Everything goes through wd_backend.h: no field data is touched here.
  */
 #ifndef WDIRAC_SOLVER_H
@@ -184,5 +190,33 @@ long wd_host_scan(const double *v, size_t n, double *norm2, wd_status *st);
 wd_status wd_host_residual(wd_host_block *h, const double *x, const double *u,
                            const double *clover, const double *b, double mass, int tbc,
                            double *res, double *r);
+
+
+/* What the multigrid module reads of a solver: the caller's links (host
+ * order, this rank's block), A = 1 + c_sw T / (4+m) of `mass` on them (NULL
+ * without a clover term; rebuilt for a new mass, collective), the local
+ * extents and the grid. */
+typedef struct wd_solver_host {
+    const double *gauge;
+    const double *clover;
+    int dims[4];
+    const wd_grid *grid;
+} wd_solver_host;
+wd_status wd_solver_host_view(wd_solver *sv, const wd_solver_settings *s, wd_solver_host *h);
+
+/* A multigrid attached to a solver: solve() runs one WD_SOLVER_MG solve of
+ * M x = b on host fields of the solver's block (wd_solver_solve's contract
+ * for x, the status and these stats: iterations, seconds, solve_seconds,
+ * flops, solver_residual, mg_*; the caller measures the true residual),
+ * destroy() frees the state (with the solver, or when another is
+ * attached). */
+typedef struct wd_solver_mg_hook {
+    void *state;
+    wd_status (*solve)(void *state, double *x, const double *b, const wd_solver_settings *s,
+                       wd_solver_stats *stats);
+    void (*destroy)(void *state);
+} wd_solver_mg_hook;
+/* Replace the solver's multigrid (hook NULL: remove it), destroying the old. */
+void wd_solver_attach_mg(wd_solver *sv, const wd_solver_mg_hook *hook);
 
 #endif

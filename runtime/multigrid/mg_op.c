@@ -1,0 +1,236 @@
+/*
+ * mg_op.c: a multigrid level's operator on host fields (wd_mg.h), and the
+ * deterministic reductions the module's solvers use.
+ *
+ * The externally accessible functions are
+ *   wd_mg_op_fine    the fine level A = L - kappa D from host links
+ *   wd_mg_op_free    release a level's tables and links
+ *   wd_mg_op_apply   out = A in
+ *   wd_mg_op_hop     out(x) = H_d(x) in(x + d), one direction
+ *   wd_mg_op_local   out(x) = L(x) in(x)
+ *   wd_mg_g5         out = g5 in
+ *   wd_mg_dot / wd_mg_norm2   reductions in a fixed order
+ * Notes: out never aliases in (wd_mg_g5 excepted).  The fine hop is its own
+ * code, not the float64 reference's (ref_wilson.c): the tests judge the
+ * coarse operators it builds against P^dag (M (P v)) of the reference.
+ * Loops over sites run under OpenMP, each iteration writing its own site.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "clover_field.h"
+#include "ref_wilson.h"
+#include "wd_core.h"
+#include "wd_mg.h"
+
+static size_t site_index(const int c[4], const int d[4])
+{
+    return (size_t)c[0] + (size_t)d[0] * (c[1] + (size_t)d[1] * (c[2] + (size_t)d[2] * c[3]));
+}
+
+/* nbr[8 site + d] for a lattice of extents d, periodic */
+static int *neighbours(const int d[4], size_t volume)
+{
+    int *nbr = malloc(volume * WD_MG_DIRS * sizeof *nbr);
+    if (!nbr)
+        return NULL;
+    for (size_t s = 0; s < volume; ++s) {
+        int c[4];
+        size_t r = s;
+        for (int mu = 0; mu < 4; ++mu) {
+            c[mu] = (int)(r % d[mu]);
+            r /= d[mu];
+        }
+        for (int mu = 0; mu < 4; ++mu) {
+            int e[4];
+            memcpy(e, c, sizeof e);
+            e[mu] = (c[mu] + 1) % d[mu];
+            nbr[WD_MG_DIRS * s + 2 * mu] = (int)site_index(e, d);
+            e[mu] = (c[mu] + d[mu] - 1) % d[mu];
+            nbr[WD_MG_DIRS * s + 2 * mu + 1] = (int)site_index(e, d);
+        }
+    }
+    return nbr;
+}
+
+wd_status wd_mg_op_fine(wd_mg_op *op, const int dims[4], const double *gauge,
+                        const double *clover, double kappa, int tbc)
+{
+    memset(op, 0, sizeof *op);
+    memcpy(op->dims, dims, sizeof op->dims);
+    op->volume = wd_volume(dims);
+    op->n = 12;
+    op->u = (const double complex *)gauge;
+    op->clover = clover;
+    op->kappa = kappa;
+    op->tbc = tbc;
+    if (!(op->nbr = neighbours(dims, op->volume)))
+        return wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the fine level's neighbour table");
+    for (int mu = 0; mu < 4; ++mu) {
+        double complex g[4][4];
+        ref_gamma(mu, g);
+        for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < 4; ++j) {
+                const double complex one = i == j;
+                op->spin[2 * mu][i][j] = -kappa * (one - g[i][j]);
+                op->spin[2 * mu + 1][i][j] = -kappa * (one + g[i][j]);
+            }
+    }
+    return WD_OK;
+}
+
+void wd_mg_op_free(wd_mg_op *op)
+{
+    free(op->nbr);
+    free(op->links);
+    memset(op, 0, sizeof *op);
+}
+
+/* the time-boundary sign of the fine hop d from site s */
+static double fine_sign(const wd_mg_op *op, int d, size_t s)
+{
+    if (op->tbc == 1 || d < 6)
+        return 1.0;
+    const size_t slice = op->volume / op->dims[3];
+    const size_t t = s / slice;
+    return (d == 6 && t == (size_t)op->dims[3] - 1) || (d == 7 && t == 0) ? -1.0 : 1.0;
+}
+
+/* out += H_d(s) in(s + d) at one fine site: the spin matrix first (two
+ * non-zero entries a row in the DeGrand-Rossi basis), then the link on each
+ * of the four spins */
+static void fine_hop_site(const wd_mg_op *op, int d, size_t s, double complex *out,
+                          const double complex *in)
+{
+    const int mu = d / 2, back = d & 1;
+    const size_t nb = (size_t)op->nbr[WD_MG_DIRS * s + d];
+    const double complex *link = op->u + 36 * (back ? nb : s) + 9 * mu;
+    const double complex *psi = in + 12 * nb;
+    const double sign = fine_sign(op, d, s);
+    for (int i = 0; i < 4; ++i) {
+        double complex h[3] = {0, 0, 0};
+        for (int j = 0; j < 4; ++j) {
+            const double complex g = op->spin[d][i][j];
+            if (g == 0)
+                continue;
+            for (int b = 0; b < 3; ++b)
+                h[b] += g * psi[3 * j + b];
+        }
+        for (int a = 0; a < 3; ++a) {
+            double complex acc = 0;
+            for (int b = 0; b < 3; ++b)
+                acc += (back ? conj(link[3 * b + a]) : link[3 * a + b]) * h[b];
+            out[3 * i + a] += sign * acc;
+        }
+    }
+}
+
+/* out += X in for an n x n block X */
+static void block_mv(int n, double complex *out, const double complex *x, const double complex *in)
+{
+    for (int i = 0; i < n; ++i) {
+        double complex acc = 0;
+        for (int j = 0; j < n; ++j)
+            acc += x[(size_t)n * i + j] * in[j];
+        out[i] += acc;
+    }
+}
+
+void wd_mg_op_hop(const wd_mg_op *op, int d, double complex *out, const double complex *in)
+{
+    const int n = op->n;
+#pragma omp parallel for schedule(static)
+    for (size_t s = 0; s < op->volume; ++s) {
+        double complex *o = out + (size_t)n * s;
+        for (int i = 0; i < n; ++i)
+            o[i] = 0;
+        if (op->u)
+            fine_hop_site(op, d, s, o, in);
+        else
+            block_mv(n, o, op->links + (size_t)n * n * (9 * s + d),
+                     in + (size_t)n * op->nbr[WD_MG_DIRS * s + d]);
+    }
+}
+
+void wd_mg_op_local(const wd_mg_op *op, double complex *out, const double complex *in)
+{
+    const int n = op->n;
+    if (op->u && op->clover) {
+        wd_clover_apply_host((double *)out, op->clover, (const double *)in, op->volume);
+        return;
+    }
+    if (op->u) {
+        memcpy(out, in, op->volume * n * sizeof *out);
+        return;
+    }
+#pragma omp parallel for schedule(static)
+    for (size_t s = 0; s < op->volume; ++s) {
+        double complex *o = out + (size_t)n * s;
+        for (int i = 0; i < n; ++i)
+            o[i] = 0;
+        block_mv(n, o, op->links + (size_t)n * n * (9 * s + WD_MG_LOCAL), in + (size_t)n * s);
+    }
+}
+
+void wd_mg_op_apply(const wd_mg_op *op, double complex *out, const double complex *in)
+{
+    const int n = op->n;
+    wd_mg_op_local(op, out, in);
+#pragma omp parallel for schedule(static)
+    for (size_t s = 0; s < op->volume; ++s) {
+        double complex *o = out + (size_t)n * s;
+        for (int d = 0; d < WD_MG_DIRS; ++d) {
+            if (op->u)
+                fine_hop_site(op, d, s, o, in);
+            else
+                block_mv(n, o, op->links + (size_t)n * n * (9 * s + d),
+                         in + (size_t)n * op->nbr[WD_MG_DIRS * s + d]);
+        }
+    }
+}
+
+void wd_mg_g5(const wd_mg_op *op, double complex *out, const double complex *in)
+{
+    const int n = op->n, h = n / 2;
+#pragma omp parallel for schedule(static)
+    for (size_t s = 0; s < op->volume; ++s)
+        for (int i = 0; i < n; ++i)
+            out[(size_t)n * s + i] = i < h ? in[(size_t)n * s + i] : -in[(size_t)n * s + i];
+}
+
+/* complex numbers per chunk of the reductions */
+enum { CHUNK = 4096 };
+
+double complex wd_mg_dot(const double complex *x, const double complex *y, size_t n)
+{
+    const size_t chunks = (n + CHUNK - 1) / CHUNK;
+    double complex stack[64], *part = chunks <= 64 ? stack : malloc(chunks * sizeof *part);
+    double complex sum = 0;
+    if (!part) {
+        /* no memory for the partial sums: the same order, one thread */
+        for (size_t c = 0; c < chunks; ++c) {
+            double complex acc = 0;
+            for (size_t i = c * CHUNK; i < n && i < (c + 1) * CHUNK; ++i)
+                acc += conj(x[i]) * y[i];
+            sum += acc;
+        }
+        return sum;
+    }
+#pragma omp parallel for schedule(static)
+    for (size_t c = 0; c < chunks; ++c) {
+        double complex acc = 0;
+        for (size_t i = c * CHUNK; i < n && i < (c + 1) * CHUNK; ++i)
+            acc += conj(x[i]) * y[i];
+        part[c] = acc;
+    }
+    for (size_t c = 0; c < chunks; ++c)
+        sum += part[c];
+    if (part != stack)
+        free(part);
+    return sum;
+}
+
+double wd_mg_norm2(const double complex *x, size_t n)
+{
+    return creal(wd_mg_dot(x, x, n));
+}

@@ -1,0 +1,546 @@
+/*
+ * mg_solve.c: the multigrid setup, its cycle and the outer flexible GCR
+ * behind WD_SOLVER_MG (wdirac.h, docs/solvers.md "Multigrid").
+ *
+ * The externally accessible functions are
+ *   wd_mg_default_settings  the documented defaults (QUDA's usual choices)
+ *   wd_solver_mg_setup      null vectors, transfers and coarse operators of
+ *                           a solver's operator, attached to the solver
+ * and, through the solver's hook, the WD_SOLVER_MG solve: flexible GCR on
+ *   A x = b / (4+m),  A = M / (4+m) = L - kappa D
+ * (the same relative residual as M x = b), preconditioned by one cycle:
+ *   level l < last: pre-smoothing (MR), the residual restricted, the next
+ *   level solved (K-cycle: GCR to coarse_tol preconditioned by its own
+ *   cycle; V-cycle: one application of its cycle), the correction
+ *   prolongated, post-smoothing (MR on the level's residual);
+ *   the last level: GCR to coarse_tol.
+ * Everything is float64 on host fields (wd_mg.h): deterministic, the same
+ * bits for any thread count.
+ *
+ * Null vectors: from nvec seeded random fields v, each relaxed on the
+ * homogeneous system A v = 0 by CG on the normal equations
+ * (A^dag = g5 A g5 on every level: P preserves chirality), stopped when
+ * |A v| <= setup_tol |A v_0| or after setup_max_iter iterations.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rng.h"
+#include "wd_core.h"
+#include "wd_mg.h"
+#include "wd_solver.h"
+
+typedef struct mg_level {
+    wd_mg_op op;
+    wd_mg_transfer t;           /* to the next level (not on the last) */
+    size_t len;                 /* complex numbers of a field: volume x n */
+    double complex *b, *x;      /* this level's right-hand side and solution, set from above */
+    double complex *w[4];       /* the cycle's work */
+    double complex *r, **z, **q;  /* GCR: residual, preconditioned directions, A z */
+    long iterations;            /* GCR iterations (coarse levels), smoother steps (fine) */
+} mg_level;
+
+typedef struct wd_mg {
+    wd_mg_settings set;
+    double mass, csw;
+    int levels;
+    mg_level lv[WD_MG_MAX_LEVELS];
+} wd_mg;
+
+void wd_mg_default_settings(wd_mg_settings *m)
+{
+    memset(m, 0, sizeof *m);
+    m->levels = 2;
+    for (int l = 0; l < WD_MG_MAX_LEVELS - 1; ++l) {
+        for (int mu = 0; mu < 4; ++mu)
+            m->block[l][mu] = l == 0 ? 4 : 2;
+        m->nvec[l] = l == 0 ? 24 : 32;
+    }
+    m->setup_tol = 5e-6;
+    m->setup_max_iter = 500;
+    m->pre_smooth = 0;
+    m->post_smooth = 4;
+    m->cycle = WD_MG_KCYCLE;
+    m->coarse_tol = 0.25;
+    m->coarse_max_iter = 24;
+    m->gcr_nkrylov = 20;
+    m->seed = 1;
+    m->verbosity = 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static wd_status check_mg_settings(const wd_mg_settings *m)
+{
+    if (m->levels < 2 || m->levels > WD_MG_MAX_LEVELS)
+        return wd_fail(WD_ERR_INVALID, "multigrid: levels %d must be between 2 and %d",
+                       m->levels, WD_MG_MAX_LEVELS);
+    if (!(m->setup_tol > 0 && m->setup_tol < 1) || m->setup_max_iter < 0)
+        return wd_fail(WD_ERR_INVALID, "multigrid: setup_tol %g must be in (0, 1) and "
+                       "setup_max_iter %d >= 0", m->setup_tol, m->setup_max_iter);
+    if (m->pre_smooth < 0 || m->post_smooth < 0 || m->pre_smooth + m->post_smooth < 1)
+        return wd_fail(WD_ERR_INVALID, "multigrid: pre_smooth %d and post_smooth %d must be >= 0 "
+                       "and not both 0", m->pre_smooth, m->post_smooth);
+    if (m->cycle != WD_MG_VCYCLE && m->cycle != WD_MG_KCYCLE)
+        return wd_fail(WD_ERR_INVALID, "multigrid: cycle %d must be WD_MG_VCYCLE (0) or "
+                       "WD_MG_KCYCLE (1)", (int)m->cycle);
+    if (!(m->coarse_tol > 0 && m->coarse_tol < 1) || m->coarse_max_iter < 1)
+        return wd_fail(WD_ERR_INVALID, "multigrid: coarse_tol %g must be in (0, 1) and "
+                       "coarse_max_iter %d >= 1", m->coarse_tol, m->coarse_max_iter);
+    if (m->gcr_nkrylov < 1 || m->gcr_nkrylov > 200)
+        return wd_fail(WD_ERR_INVALID, "multigrid: gcr_nkrylov %d must be between 1 and 200",
+                       m->gcr_nkrylov);
+    return WD_OK;
+}
+
+static void mg_free(void *state)
+{
+    wd_mg *mg = state;
+    if (!mg)
+        return;
+    for (int l = 0; l < WD_MG_MAX_LEVELS; ++l) {
+        mg_level *v = &mg->lv[l];
+        wd_mg_op_free(&v->op);
+        wd_mg_transfer_free(&v->t);
+        free(v->b);
+        free(v->x);
+        free(v->r);
+        for (int i = 0; i < 4; ++i)
+            free(v->w[i]);
+        for (int i = 0; v->z && i < mg->set.gcr_nkrylov; ++i)
+            free(v->z[i]);
+        for (int i = 0; v->q && i < mg->set.gcr_nkrylov; ++i)
+            free(v->q[i]);
+        free(v->z);
+        free(v->q);
+    }
+    free(mg);
+}
+
+/* the work fields of level l (its operator set) */
+static wd_status level_alloc(wd_mg *mg, int l)
+{
+    mg_level *v = &mg->lv[l];
+    const int nk = mg->set.gcr_nkrylov;
+    v->len = v->op.volume * v->op.n;
+    const size_t bytes = v->len * sizeof(double complex);
+    int ok = (v->b = malloc(bytes)) && (v->x = malloc(bytes)) && (v->r = malloc(bytes)) &&
+             (v->z = calloc(nk, sizeof *v->z)) && (v->q = calloc(nk, sizeof *v->q));
+    for (int i = 0; ok && i < 4; ++i)
+        ok = (v->w[i] = malloc(bytes)) != NULL;
+    for (int i = 0; ok && i < nk; ++i)
+        ok = (v->z[i] = malloc(bytes)) && (v->q[i] = malloc(bytes));
+    return ok ? WD_OK
+              : wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate %d work fields of %zu "
+                        "bytes", l, 2 * nk + 7, bytes);
+}
+
+/* ---- vector helpers on n complex numbers ---- */
+
+static void vzero(double complex *x, size_t n) { memset(x, 0, n * sizeof *x); }
+
+static void vcopy(double complex *y, const double complex *x, size_t n)
+{
+    memcpy(y, x, n * sizeof *y);
+}
+
+/* y += a x */
+static void vaxpy(double complex a, const double complex *x, double complex *y, size_t n)
+{
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; ++i)
+        y[i] += a * x[i];
+}
+
+/* y = b - y */
+static void vbminus(const double complex *b, double complex *y, size_t n)
+{
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; ++i)
+        y[i] = b[i] - y[i];
+}
+
+/* ---- the cycle ---- */
+
+static int gcr(wd_mg *mg, int l, double complex *x, const double complex *b, double tol,
+               int max_iter, int precondition, int verbose, double *relres, wd_status *st);
+
+/* e = steps of minimal residual on A_l e = r from e = 0 (w[2], w[3] scratch) */
+static void smooth(wd_mg *mg, int l, double complex *e, const double complex *r, int steps)
+{
+    mg_level *v = &mg->lv[l];
+    double complex *rr = v->w[2], *q = v->w[3];
+    vzero(e, v->len);
+    vcopy(rr, r, v->len);
+    for (int i = 0; i < steps; ++i) {
+        wd_mg_op_apply(&v->op, q, rr);
+        const double qq = wd_mg_norm2(q, v->len);
+        if (!(qq > 0))
+            break;
+        const double complex alpha = wd_mg_dot(q, rr, v->len) / qq;
+        vaxpy(alpha, rr, e, v->len);
+        vaxpy(-alpha, q, rr, v->len);
+    }
+    if (l == 0)
+        v->iterations += steps;
+}
+
+/* e = K_l r: one cycle from level l (l below the last level) */
+static wd_status cycle(wd_mg *mg, int l, double complex *e, const double complex *r)
+{
+    mg_level *v = &mg->lv[l], *c = &mg->lv[l + 1];
+    const wd_mg_settings *m = &mg->set;
+    double complex *res = v->w[0], *de = v->w[1];
+    wd_status st = WD_OK;
+    if (m->pre_smooth) {
+        smooth(mg, l, e, r, m->pre_smooth);
+        wd_mg_op_apply(&v->op, res, e);
+        vbminus(r, res, v->len);
+    } else {
+        vzero(e, v->len);
+        vcopy(res, r, v->len);
+    }
+    wd_mg_restrict(&v->t, c->b, res);
+    vzero(c->x, c->len);
+    const int last = l + 1 == mg->levels - 1;
+    double rel;
+    if (last || m->cycle == WD_MG_KCYCLE)
+        gcr(mg, l + 1, c->x, c->b, m->coarse_tol, m->coarse_max_iter, !last, 0, &rel, &st);
+    else
+        st = cycle(mg, l + 1, c->x, c->b);
+    if (st != WD_OK)
+        return st;
+    wd_mg_prolong(&v->t, de, c->x);
+    vaxpy(1, de, e, v->len);
+    if (m->post_smooth) {
+        wd_mg_op_apply(&v->op, res, e);
+        vbminus(r, res, v->len);
+        smooth(mg, l, de, res, m->post_smooth);
+        vaxpy(1, de, e, v->len);
+    }
+    return WD_OK;
+}
+
+/*
+ * Flexible GCR(nkrylov) on A_l x = b from x's value, with the cycle of
+ * level l as preconditioner (precondition) or none, to |b - A x| <= tol |b|
+ * or max_iter iterations; after each restart and at the end the residual
+ * is recomputed as b - A x.  Returns the iterations; *relres the last
+ * relative residual; *st WD_OK, or WD_ERR_NAN / a cycle's failure.
+ */
+static int gcr(wd_mg *mg, int l, double complex *x, const double complex *b, double tol,
+               int max_iter, int precondition, int verbose, double *relres, wd_status *st)
+{
+    mg_level *v = &mg->lv[l];
+    const size_t n = v->len;
+    const int nk = mg->set.gcr_nkrylov;
+    const double bnorm = sqrt(wd_mg_norm2(b, n));
+    *st = WD_OK;
+    *relres = 0;
+    if (bnorm == 0) {
+        vzero(x, n);
+        return 0;
+    }
+    wd_mg_op_apply(&v->op, v->r, x);
+    vbminus(b, v->r, n);
+    double rnorm = sqrt(wd_mg_norm2(v->r, n));
+    int it = 0;
+    while (rnorm > tol * bnorm && it < max_iter) {
+        int k = 0;
+        for (; k < nk && it < max_iter && rnorm > tol * bnorm; ++k, ++it) {
+            if (precondition) {
+                if ((*st = cycle(mg, l, v->z[k], v->r)) != WD_OK)
+                    return it;
+            } else {
+                vcopy(v->z[k], v->r, n);
+            }
+            wd_mg_op_apply(&v->op, v->q[k], v->z[k]);
+            for (int i = 0; i < k; ++i) {
+                const double complex beta = wd_mg_dot(v->q[i], v->q[k], n);
+                vaxpy(-beta, v->q[i], v->q[k], n);
+                vaxpy(-beta, v->z[i], v->z[k], n);
+            }
+            const double qn = sqrt(wd_mg_norm2(v->q[k], n));
+            if (!isfinite(qn)) {
+                *st = wd_fail(WD_ERR_NAN, "multigrid: GCR on level %d met NaN or Inf after %d "
+                              "iterations", l, it);
+                return it;
+            }
+            if (qn == 0)
+                break;
+            for (size_t i = 0; i < n; ++i) {
+                v->q[k][i] /= qn;
+                v->z[k][i] /= qn;
+            }
+            const double complex alpha = wd_mg_dot(v->q[k], v->r, n);
+            vaxpy(alpha, v->z[k], x, n);
+            vaxpy(-alpha, v->q[k], v->r, n);
+            rnorm = sqrt(wd_mg_norm2(v->r, n));
+            if (verbose)
+                fprintf(stderr, "wdirac multigrid: outer iteration %d: residual %.3e\n", it + 1,
+                        rnorm / bnorm);
+        }
+        /* restart, or confirm convergence, on the recomputed residual */
+        wd_mg_op_apply(&v->op, v->r, x);
+        vbminus(b, v->r, n);
+        rnorm = sqrt(wd_mg_norm2(v->r, n));
+        if (k == 0)
+            break;
+    }
+    if (l > 0)
+        v->iterations += it;
+    *relres = rnorm / bnorm;
+    return it;
+}
+
+/* ---- the setup ---- */
+
+/* |A v| / |A v_0| after CG on the normal equations of A v = 0 from v
+ * (w[0..3] scratch); *iters the iterations */
+static double relax(wd_mg *mg, int l, double complex *v, double tol, int max_iter, int *iters)
+{
+    mg_level *lv = &mg->lv[l];
+    const size_t n = lv->len;
+    double complex *r = lv->w[0], *z = lv->w[1], *p = lv->w[2], *q = lv->w[3];
+    /* r = -A v; z = A^dag r = g5 A g5 r */
+    wd_mg_op_apply(&lv->op, r, v);
+    for (size_t i = 0; i < n; ++i)
+        r[i] = -r[i];
+    const double r0 = sqrt(wd_mg_norm2(r, n));
+    double rn = r0;
+    wd_mg_g5(&lv->op, q, r);
+    wd_mg_op_apply(&lv->op, z, q);
+    wd_mg_g5(&lv->op, z, z);
+    vcopy(p, z, n);
+    double zz = wd_mg_norm2(z, n);
+    int it = 0;
+    for (; it < max_iter && rn > tol * r0 && zz > 0; ++it) {
+        wd_mg_op_apply(&lv->op, q, p);
+        const double alpha = zz / wd_mg_norm2(q, n);
+        vaxpy(alpha, p, v, n);
+        vaxpy(-alpha, q, r, n);
+        rn = sqrt(wd_mg_norm2(r, n));
+        wd_mg_g5(&lv->op, q, r);
+        wd_mg_op_apply(&lv->op, z, q);
+        wd_mg_g5(&lv->op, z, z);
+        const double zz1 = wd_mg_norm2(z, n);
+        const double beta = zz1 / zz;
+        zz = zz1;
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; ++i)
+            p[i] = z[i] + beta * p[i];
+    }
+    *iters = it;
+    return r0 > 0 ? rn / r0 : 0;
+}
+
+/* max |P^dag P - 1| over aggregates and chiralities */
+static double orth_error(const wd_mg_transfer *t)
+{
+    const int h = t->n_fine / 2, bv = t->block_volume, nv = t->nvec;
+    double worst = 0;
+#pragma omp parallel for schedule(static) reduction(max : worst)
+    for (size_t b = 0; b < t->coarse_volume; ++b)
+        for (int chi = 0; chi < 2; ++chi)
+            for (int i = 0; i < nv; ++i)
+                for (int j = 0; j <= i; ++j) {
+                    double complex g = 0;
+                    for (int s = 0; s < bv; ++s) {
+                        const size_t site = (size_t)t->sites[b * bv + s];
+                        const double complex *vi = t->v + ((size_t)i * t->fine_volume + site) *
+                                                              t->n_fine + chi * h;
+                        const double complex *vj = t->v + ((size_t)j * t->fine_volume + site) *
+                                                              t->n_fine + chi * h;
+                        for (int a = 0; a < h; ++a)
+                            g += conj(vi[a]) * vj[a];
+                    }
+                    const double e = cabs(g - (i == j));
+                    if (e > worst)
+                        worst = e;
+                }
+    return worst;
+}
+
+/* |D_c v - P^dag A P v| / |D_c v| on a random coarse v (level l's scratch) */
+static double coarse_error(wd_mg *mg, int l, wd_rng *rng)
+{
+    mg_level *f = &mg->lv[l], *c = &mg->lv[l + 1];
+    for (size_t i = 0; i < c->len; ++i)
+        c->b[i] = CMPLX(wd_rng_normal(rng), wd_rng_normal(rng));
+    wd_mg_prolong(&f->t, f->w[0], c->b);
+    wd_mg_op_apply(&f->op, f->w[1], f->w[0]);
+    wd_mg_restrict(&f->t, c->x, f->w[1]);
+    wd_mg_op_apply(&c->op, c->w[0], c->b);
+    const double ref = wd_mg_norm2(c->w[0], c->len);
+    vaxpy(-1, c->x, c->w[0], c->len);
+    return ref > 0 ? sqrt(wd_mg_norm2(c->w[0], c->len) / ref) : 0;
+}
+
+/* flops of one application of a level's operator per site */
+static double apply_flops(const wd_mg_op *op)
+{
+    return op->u ? 1368.0 + (op->clover ? 504.0 : 0.0) : 9.0 * 8.0 * op->n * op->n;
+}
+
+static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_stats *stats)
+{
+    wd_status st = WD_OK;
+    const double fine_cost = apply_flops(&mg->lv[0].op) * mg->lv[0].op.volume;
+    for (int l = 0; l + 1 < m->levels && st == WD_OK; ++l) {
+        mg_level *f = &mg->lv[l];
+        const double cost = apply_flops(&f->op) * f->op.volume / fine_cost;
+        if ((st = wd_mg_transfer_init(&f->t, l, f->op.dims, f->op.n, m->block[l], m->nvec[l])) !=
+            WD_OK)
+            break;
+        wd_rng rng;
+        wd_rng_seed(&rng, m->seed * 1000003u + (uint64_t)l);
+        double worst = 0;
+        int unconverged = 0;
+        for (int k = 0; k < m->nvec[l]; ++k) {
+            double complex *v = f->t.v + (size_t)k * f->len;
+            for (size_t i = 0; i < f->len; ++i)
+                v[i] = CMPLX(wd_rng_normal(&rng), wd_rng_normal(&rng));
+            int its;
+            const double res = relax(mg, l, v, m->setup_tol, m->setup_max_iter, &its);
+            stats->fine_applies += cost * (3.0 + 2.0 * its);
+            if (res > worst)
+                worst = res;
+            unconverged += res > m->setup_tol;
+            if (m->verbosity >= 2)
+                fprintf(stderr, "wdirac multigrid: level %d null vector %d: %d iterations, "
+                        "|A v| / |A v0| = %.3e\n", l, k, its, res);
+        }
+        stats->setup_residual[l] = worst;
+        stats->setup_unconverged[l] = unconverged;
+        if ((st = wd_mg_orthonormalise(&f->t, l)) != WD_OK)
+            break;
+        if ((st = wd_mg_coarse_build(&mg->lv[l + 1].op, &f->op, &f->t)) != WD_OK)
+            break;
+        stats->fine_applies += cost * 2.0 * m->nvec[l];
+        if ((st = level_alloc(mg, l + 1)) != WD_OK)
+            break;
+        memcpy(stats->coarse_dims[l + 1], mg->lv[l + 1].op.dims, sizeof stats->coarse_dims[0]);
+        stats->orth_error[l] = orth_error(&f->t);
+        stats->coarse_error[l] = coarse_error(mg, l, &rng);
+        if (m->verbosity >= 1) {
+            const int *cd = mg->lv[l + 1].op.dims;
+            fprintf(stderr, "wdirac multigrid: level %d -> %d: coarse %dx%dx%dx%d, %d unknowns a "
+                    "site; null vectors |A v| / |A v0| <= %.3e (%d of %d above setup_tol %.1e%s); "
+                    "||P^dag P - 1|| = %.2e; ||D_c v - P^dag A P v|| / ||D_c v|| = %.2e\n",
+                    l, l + 1, cd[0], cd[1], cd[2], cd[3], mg->lv[l + 1].op.n, worst, unconverged,
+                    m->nvec[l], m->setup_tol,
+                    unconverged ? ": the setup did not reach its tolerance" : "",
+                    stats->orth_error[l], stats->coarse_error[l]);
+        }
+    }
+    return st;
+}
+
+static wd_status mg_solve(void *state, double *x, const double *b, const wd_solver_settings *s,
+                          wd_solver_stats *stats);
+
+wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_solver_settings *s,
+                             wd_mg_setup_stats *stats)
+{
+    const double t0 = now_s();
+    if (!sv || !m || !s)
+        return wd_fail(WD_ERR_INVALID, "wd_solver_mg_setup: solver, multigrid settings and "
+                       "settings must not be NULL");
+    wd_mg_setup_stats local;
+    if (!stats)
+        stats = &local;
+    memset(stats, 0, sizeof *stats);
+    wd_status st = check_mg_settings(m);
+    wd_solver_host h;
+    if (st == WD_OK && (st = wd_solver_host_view(sv, s, &h)) == WD_OK && h.grid->size > 1)
+        st = wd_fail(WD_ERR_INVALID, "wd_solver_mg_setup: the multigrid runs on one process in "
+                     "this version (the grid has %d ranks)", h.grid->size);
+    /* every level's checks before anything is built */
+    int dims[4], n = 12;
+    memcpy(dims, h.dims, sizeof dims);
+    for (int l = 0; st == WD_OK && l + 1 < m->levels; ++l) {
+        wd_mg_transfer t;
+        if ((st = wd_mg_transfer_init(&t, l, dims, n, m->block[l], m->nvec[l])) != WD_OK)
+            break;
+        memcpy(dims, t.coarse_dims, sizeof dims);
+        n = 2 * m->nvec[l];
+        wd_mg_transfer_free(&t);
+    }
+    wd_mg *mg = st == WD_OK ? calloc(1, sizeof *mg) : NULL;
+    if (st == WD_OK && !mg)
+        st = wd_fail(WD_ERR_NOMEM, "wd_solver_mg_setup: cannot allocate the multigrid");
+    if (st != WD_OK)
+        return st;
+    mg->set = *m;
+    mg->levels = m->levels;
+    mg->mass = s->mass;
+    mg->csw = s->csw;
+    const double kappa = 0.5 / (4.0 + s->mass);
+    st = wd_mg_op_fine(&mg->lv[0].op, h.dims, h.gauge, h.clover, kappa, s->tbc);
+    if (st == WD_OK)
+        st = level_alloc(mg, 0);
+    memcpy(stats->coarse_dims[0], h.dims, sizeof stats->coarse_dims[0]);
+    if (st == WD_OK)
+        st = setup_levels(mg, m, stats);
+    if (st != WD_OK) {
+        mg_free(mg);
+        return st;
+    }
+    stats->levels = m->levels;
+    stats->seconds = now_s() - t0;
+    if (m->verbosity >= 1)
+        fprintf(stderr, "wdirac multigrid: setup of %d levels in %.3f s (%.1f fine-operator "
+                "applications)\n", m->levels, stats->seconds, stats->fine_applies);
+    const wd_solver_mg_hook hook = {mg, mg_solve, mg_free};
+    wd_solver_attach_mg(sv, &hook);
+    return WD_OK;
+}
+
+static wd_status mg_solve(void *state, double *x, const double *b, const wd_solver_settings *s,
+                          wd_solver_stats *stats)
+{
+    wd_mg *mg = state;
+    const double t0 = now_s();
+    if (s->mass != mg->mass || s->csw != mg->csw)
+        return wd_fail(WD_ERR_INVALID, "solver WD_SOLVER_MG: the multigrid was set up for mass "
+                       "%g, c_sw %g, not %g, %g; call wd_solver_mg_setup again", mg->mass, mg->csw,
+                       s->mass, s->csw);
+    if (s->tbc != mg->lv[0].op.tbc)
+        return wd_fail(WD_ERR_INVALID, "solver WD_SOLVER_MG: the multigrid was set up for time "
+                       "boundary %d, not %d", mg->lv[0].op.tbc, (int)s->tbc);
+    mg_level *f = &mg->lv[0];
+    const double scale = 1.0 / (4.0 + s->mass);
+    const double complex *bc = (const double complex *)b;
+    for (size_t i = 0; i < f->len; ++i)
+        f->b[i] = scale * bc[i];
+    vzero(f->x, f->len);
+    for (int l = 0; l < mg->levels; ++l)
+        mg->lv[l].iterations = 0;
+    wd_status st;
+    double rel;
+    const int it = gcr(mg, 0, f->x, f->b, s->tol, s->max_iter, 1,
+                       mg->set.verbosity >= 2 || s->verbosity >= 3, &rel, &st);
+    memcpy(x, f->x, f->len * sizeof *f->x);
+    stats->iterations = it;
+    stats->sloppy_iterations = it;
+    stats->updates = 0;
+    stats->solver_residual = rel;
+    stats->seconds = stats->solve_seconds = now_s() - t0;
+    stats->mg_levels = mg->levels;
+    for (int l = 0; l < mg->levels; ++l)
+        stats->mg_iterations[l] = (int)mg->lv[l].iterations;
+    if (st != WD_OK)
+        return st;
+    if (rel > s->tol)
+        return wd_fail(WD_ERR_MAX_ITER, "solver WD_SOLVER_MG: %d outer iterations reached "
+                       "max_iter with residual %.3e above tol %.3e", it, rel, s->tol);
+    return WD_OK;
+}

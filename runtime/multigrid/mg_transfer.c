@@ -1,0 +1,280 @@
+/*
+ * mg_transfer.c: the aggregates of a multigrid level, the prolongator P and
+ * restrictor P^dag, and the coarse operator P^dag A P (wd_mg.h).
+ *
+ * The externally accessible functions are
+ *   wd_mg_transfer_init / _free   geometry of the aggregates, null-vector
+ *                                 storage, the checks of block and nvec
+ *   wd_mg_orthonormalise          per aggregate and chirality, modified
+ *                                 Gram-Schmidt twice, vectors in order
+ *   wd_mg_prolong / wd_mg_restrict   P and P^dag on host fields
+ *   wd_mg_coarse_build            D_c = P^dag A P by directions
+ * Notes: an aggregate is a block of block[0] x .. x block[3] fine sites;
+ * coarse site b holds its 2 nvec components chirality major.  Every loop
+ * over aggregates runs under OpenMP with one aggregate an iteration, the
+ * sums inside it in site order: the results do not depend on the thread
+ * count.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wd_core.h"
+#include "wd_mg.h"
+
+static const char dim_name[4] = {'X', 'Y', 'Z', 'T'};
+
+wd_status wd_mg_transfer_init(wd_mg_transfer *t, int level, const int fine_dims[4], int n_fine,
+                              const int block[4], int nvec)
+{
+    memset(t, 0, sizeof *t);
+    for (int mu = 0; mu < 4; ++mu) {
+        if (block[mu] < 1 || fine_dims[mu] % block[mu] != 0)
+            return wd_fail(WD_ERR_INVALID, "multigrid level %d: block %d in %c does not divide "
+                           "the level's local extent %d", level, block[mu], dim_name[mu],
+                           fine_dims[mu]);
+        const int c = fine_dims[mu] / block[mu];
+        if (c > 1 && c % 2)
+            return wd_fail(WD_ERR_INVALID, "multigrid level %d: block %d in %c leaves an odd "
+                           "coarse extent %d (the coarse lattice must be even, or 1, in each "
+                           "dimension)", level, block[mu], dim_name[mu], c);
+        t->fine_dims[mu] = fine_dims[mu];
+        t->block[mu] = block[mu];
+        t->coarse_dims[mu] = c;
+    }
+    t->block_volume = block[0] * block[1] * block[2] * block[3];
+    const long dim = (long)t->block_volume * n_fine / 2;
+    if (nvec < 1 || nvec > dim)
+        return wd_fail(WD_ERR_INVALID, "multigrid level %d: nvec %d must be between 1 and the "
+                       "dimension of an aggregate per chirality, %d sites x %d = %ld", level, nvec,
+                       t->block_volume, n_fine / 2, dim);
+    t->fine_volume = (size_t)fine_dims[0] * fine_dims[1] * fine_dims[2] * fine_dims[3];
+    t->coarse_volume = t->fine_volume / t->block_volume;
+    t->n_fine = n_fine;
+    t->nvec = nvec;
+    t->agg = malloc(t->fine_volume * sizeof *t->agg);
+    t->sites = malloc(t->fine_volume * sizeof *t->sites);
+    t->v = malloc((size_t)nvec * t->fine_volume * n_fine * sizeof *t->v);
+    if (!t->agg || !t->sites || !t->v) {
+        wd_mg_transfer_free(t);
+        return wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate %zu bytes for %d null "
+                       "vectors", level, (size_t)nvec * t->fine_volume * n_fine *
+                       sizeof(double complex), nvec);
+    }
+    int *fill = calloc(t->coarse_volume, sizeof *fill);
+    if (!fill) {
+        wd_mg_transfer_free(t);
+        return wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate the aggregate tables",
+                       level);
+    }
+    /* sites in lexicographic order: each aggregate's list is in site order */
+    for (size_t s = 0; s < t->fine_volume; ++s) {
+        size_t r = s, b = 0, stride = 1;
+        for (int mu = 0; mu < 4; ++mu) {
+            b += stride * ((r % fine_dims[mu]) / block[mu]);
+            stride *= t->coarse_dims[mu];
+            r /= fine_dims[mu];
+        }
+        t->agg[s] = (int)b;
+        t->sites[b * t->block_volume + fill[b]++] = (int)s;
+    }
+    free(fill);
+    return WD_OK;
+}
+
+void wd_mg_transfer_free(wd_mg_transfer *t)
+{
+    free(t->agg);
+    free(t->sites);
+    free(t->v);
+    memset(t, 0, sizeof *t);
+}
+
+/* vector k's value at fine site s */
+static double complex *vec(const wd_mg_transfer *t, int k, size_t s)
+{
+    return t->v + ((size_t)k * t->fine_volume + s) * t->n_fine;
+}
+
+wd_status wd_mg_orthonormalise(wd_mg_transfer *t, int level)
+{
+    const int h = t->n_fine / 2, bv = t->block_volume;
+    long bad = -1;
+#pragma omp parallel for schedule(static)
+    for (size_t b = 0; b < t->coarse_volume; ++b) {
+        const int *sites = t->sites + b * bv;
+        for (int chi = 0; chi < 2; ++chi)
+            for (int k = 0; k < t->nvec; ++k) {
+                for (int pass = 0; pass < 2; ++pass)
+                    for (int j = 0; j < k; ++j) {
+                        double complex dot = 0;
+                        for (int i = 0; i < bv; ++i) {
+                            const double complex *vj = vec(t, j, sites[i]) + chi * h;
+                            const double complex *vk = vec(t, k, sites[i]) + chi * h;
+                            for (int a = 0; a < h; ++a)
+                                dot += conj(vj[a]) * vk[a];
+                        }
+                        for (int i = 0; i < bv; ++i) {
+                            const double complex *vj = vec(t, j, sites[i]) + chi * h;
+                            double complex *vk = vec(t, k, sites[i]) + chi * h;
+                            for (int a = 0; a < h; ++a)
+                                vk[a] -= dot * vj[a];
+                        }
+                    }
+                double norm2 = 0, before = 0;
+                for (int i = 0; i < bv; ++i) {
+                    const double complex *vk = vec(t, k, sites[i]) + chi * h;
+                    for (int a = 0; a < h; ++a)
+                        norm2 += creal(vk[a]) * creal(vk[a]) + cimag(vk[a]) * cimag(vk[a]);
+                }
+                before = norm2;
+                if (!(norm2 > 1e-28) || !isfinite(norm2)) {
+                    /* the lowest failing aggregate is reported */
+#pragma omp critical(mg_orth)
+                    if (bad < 0 || (long)(b * 2 * t->nvec + chi * t->nvec + k) < bad)
+                        bad = (long)(b * 2 * t->nvec + chi * t->nvec + k);
+                    continue;
+                }
+                const double scale = 1 / sqrt(before);
+                for (int i = 0; i < bv; ++i) {
+                    double complex *vk = vec(t, k, sites[i]) + chi * h;
+                    for (int a = 0; a < h; ++a)
+                        vk[a] *= scale;
+                }
+            }
+    }
+    if (bad >= 0)
+        return wd_fail(WD_ERR_INVALID, "multigrid level %d: null vector %ld is zero or dependent "
+                       "on the earlier ones in aggregate %ld, chirality %ld (a setup that found "
+                       "too few independent vectors)", level, bad % t->nvec,
+                       bad / (2 * t->nvec), bad / t->nvec % 2);
+    return WD_OK;
+}
+
+void wd_mg_prolong(const wd_mg_transfer *t, double complex *fine, const double complex *coarse)
+{
+    const int n = t->n_fine, h = n / 2, nv = t->nvec;
+#pragma omp parallel for schedule(static)
+    for (size_t s = 0; s < t->fine_volume; ++s) {
+        const double complex *c = coarse + (size_t)2 * nv * t->agg[s];
+        double complex *f = fine + (size_t)n * s;
+        for (int a = 0; a < n; ++a) {
+            const int chi = a >= h;
+            double complex acc = 0;
+            for (int k = 0; k < nv; ++k)
+                acc += vec(t, k, s)[a] * c[chi * nv + k];
+            f[a] = acc;
+        }
+    }
+}
+
+void wd_mg_restrict(const wd_mg_transfer *t, double complex *coarse, const double complex *fine)
+{
+    const int n = t->n_fine, h = n / 2, nv = t->nvec, bv = t->block_volume;
+#pragma omp parallel for schedule(static)
+    for (size_t b = 0; b < t->coarse_volume; ++b) {
+        double complex *c = coarse + (size_t)2 * nv * b;
+        for (int j = 0; j < 2 * nv; ++j)
+            c[j] = 0;
+        for (int i = 0; i < bv; ++i) {
+            const size_t s = (size_t)t->sites[(size_t)b * bv + i];
+            const double complex *f = fine + (size_t)n * s;
+            for (int chi = 0; chi < 2; ++chi)
+                for (int k = 0; k < nv; ++k) {
+                    const double complex *v = vec(t, k, s) + chi * h;
+                    double complex acc = 0;
+                    for (int a = 0; a < h; ++a)
+                        acc += conj(v[a]) * f[chi * h + a];
+                    c[chi * nv + k] += acc;
+                }
+        }
+    }
+}
+
+/* whether the fine hop d from site s leaves its aggregate */
+static int leaves(const wd_mg_transfer *t, int d, size_t s)
+{
+    const int mu = d / 2;
+    size_t r = s;
+    for (int nu = 0; nu < mu; ++nu)
+        r /= t->fine_dims[nu];
+    const int x = (int)(r % t->fine_dims[mu]), bl = t->block[mu];
+    return (d & 1) ? x % bl == 0 : x % bl == bl - 1;
+}
+
+wd_status wd_mg_coarse_build(wd_mg_op *coarse, const wd_mg_op *fine, const wd_mg_transfer *t)
+{
+    const int n = fine->n, h = n / 2, nv = t->nvec, nc = 2 * nv, bv = t->block_volume;
+    memset(coarse, 0, sizeof *coarse);
+    memcpy(coarse->dims, t->coarse_dims, sizeof coarse->dims);
+    coarse->volume = t->coarse_volume;
+    coarse->n = nc;
+    const size_t fn = fine->volume * n;
+    const size_t link_count = coarse->volume * 9 * (size_t)nc * nc;
+    int *nbr = malloc(coarse->volume * WD_MG_DIRS * sizeof *nbr);
+    coarse->links = calloc(link_count, sizeof *coarse->links);
+    double complex *w = malloc(fn * sizeof *w), *y = malloc(fn * sizeof *y);
+    if (!nbr || !coarse->links || !w || !y) {
+        free(nbr);
+        free(w);
+        free(y);
+        wd_mg_op_free(coarse);
+        return wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate %zu bytes for a coarse operator "
+                       "of %zu sites", link_count * sizeof(double complex), t->coarse_volume);
+    }
+    /* the coarse neighbour table, periodic */
+    for (size_t b = 0; b < coarse->volume; ++b) {
+        int c[4];
+        size_t r = b;
+        for (int mu = 0; mu < 4; ++mu) {
+            c[mu] = (int)(r % coarse->dims[mu]);
+            r /= coarse->dims[mu];
+        }
+        for (int d = 0; d < WD_MG_DIRS; ++d) {
+            const int mu = d / 2;
+            int e[4];
+            memcpy(e, c, sizeof e);
+            e[mu] = (c[mu] + ((d & 1) ? coarse->dims[mu] - 1 : 1)) % coarse->dims[mu];
+            nbr[WD_MG_DIRS * b + d] =
+                e[0] + coarse->dims[0] * (e[1] + coarse->dims[1] * (e[2] + coarse->dims[2] * e[3]));
+        }
+    }
+    coarse->nbr = nbr;
+    /* column j = (chi, k): w = chirality chi of null vector k on every
+     * aggregate; y = each term of A applied to it; row i = (chi', k') of
+     * aggregate b is <v_k' restricted to (b, chi'), y> */
+    for (int j = 0; j < nc; ++j) {
+        const int chi = j / nv, k = j % nv;
+#pragma omp parallel for schedule(static)
+        for (size_t s = 0; s < fine->volume; ++s)
+            for (int a = 0; a < n; ++a)
+                w[(size_t)n * s + a] = (a >= h) == chi ? t->v[((size_t)k * fine->volume + s) * n + a]
+                                                       : 0;
+        for (int term = 0; term <= WD_MG_DIRS; ++term) {
+            if (term == WD_MG_DIRS)
+                wd_mg_op_local(fine, y, w);
+            else
+                wd_mg_op_hop(fine, term, y, w);
+#pragma omp parallel for schedule(static)
+            for (size_t b = 0; b < coarse->volume; ++b)
+                for (int i = 0; i < bv; ++i) {
+                    const size_t s = (size_t)t->sites[b * bv + i];
+                    const int slot = term < WD_MG_DIRS && leaves(t, term, s) ? term : WD_MG_LOCAL;
+                    double complex *x = coarse->links + (size_t)nc * nc * (9 * b + slot);
+                    const double complex *ys = y + (size_t)n * s;
+                    for (int ci = 0; ci < 2; ++ci)
+                        for (int ki = 0; ki < nv; ++ki) {
+                            const double complex *v =
+                                t->v + ((size_t)ki * fine->volume + s) * n + ci * h;
+                            double complex acc = 0;
+                            for (int a = 0; a < h; ++a)
+                                acc += conj(v[a]) * ys[ci * h + a];
+                            x[(size_t)nc * (ci * nv + ki) + j] += acc;
+                        }
+                }
+        }
+    }
+    free(w);
+    free(y);
+    return WD_OK;
+}

@@ -1,0 +1,130 @@
+/*
+ * wd_mg.h: the multigrid module (runtime/multigrid/): adaptive aggregation
+ * multigrid for the Wilson and Wilson-clover operators (DESIGN.md,
+ * "Multigrid").  It may call core, comm, operator, backends, gauge and
+ * numerics; the public entry points (wd_mg_default_settings,
+ * wd_solver_mg_setup and the WD_SOLVER_MG solves of wd_solver_solve) are
+ * in wdirac.h.  This header is shared by the module's files and visible to
+ * the tests.
+ *
+ * This first step runs on the host in float64, on one process: every
+ * level's operator, the transfers, the setup and the cycle act on host
+ * fields.  The fine level is the kappa-normalised operator
+ *   A = M / (4+m) = L - kappa D      (L = 1 Wilson, the clover A with c_sw)
+ * of the caller's links, in the DeGrand-Rossi basis, where
+ * g5 = diag(1, 1, -1, -1): a fine site's 12 components (spin-major, as the
+ * host order) are chirality + for components 0..5 and - for 6..11.  A
+ * coarse site's 2 Nvec components are chirality major (+ first), so on
+ * every level the first half of a site's components has g5 = +1.
+ *
+ * The externally accessible functions are
+ *   wd_mg_op_fine      a level operator from host links (and clover blocks)
+ *   wd_mg_op_free      release a level operator's storage
+ *   wd_mg_op_apply     out = A in on a level (every site)
+ *   wd_mg_op_hop       out(x) = H_d(x) in(x + d) for one of the 8 directions
+ *   wd_mg_op_local     out(x) = L(x) in(x)
+ *   wd_mg_g5           out = g5 in on a level (the first half of each site
+ *                      +, the second -)
+ *   wd_mg_transfer_init / _free   aggregates of a level: geometry and
+ *                      null-vector storage, with the setting checks
+ *   wd_mg_orthonormalise  block orthonormalisation of the null vectors per
+ *                      aggregate and chirality (modified Gram-Schmidt,
+ *                      twice, in a fixed order: deterministic)
+ *   wd_mg_prolong      fine = P coarse
+ *   wd_mg_restrict     coarse = P^dag fine
+ *   wd_mg_coarse_build D_c = P^dag A P, direction by direction from the
+ *                      level's hops and the null vectors
+ *   wd_mg_dot, wd_mg_norm2  deterministic reductions on host vectors
+ * and, in mg_solve.c, the setup, the cycle and the outer solver behind
+ * wd_solver_mg_setup and WD_SOLVER_MG.
+ */
+#ifndef WDIRAC_MG_H
+#define WDIRAC_MG_H
+
+#include <complex.h>
+#include <stddef.h>
+
+#include "wdirac.h"
+
+/* The 8 hopping directions of a level: d = 2 mu is forward (out(x) reads
+ * in(x + mu)), d = 2 mu + 1 backward (reads in(x - mu)); the local term is
+ * index WD_MG_LOCAL of a coarse site's links. */
+enum { WD_MG_DIRS = 8, WD_MG_LOCAL = 8 };
+
+/*
+ * One level's operator on host fields of `n` complex components a site,
+ * sites in lexicographic order of dims (x fastest):
+ *   (A in)(x) = L(x) in(x) + sum_d H_d(x) in(x + d)
+ * The fine level (u != NULL): H_{2mu}(x) = -kappa (1 - g_mu) U_mu(x),
+ * H_{2mu+1}(x) = -kappa (1 + g_mu) U_mu(x - mu)^dag, each with the time
+ * boundary sign on a hop across t = T-1 <-> 0; L = 1 or the clover A.
+ * A coarse level: links[site][9][n][n], the 8 hops then the local block,
+ * periodic in every direction (the fine sign is inside the links).
+ */
+typedef struct wd_mg_op {
+    int dims[4];
+    size_t volume;
+    int n;
+    int *nbr;                    /* nbr[8 * site + d]: the site x + d */
+    /* fine */
+    const double complex *u;     /* [site][mu][3][3] (borrowed) */
+    const double *clover;        /* NULL or A's host blocks (clover_field.h; borrowed) */
+    double kappa;
+    int tbc;
+    double complex spin[WD_MG_DIRS][4][4];  /* -kappa (1 -+ g_mu) */
+    /* coarse */
+    double complex *links;       /* owned */
+} wd_mg_op;
+
+wd_status wd_mg_op_fine(wd_mg_op *op, const int dims[4], const double *gauge,
+                        const double *clover, double kappa, int tbc);
+void wd_mg_op_free(wd_mg_op *op);
+void wd_mg_op_apply(const wd_mg_op *op, double complex *out, const double complex *in);
+void wd_mg_op_hop(const wd_mg_op *op, int d, double complex *out, const double complex *in);
+void wd_mg_op_local(const wd_mg_op *op, double complex *out, const double complex *in);
+void wd_mg_g5(const wd_mg_op *op, double complex *out, const double complex *in);
+
+/*
+ * The aggregates between a level (fine: n_fine components a site, dims)
+ * and the next (coarse: 2 nvec components a site, dims / block).  v holds
+ * the nvec null vectors as fine fields, v[k * fine_volume * n_fine + ...];
+ * after wd_mg_orthonormalise each one's restriction to an aggregate and a
+ * chirality is orthonormal to the others' (so P^dag P = 1), and
+ *   (P c)(x)_a = sum_k v_k(x)_a c(b(x), chi(a) nvec + k)
+ * with chi(a) = 0 for a < n_fine / 2, else 1.
+ */
+typedef struct wd_mg_transfer {
+    int fine_dims[4], block[4], coarse_dims[4];
+    size_t fine_volume, coarse_volume;
+    int n_fine, nvec;
+    int *agg;                    /* fine site -> coarse site */
+    int *sites;                  /* the fine sites of coarse site b: sites[b * bv .. + bv) */
+    int block_volume;
+    double complex *v;
+} wd_mg_transfer;
+
+/* WD_ERR_INVALID naming the level and the dimension when block does not
+ * divide fine_dims or leaves an odd coarse extent above 1, or naming nvec
+ * when it is < 1 or larger than an aggregate's dimension per chirality
+ * (block volume x n_fine / 2); WD_ERR_NOMEM.  `level` is for messages. */
+wd_status wd_mg_transfer_init(wd_mg_transfer *t, int level, const int fine_dims[4], int n_fine,
+                              const int block[4], int nvec);
+void wd_mg_transfer_free(wd_mg_transfer *t);
+/* WD_ERR_INVALID naming the aggregate, chirality and vector when a vector
+ * is (numerically) dependent on the earlier ones there. */
+wd_status wd_mg_orthonormalise(wd_mg_transfer *t, int level);
+void wd_mg_prolong(const wd_mg_transfer *t, double complex *fine, const double complex *coarse);
+void wd_mg_restrict(const wd_mg_transfer *t, double complex *coarse, const double complex *fine);
+
+/* coarse = the operator P^dag A P of fine's level, built from fine's hops
+ * and local term applied to each chirality-projected null vector: a hop
+ * that leaves an aggregate goes to that direction's link, one that stays
+ * inside it to the local block.  coarse is allocated here. */
+wd_status wd_mg_coarse_build(wd_mg_op *coarse, const wd_mg_op *fine, const wd_mg_transfer *t);
+
+/* <x, y> = sum conj(x) y and |x|^2 over n complex numbers, summed in
+ * fixed chunks and then in chunk order: the same bits for any thread count */
+double complex wd_mg_dot(const double complex *x, const double complex *y, size_t n);
+double wd_mg_norm2(const double complex *x, size_t n);
+
+#endif

@@ -1,0 +1,455 @@
+/*
+ * test_mg: the multigrid module (runtime/multigrid/) on the host, against
+ * the float64 reference operators, on fresh random data.
+ *
+ *   test_mg [--seed N] [--verbose]   (default seed: the time, printed)
+ *
+ * Checks, each with its tolerance:
+ *   fine     the module's own fine operator L - kappa D (wd_mg_op_apply)
+ *            against M / (4+m) of ref_wilson / ref_wilson_clover: 1e-13
+ *   transfer after wd_mg_orthonormalise of random vectors: P^dag P c = c
+ *            for random c, and P P^dag v_k = v_k for every vector as it
+ *            was before orthonormalisation (it lies in the span): 1e-12
+ *   coarse   D_c v against P^dag (M (P v)) / (4+m) of the reference, the
+ *            definition, on random v: Wilson and clover, periodic and
+ *            antiperiodic time, 2 levels and 3 (the second coarse operator
+ *            against P1^dag P2^dag (M (P2 P1 v))): 1e-12; also gamma5-
+ *            hermiticity <g5 w, D_c v> = <D_c g5 w, v>... as the reference
+ *            defines D_c^dag (1e-12)
+ *   solve    wd_solver_solve with WD_SOLVER_MG on a heatbath configuration
+ *            (8^4, beta 6.0) near the critical mass, Wilson and clover:
+ *            converges, the true residual (measured here with the
+ *            reference) meets tol 1e-10, x agrees with a BiCGstab
+ *            solution to 1e-8, a second solve gives the same bits, and the
+ *            outer iterations stay below BiCGstab's
+ *   errors   bad settings: a block that does not divide, nvec above an
+ *            aggregate's dimension, 0 and 5 levels, each WD_ERR_INVALID
+ *            naming the cause, the solver still solving after it; a
+ *            WD_SOLVER_MG solve without a setup
+ * One line per check; "N of M failed" last; exit 0 when all pass.
+ */
+#include <complex.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clover_field.h"
+#include "gauge_tools.h"
+#include "ref_clover.h"
+#include "ref_wilson.h"
+#include "rng.h"
+#include "wd_mg.h"
+#include "wdirac.h"
+#include "wdirac_gauge.h"
+
+static int checks_run, checks_failed, verbose;
+
+static void *xalloc(size_t n)
+{
+    void *p = calloc(1, n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "test_mg: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+static void check(const char *name, double err, double tol)
+{
+    ++checks_run;
+    const int ok = err <= tol && isfinite(err);
+    checks_failed += !ok;
+    printf("%-58s %s  err=%.2e tol=%.0e\n", name, ok ? "OK  " : "FAIL", err, tol);
+}
+
+static void check_true(const char *name, int ok, const char *detail)
+{
+    ++checks_run;
+    checks_failed += !ok;
+    printf("%-58s %s  %s\n", name, ok ? "OK  " : "FAIL", detail);
+}
+
+static void fill_random(double complex *x, size_t n, wd_rng *r)
+{
+    for (size_t i = 0; i < n; ++i)
+        x[i] = CMPLX(wd_rng_normal(r), wd_rng_normal(r));
+}
+
+/* |a - b| / |b|, both asserted non-zero by the caller's data */
+static double rel_diff(const double complex *a, const double complex *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const double complex d = a[i] - b[i];
+        num += creal(d) * creal(d) + cimag(d) * cimag(d);
+        den += creal(b[i]) * creal(b[i]) + cimag(b[i]) * cimag(b[i]);
+    }
+    if (!(den > 0) || !(wd_mg_norm2(a, n) > 0))
+        return INFINITY;
+    return sqrt(num / den);
+}
+
+/* the reference's M / (4+m) (Wilson, or clover with its term t) */
+typedef struct fine_ref {
+    const int *dims;
+    const double complex *u, *t;
+    double mass;
+    int tbc;
+} fine_ref;
+
+static void ref_apply(const fine_ref *f, double complex *out, const double complex *in)
+{
+    const size_t n = wd_volume(f->dims) * 12;
+    if (f->t)
+        ref_wilson_clover(out, f->u, f->t, in, f->dims, f->mass, f->tbc, 0);
+    else
+        ref_wilson(out, f->u, in, f->dims, f->mass, f->tbc, 0);
+    for (size_t i = 0; i < n; ++i)
+        out[i] /= 4.0 + f->mass;
+}
+
+/* ---- fine, transfer, coarse ---- */
+
+static void test_operators(uint64_t seed, int clover, int tbc)
+{
+    const int dims[4] = {4, 4, 4, 8};
+    const size_t vol = wd_volume(dims), fn = vol * 12;
+    const double mass = -0.4, csw = clover ? 1.5 : 0;
+    wd_rng rng;
+    wd_rng_seed(&rng, seed + 17u * (unsigned)clover + (tbc < 0));
+    double complex *u = xalloc(vol * 36 * sizeof *u);
+    wd_gauge_smooth(u, dims, 0.4, &rng);
+    double complex *t = NULL;
+    double *blocks = NULL;
+    if (clover) {
+        double complex *fhat = xalloc(vol * 54 * sizeof *fhat);
+        t = xalloc(vol * 144 * sizeof *t);
+        ref_clover_fhat(fhat, u, dims);
+        ref_clover_term(t, fhat, vol, csw);
+        free(fhat);
+        blocks = xalloc(vol * WD_CLOVER_SITE_REALS * sizeof *blocks);
+        wd_grid grid;
+        const int procs[4] = {1, 1, 1, 1};
+        if (wd_grid_make(&grid, dims, procs, 1, 0, 4) != WD_OK ||
+            wd_clover_field(blocks, (const double *)u, &grid, csw / (4.0 + mass)) != WD_OK) {
+            check_true("clover field", 0, wd_last_error());
+            return;
+        }
+    }
+    const fine_ref ref = {dims, u, t, mass, tbc};
+    char name[96];
+    const char *tag = clover ? "clover" : "wilson";
+    const char *bc = tbc < 0 ? "antiperiodic" : "periodic";
+
+    /* the fine operator */
+    wd_mg_op fine;
+    if (wd_mg_op_fine(&fine, dims, (const double *)u, blocks, 0.5 / (4.0 + mass), tbc) != WD_OK) {
+        check_true("fine operator", 0, wd_last_error());
+        return;
+    }
+    double complex *a = xalloc(fn * sizeof *a), *b = xalloc(fn * sizeof *b);
+    double complex *c = xalloc(fn * sizeof *c);
+    fill_random(a, fn, &rng);
+    for (size_t i = 0; i < fn; ++i)
+        b[i] = CMPLX(NAN, NAN);     /* poisoned: every site must be written */
+    wd_mg_op_apply(&fine, b, a);
+    ref_apply(&ref, c, a);
+    snprintf(name, sizeof name, "fine %s %s: L - kappa D vs reference", tag, bc);
+    check(name, rel_diff(b, c, fn), 1e-13);
+
+    /* level 0 -> 1: blocks 2x2x2x2 (coarse 2x2x2x4), 6 vectors; then
+     * level 1 -> 2: blocks 1x1x2x2 (coarse 2x2x1x2), 5 vectors */
+    const int block0[4] = {2, 2, 2, 2}, block1[4] = {1, 1, 2, 2};
+    const int nv0 = 6, nv1 = 5;
+    wd_mg_transfer t0, t1;
+    if (wd_mg_transfer_init(&t0, 0, dims, 12, block0, nv0) != WD_OK) {
+        check_true("transfer 0", 0, wd_last_error());
+        return;
+    }
+    fill_random(t0.v, (size_t)nv0 * fn, &rng);
+    double complex *orig = xalloc((size_t)nv0 * fn * sizeof *orig);
+    memcpy(orig, t0.v, (size_t)nv0 * fn * sizeof *orig);
+    if (wd_mg_orthonormalise(&t0, 0) != WD_OK) {
+        check_true("orthonormalise 0", 0, wd_last_error());
+        return;
+    }
+    const size_t cn = t0.coarse_volume * 2 * nv0;
+    double complex *cv = xalloc(cn * sizeof *cv), *cw = xalloc(cn * sizeof *cw);
+    double complex *cr = xalloc(cn * sizeof *cr);
+    fill_random(cv, cn, &rng);
+    wd_mg_prolong(&t0, a, cv);
+    for (size_t i = 0; i < cn; ++i)
+        cw[i] = CMPLX(NAN, NAN);
+    wd_mg_restrict(&t0, cw, a);
+    snprintf(name, sizeof name, "transfer %s %s: P^dag P c = c", tag, bc);
+    check(name, rel_diff(cw, cv, cn), 1e-12);
+    double worst = 0;
+    for (int k = 0; k < nv0; ++k) {
+        wd_mg_restrict(&t0, cw, orig + (size_t)k * fn);
+        wd_mg_prolong(&t0, a, cw);
+        const double e = rel_diff(a, orig + (size_t)k * fn, fn);
+        if (e > worst)
+            worst = e;
+    }
+    snprintf(name, sizeof name, "transfer %s %s: P P^dag v_k = v_k (all k)", tag, bc);
+    check(name, worst, 1e-12);
+
+    /* D_c = P^dag A P: by links against the definition with the reference */
+    wd_mg_op c1;
+    if (wd_mg_coarse_build(&c1, &fine, &t0) != WD_OK) {
+        check_true("coarse build 1", 0, wd_last_error());
+        return;
+    }
+    fill_random(cv, cn, &rng);
+    for (size_t i = 0; i < cn; ++i)
+        cw[i] = CMPLX(NAN, NAN);
+    wd_mg_op_apply(&c1, cw, cv);
+    wd_mg_prolong(&t0, a, cv);
+    ref_apply(&ref, b, a);
+    wd_mg_restrict(&t0, cr, b);
+    snprintf(name, sizeof name, "coarse 1 %s %s: D_c v vs P^dag M P v", tag, bc);
+    check(name, rel_diff(cw, cr, cn), 1e-12);
+    /* gamma5-hermiticity: <w, D_c v> = <g5 D_c g5 w, v> */
+    double complex *cg = xalloc(cn * sizeof *cg), *cx = xalloc(cn * sizeof *cx);
+    fill_random(cg, cn, &rng);
+    const double complex lhs = wd_mg_dot(cg, cw, cn);
+    wd_mg_g5(&c1, cx, cg);
+    wd_mg_op_apply(&c1, cr, cx);
+    wd_mg_g5(&c1, cr, cr);
+    const double complex rhs = wd_mg_dot(cr, cv, cn);
+    snprintf(name, sizeof name, "coarse 1 %s %s: <w, D_c v> = <g5 D_c g5 w, v>", tag, bc);
+    check(name, cabs(lhs - rhs) / cabs(lhs), 1e-12);
+
+    /* the third level */
+    if (wd_mg_transfer_init(&t1, 1, c1.dims, c1.n, block1, nv1) != WD_OK) {
+        check_true("transfer 1", 0, wd_last_error());
+        return;
+    }
+    fill_random(t1.v, (size_t)nv1 * cn, &rng);
+    wd_mg_op c2;
+    if (wd_mg_orthonormalise(&t1, 1) != WD_OK || wd_mg_coarse_build(&c2, &c1, &t1) != WD_OK) {
+        check_true("coarse build 2", 0, wd_last_error());
+        return;
+    }
+    const size_t c2n = t1.coarse_volume * 2 * nv1;
+    double complex *dv = xalloc(c2n * sizeof *dv), *dw = xalloc(c2n * sizeof *dw);
+    double complex *dr = xalloc(c2n * sizeof *dr);
+    fill_random(dv, c2n, &rng);
+    for (size_t i = 0; i < c2n; ++i)
+        dw[i] = CMPLX(NAN, NAN);
+    wd_mg_op_apply(&c2, dw, dv);
+    wd_mg_prolong(&t1, cv, dv);
+    wd_mg_prolong(&t0, a, cv);
+    ref_apply(&ref, b, a);
+    wd_mg_restrict(&t0, cv, b);
+    wd_mg_restrict(&t1, dr, cv);
+    snprintf(name, sizeof name, "coarse 2 %s %s: vs P1^dag P2^dag M P2 P1 v", tag, bc);
+    check(name, rel_diff(dw, dr, c2n), 1e-12);
+
+    wd_mg_op_free(&c2);
+    wd_mg_transfer_free(&t1);
+    wd_mg_op_free(&c1);
+    wd_mg_transfer_free(&t0);
+    wd_mg_op_free(&fine);
+    free(dv);
+    free(dw);
+    free(dr);
+    free(cg);
+    free(cx);
+    free(cv);
+    free(cw);
+    free(cr);
+    free(orig);
+    free(a);
+    free(b);
+    free(c);
+    free(t);
+    free(blocks);
+    free(u);
+}
+
+/* ---- solves ---- */
+
+static double full_residual(const fine_ref *f, const double complex *x, const double complex *b)
+{
+    const size_t n = wd_volume(f->dims) * 12;
+    double complex *mx = xalloc(n * sizeof *mx);
+    ref_apply(f, mx, x);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const double complex r = b[i] / (4.0 + f->mass) - mx[i];
+        num += creal(r) * creal(r) + cimag(r) * cimag(r);
+        den += creal(b[i]) * creal(b[i]) + cimag(b[i]) * cimag(b[i]);
+    }
+    free(mx);
+    return sqrt(num / den) * (4.0 + f->mass);
+}
+
+static void test_solve(uint64_t seed, double complex *u, const int dims[4], int clover)
+{
+    const size_t vol = wd_volume(dims), n = vol * 12;
+    const char *tag = clover ? "clover" : "wilson";
+    wd_solver_settings s;
+    wd_solver_default_settings(&s);
+    s.mass = clover ? -0.45 : -0.78;
+    s.csw = clover ? 1.0 : 0;
+    s.tol = 1e-10;
+    s.max_iter = 20000;
+    wd_mg_settings m;
+    wd_mg_default_settings(&m);
+    for (int mu = 0; mu < 4; ++mu)
+        m.block[0][mu] = 4;
+    m.nvec[0] = 8;
+    m.setup_max_iter = 100;
+    m.verbosity = verbose;
+    double complex *b = xalloc(n * sizeof *b), *x = xalloc(n * sizeof *x);
+    double complex *x2 = xalloc(n * sizeof *x2), *xk = xalloc(n * sizeof *xk);
+    double complex *t = NULL;
+    wd_rng rng;
+    wd_rng_seed(&rng, seed + 99u + (unsigned)clover);
+    fill_random(b, n, &rng);
+    if (clover) {
+        double complex *fhat = xalloc(vol * 54 * sizeof *fhat);
+        t = xalloc(vol * 144 * sizeof *t);
+        ref_clover_fhat(fhat, u, dims);
+        ref_clover_term(t, fhat, vol, s.csw);
+        free(fhat);
+    }
+    const fine_ref ref = {dims, u, t, s.mass, s.tbc};
+    wd_solver *sv;
+    char name[96], detail[160];
+    if (wd_solver_create(&sv, (const double *)u, dims, &s) != WD_OK) {
+        check_true("solver create", 0, wd_last_error());
+        return;
+    }
+    wd_mg_setup_stats ss;
+    wd_status st = wd_solver_mg_setup(sv, &m, &s, &ss);
+    snprintf(name, sizeof name, "mg setup %s 8^4 blocks 4^4 nvec 8", tag);
+    snprintf(detail, sizeof detail, "%s; %.2f s, %.0f fine applies, orth %.1e, coarse %.1e",
+             st == WD_OK ? "ok" : wd_last_error(), ss.seconds, ss.fine_applies, ss.orth_error[0],
+             ss.coarse_error[0]);
+    check_true(name, st == WD_OK && ss.orth_error[0] < 1e-12 && ss.coarse_error[0] < 1e-12,
+               detail);
+    if (st != WD_OK) {
+        wd_solver_destroy(sv);
+        return;
+    }
+    wd_solver_stats mst, mst2, kst;
+    s.solver = WD_SOLVER_MG;
+    st = wd_solver_solve(sv, (double *)x, (const double *)b, &s, &mst);
+    const double res = full_residual(&ref, x, b);
+    snprintf(name, sizeof name, "mg solve %s: true residual (reference)", tag);
+    snprintf(detail, sizeof detail, "%s, %d outer its, level-1 its %d, smoother %d, %.3f s",
+             wd_status_string(st), mst.iterations, mst.mg_iterations[1], mst.mg_iterations[0],
+             mst.seconds);
+    check_true(name, st == WD_OK && res <= 1e-10, detail);
+    check(name, res, 1e-10);
+    st = wd_solver_solve(sv, (double *)x2, (const double *)b, &s, &mst2);
+    snprintf(name, sizeof name, "mg solve %s: a second solve gives the same bits", tag);
+    check_true(name, st == WD_OK && memcmp(x, x2, n * sizeof *x) == 0 &&
+                         mst.iterations == mst2.iterations, "memcmp of x");
+    s.solver = WD_SOLVER_BICGSTAB;
+    st = wd_solver_solve(sv, (double *)xk, (const double *)b, &s, &kst);
+    snprintf(name, sizeof name, "mg solve %s: x vs BiCGstab's x", tag);
+    check(name, st == WD_OK ? rel_diff(x, xk, n) : INFINITY, 1e-8);
+    snprintf(name, sizeof name, "mg solve %s: outer iterations below BiCGstab's", tag);
+    snprintf(detail, sizeof detail, "MG %d, BiCGstab %d", mst.iterations, kst.iterations);
+    check_true(name, mst.iterations < kst.iterations, detail);
+    wd_solver_destroy(sv);
+    free(b);
+    free(x);
+    free(x2);
+    free(xk);
+    free(t);
+}
+
+static void test_errors(double complex *u, const int dims[4])
+{
+    wd_solver_settings s;
+    wd_solver_default_settings(&s);
+    wd_solver *sv;
+    if (wd_solver_create(&sv, (const double *)u, dims, &s) != WD_OK) {
+        check_true("solver create", 0, wd_last_error());
+        return;
+    }
+    const size_t n = wd_volume(dims) * 12;
+    double complex *b = xalloc(n * sizeof *b), *x = xalloc(n * sizeof *x);
+    wd_rng rng;
+    wd_rng_seed(&rng, 5);
+    fill_random(b, n, &rng);
+    s.solver = WD_SOLVER_MG;
+    wd_status st = wd_solver_solve(sv, (double *)x, (const double *)b, &s, NULL);
+    check_true("error: WD_SOLVER_MG without a setup", st == WD_ERR_INVALID &&
+                   strstr(wd_last_error(), "wd_solver_mg_setup"), wd_last_error());
+    s.solver = WD_SOLVER_BICGSTAB;
+    struct {
+        const char *name, *needle;
+        int which;
+    } cases[] = {
+        {"error: block 3 does not divide X = 8", "does not divide", 0},
+        {"error: nvec 97 above 2^4 x 6 = 96", "nvec 97", 1},
+        {"error: 0 levels", "levels 0", 2},
+        {"error: 5 levels", "levels 5", 3},
+    };
+    for (int c = 0; c < 4; ++c) {
+        wd_mg_settings m;
+        wd_mg_default_settings(&m);
+        for (int mu = 0; mu < 4; ++mu)
+            m.block[0][mu] = 2;
+        m.nvec[0] = 4;
+        if (cases[c].which == 0)
+            m.block[0][0] = 3;
+        if (cases[c].which == 1)
+            m.nvec[0] = 97;
+        if (cases[c].which == 2)
+            m.levels = 0;
+        if (cases[c].which == 3)
+            m.levels = 5;
+        st = wd_solver_mg_setup(sv, &m, &s, NULL);
+        check_true(cases[c].name, st == WD_ERR_INVALID && strstr(wd_last_error(), cases[c].needle),
+                   wd_last_error());
+    }
+    /* nothing lost: the solver still solves */
+    wd_solver_stats k;
+    st = wd_solver_solve(sv, (double *)x, (const double *)b, &s, &k);
+    check_true("error: the solver still solves after them", st == WD_OK, wd_status_string(st));
+    wd_solver_destroy(sv);
+    free(b);
+    free(x);
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t seed = (uint64_t)time(NULL);
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--verbose"))
+            verbose = 1;
+        else {
+            fprintf(stderr, "usage: test_mg [--seed N] [--verbose]\n");
+            return 2;
+        }
+    }
+    printf("test_mg: seed %llu\n", (unsigned long long)seed);
+    for (int clover = 0; clover < 2; ++clover)
+        for (int tbc = -1; tbc <= 1; tbc += 2)
+            test_operators(seed, clover, tbc);
+
+    /* a thermalised 8^4 configuration at beta 6.0 for the solves */
+    const int dims[4] = {8, 8, 8, 8};
+    double complex *u = xalloc(wd_volume(dims) * 36 * sizeof *u);
+    wd_status st = wd_gauge_init((double *)u, dims, WD_START_COLD, seed);
+    for (int sweep = 0; sweep < 20 && st == WD_OK; ++sweep)
+        st = wd_gauge_heatbath_sweep((double *)u, dims, 6.0, seed, (uint64_t)sweep, 2);
+    check_true("heatbath configuration 8^4 beta 6.0", st == WD_OK, wd_status_string(st));
+    test_errors(u, dims);
+    for (int clover = 0; clover < 2; ++clover)
+        test_solve(seed, u, dims, clover);
+    free(u);
+    printf("%d of %d failed\n", checks_failed, checks_run);
+    return checks_failed ? 1 : 0;
+}
