@@ -47,7 +47,8 @@ typedef struct wd_mg {
     wd_mg_settings set;
     double mass, csw;
     int levels;
-    mg_level lv[WD_MG_MAX_LEVELS];
+    mg_level lv[WD_MG_MAX_LEVELS];  /* lv[0]: the fine level's host operator and transfer */
+    wd_mg_fine fine;                /* the fine level's fields on the solver's backend */
 } wd_mg;
 
 void wd_mg_default_settings(wd_mg_settings *m)
@@ -106,6 +107,7 @@ static void mg_free(void *state)
     wd_mg *mg = state;
     if (!mg)
         return;
+    wd_mg_fine_free(&mg->fine);
     for (int l = 0; l < WD_MG_MAX_LEVELS; ++l) {
         mg_level *v = &mg->lv[l];
         wd_mg_op_free(&v->op);
@@ -119,22 +121,26 @@ static void mg_free(void *state)
             free(v->z[i]);
         for (int i = 0; v->q && i < mg->set.gcr_nkrylov; ++i)
             free(v->q[i]);
+
         free(v->z);
         free(v->q);
     }
     free(mg);
 }
 
-/* the work fields of level l (its operator set) */
+/* the host work fields of level l (its operator set): the fine level's
+ * solver lives on the backend and needs two host fields for the transfers */
 static wd_status level_alloc(wd_mg *mg, int l)
 {
     mg_level *v = &mg->lv[l];
-    const int nk = mg->set.gcr_nkrylov;
+    const int nk = l ? mg->set.gcr_nkrylov : 0;
     v->len = v->op.volume * v->op.n;
     const size_t bytes = v->len * sizeof(double complex);
-    int ok = (v->b = malloc(bytes)) && (v->x = malloc(bytes)) && (v->r = malloc(bytes)) &&
+    int ok = (v->w[0] = malloc(bytes)) && (v->w[1] = malloc(bytes));
+    if (ok && l)
+        ok = (v->b = malloc(bytes)) && (v->x = malloc(bytes)) && (v->r = malloc(bytes)) &&
              (v->z = calloc(nk, sizeof *v->z)) && (v->q = calloc(nk, sizeof *v->q));
-    for (int i = 0; ok && i < 4; ++i)
+    for (int i = 2; ok && l && i < 4; ++i)
         ok = (v->w[i] = malloc(bytes)) != NULL;
     for (int i = 0; ok && i < nk; ++i)
         ok = (v->z[i] = malloc(bytes)) && (v->q[i] = malloc(bytes));
@@ -172,6 +178,7 @@ static void vbminus(const double complex *b, double complex *y, size_t n)
 
 static int gcr(wd_mg *mg, int l, double complex *x, const double complex *b, double tol,
                int max_iter, int precondition, int verbose, double *relres, wd_status *st);
+static wd_status cycle(wd_mg *mg, int l, double complex *e, const double complex *r);
 
 /* e = steps of minimal residual on A_l e = r from e = 0 (w[2], w[3] scratch) */
 static void smooth(wd_mg *mg, int l, double complex *e, const double complex *r, int steps)
@@ -189,11 +196,72 @@ static void smooth(wd_mg *mg, int l, double complex *e, const double complex *r,
         vaxpy(alpha, rr, e, v->len);
         vaxpy(-alpha, q, rr, v->len);
     }
-    if (l == 0)
-        v->iterations += steps;
 }
 
-/* e = K_l r: one cycle from level l (l below the last level) */
+/* the next level's solve of c->x from c->b, within a cycle from level l */
+static wd_status coarse_solve(wd_mg *mg, int l)
+{
+    mg_level *c = &mg->lv[l + 1];
+    const wd_mg_settings *m = &mg->set;
+    wd_status st = WD_OK;
+    vzero(c->x, c->len);
+    const int last = l + 1 == mg->levels - 1;
+    double rel;
+    if (last || m->cycle == WD_MG_KCYCLE)
+        gcr(mg, l + 1, c->x, c->b, m->coarse_tol, m->coarse_max_iter, !last, 0, &rel, &st);
+    else
+        st = cycle(mg, l + 1, c->x, c->b);
+    return st;
+}
+
+/* e = K_0 r on the backend: the fine level's cycle (e may not be r; the
+ * fine fields u and t are its scratch) */
+static wd_status cycle_fine(wd_mg *mg, wd_mg_pair *e, const wd_mg_pair *r)
+{
+    wd_mg_fine *f = &mg->fine;
+    wd_backend *be = f->be;
+    mg_level *v = &mg->lv[0], *c = &mg->lv[1];
+    const wd_mg_settings *m = &mg->set;
+    const wd_complex one = {1, 0};
+    wd_status st;
+    const wd_mg_pair *res = r;
+    if (m->pre_smooth) {
+        if ((st = wd_mg_fine_smooth(f, e, r, m->pre_smooth)) != WD_OK ||
+            (st = wd_mg_fine_apply(f, &f->u, e)) != WD_OK)
+            return st;
+        wd_mg_pair_ax(be, -1, &f->u);
+        wd_mg_pair_caxpy(be, one, r, &f->u);
+        res = &f->u;
+        v->iterations += m->pre_smooth;
+    }
+    if ((st = wd_mg_fine_to_host(f, v->w[0], res)) != WD_OK)
+        return st;
+    wd_mg_restrict(&v->t, c->b, v->w[0]);
+    if ((st = coarse_solve(mg, 0)) != WD_OK)
+        return st;
+    wd_mg_prolong(&v->t, v->w[1], c->x);
+    if (m->pre_smooth) {
+        if ((st = wd_mg_fine_from_host(f, &f->u, v->w[1])) != WD_OK)
+            return st;
+        wd_mg_pair_caxpy(be, one, &f->u, e);
+    } else if ((st = wd_mg_fine_from_host(f, e, v->w[1])) != WD_OK) {
+        return st;
+    }
+    if (m->post_smooth) {
+        /* u = r - A e, then e += the smoother's correction of u */
+        if ((st = wd_mg_fine_apply(f, &f->u, e)) != WD_OK)
+            return st;
+        wd_mg_pair_ax(be, -1, &f->u);
+        wd_mg_pair_caxpy(be, one, r, &f->u);
+        if ((st = wd_mg_fine_smooth(f, &f->u, &f->u, m->post_smooth)) != WD_OK)
+            return st;
+        wd_mg_pair_caxpy(be, one, &f->u, e);
+        v->iterations += m->post_smooth;
+    }
+    return be->error;
+}
+
+/* e = K_l r: one cycle from a coarse level l (below the last level) */
 static wd_status cycle(wd_mg *mg, int l, double complex *e, const double complex *r)
 {
     mg_level *v = &mg->lv[l], *c = &mg->lv[l + 1];
@@ -209,14 +277,7 @@ static wd_status cycle(wd_mg *mg, int l, double complex *e, const double complex
         vcopy(res, r, v->len);
     }
     wd_mg_restrict(&v->t, c->b, res);
-    vzero(c->x, c->len);
-    const int last = l + 1 == mg->levels - 1;
-    double rel;
-    if (last || m->cycle == WD_MG_KCYCLE)
-        gcr(mg, l + 1, c->x, c->b, m->coarse_tol, m->coarse_max_iter, !last, 0, &rel, &st);
-    else
-        st = cycle(mg, l + 1, c->x, c->b);
-    if (st != WD_OK)
+    if ((st = coarse_solve(mg, l)) != WD_OK)
         return st;
     wd_mg_prolong(&v->t, de, c->x);
     vaxpy(1, de, e, v->len);
@@ -295,8 +356,75 @@ static int gcr(wd_mg *mg, int l, double complex *x, const double complex *b, dou
         if (k == 0)
             break;
     }
-    if (l > 0)
-        v->iterations += it;
+    v->iterations += it;
+    *relres = rnorm / bnorm;
+    return it;
+}
+
+/*
+ * The outer flexible GCR(nk) on the fine level, on the backend: A x = b in
+ * the outer precision from x = 0 (f->x, f->b), preconditioned by the
+ * cycle, to |b - A x| <= tol |b| or max_iter iterations, the residual
+ * recomputed as b - A x at each restart and at the end.  Returns the
+ * iterations; *relres the last relative residual.
+ */
+static int gcr_fine(wd_mg *mg, double tol, int max_iter, int verbose, double *relres,
+                    wd_status *st)
+{
+    wd_mg_fine *f = &mg->fine;
+    wd_backend *be = f->be;
+    const int nk = f->nk;
+    const wd_complex one = {1, 0};
+    const double bnorm = sqrt(wd_mg_pair_norm2(be, &f->b));
+    *relres = 0;
+    *st = WD_OK;
+    wd_mg_pair_zero(be, &f->x);
+    if (bnorm == 0)
+        return 0;
+    wd_mg_pair_copy(be, &f->r, &f->b);
+    double rnorm = bnorm;
+    int it = 0;
+    while (rnorm > tol * bnorm && it < max_iter) {
+        int k = 0;
+        for (; k < nk && it < max_iter && rnorm > tol * bnorm; ++k, ++it) {
+            if ((*st = cycle_fine(mg, &f->z[k], &f->r)) != WD_OK ||
+                (*st = wd_mg_fine_apply(f, &f->q[k], &f->z[k])) != WD_OK)
+                return it;
+            for (int i = 0; i < k; ++i) {
+                const wd_complex beta = wd_mg_pair_dot(be, &f->q[i], &f->q[k]);
+                const wd_complex mb = {-beta.re, -beta.im};
+                wd_mg_pair_caxpy(be, mb, &f->q[i], &f->q[k]);
+                wd_mg_pair_caxpy(be, mb, &f->z[i], &f->z[k]);
+            }
+            const double qn = sqrt(wd_mg_pair_norm2(be, &f->q[k]));
+            if (!isfinite(qn)) {
+                *st = wd_fail(WD_ERR_NAN, "multigrid: the outer GCR met NaN or Inf after %d "
+                              "iterations", it);
+                return it;
+            }
+            if (qn == 0)
+                break;
+            wd_mg_pair_ax(be, 1 / qn, &f->q[k]);
+            wd_mg_pair_ax(be, 1 / qn, &f->z[k]);
+            const wd_complex alpha = wd_mg_pair_dot(be, &f->q[k], &f->r);
+            wd_mg_pair_caxpy(be, alpha, &f->z[k], &f->x);
+            wd_mg_pair_caxpy(be, (wd_complex){-alpha.re, -alpha.im}, &f->q[k], &f->r);
+            rnorm = sqrt(wd_mg_pair_norm2(be, &f->r));
+            if (verbose)
+                fprintf(stderr, "wdirac multigrid: outer iteration %d: residual %.3e\n", it + 1,
+                        rnorm / bnorm);
+        }
+        /* restart, or confirm convergence, on the recomputed residual */
+        if ((*st = wd_mg_fine_apply(f, &f->r, &f->x)) != WD_OK)
+            return it;
+        wd_mg_pair_ax(be, -1, &f->r);
+        wd_mg_pair_caxpy(be, one, &f->b, &f->r);
+        rnorm = sqrt(wd_mg_pair_norm2(be, &f->r));
+        if (k == 0)
+            break;
+    }
+    if (be->error != WD_OK)
+        *st = be->error;
     *relres = rnorm / bnorm;
     return it;
 }
@@ -409,8 +537,17 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
             for (size_t i = 0; i < f->len; ++i)
                 v[i] = CMPLX(wd_rng_normal(&rng), wd_rng_normal(&rng));
             int its;
-            const double res = relax(mg, l, v, m->setup_tol, m->setup_max_iter, &its);
-            stats->fine_applies += cost * (3.0 + 2.0 * its);
+            double res;
+            if (l == 0) {
+                /* on the backend, the even-odd system in the sloppy precision */
+                if ((st = wd_mg_fine_nullvec(&mg->fine, v, m->setup_tol, m->setup_max_iter, &res,
+                                             &its)) != WD_OK)
+                    return st;
+                stats->fine_applies += 2.5 + 2.0 * its;
+            } else {
+                res = relax(mg, l, v, m->setup_tol, m->setup_max_iter, &its);
+                stats->fine_applies += cost * (3.0 + 2.0 * its);
+            }
             if (res > worst)
                 worst = res;
             unconverged += res > m->setup_tol;
@@ -484,7 +621,9 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
     mg->mass = s->mass;
     mg->csw = s->csw;
     const double kappa = 0.5 / (4.0 + s->mass);
-    st = wd_mg_op_fine(&mg->lv[0].op, h.dims, h.gauge, h.clover, kappa, s->tbc);
+    st = wd_mg_fine_init(&mg->fine, &h, kappa, m->gcr_nkrylov);
+    if (st == WD_OK)
+        st = wd_mg_op_fine(&mg->lv[0].op, h.dims, h.gauge, h.clover, kappa, s->tbc);
     if (st == WD_OK)
         st = level_alloc(mg, 0);
     memcpy(stats->coarse_dims[0], h.dims, sizeof stats->coarse_dims[0]);
@@ -516,19 +655,24 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
     if (s->tbc != mg->lv[0].op.tbc)
         return wd_fail(WD_ERR_INVALID, "solver WD_SOLVER_MG: the multigrid was set up for time "
                        "boundary %d, not %d", mg->lv[0].op.tbc, (int)s->tbc);
-    mg_level *f = &mg->lv[0];
+    wd_mg_fine *f = &mg->fine;
+    const size_t n = mg->lv[0].len;
     const double scale = 1.0 / (4.0 + s->mass);
     const double complex *bc = (const double complex *)b;
-    for (size_t i = 0; i < f->len; ++i)
-        f->b[i] = scale * bc[i];
-    vzero(f->x, f->len);
+    double complex *host = (double complex *)f->host;
+    for (size_t i = 0; i < n; ++i)
+        host[i] = scale * bc[i];
     for (int l = 0; l < mg->levels; ++l)
         mg->lv[l].iterations = 0;
-    wd_status st;
+    wd_status st = wd_mg_fine_from_host(f, &f->b, host);
+    if (st != WD_OK)
+        return st;
     double rel;
-    const int it = gcr(mg, 0, f->x, f->b, s->tol, s->max_iter, 1,
-                       mg->set.verbosity >= 2 || s->verbosity >= 3, &rel, &st);
-    memcpy(x, f->x, f->len * sizeof *f->x);
+    const int it = gcr_fine(mg, s->tol, s->max_iter, mg->set.verbosity >= 2 || s->verbosity >= 3,
+                            &rel, &st);
+    const wd_status xst = wd_mg_fine_to_host(f, (double complex *)x, &f->x);
+    if (xst != WD_OK)
+        return xst;
     stats->iterations = it;
     stats->sloppy_iterations = it;
     stats->updates = 0;

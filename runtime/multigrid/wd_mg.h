@@ -35,6 +35,9 @@
  *   wd_mg_coarse_build D_c = P^dag A P, direction by direction from the
  *                      level's hops and the null vectors
  *   wd_mg_dot, wd_mg_norm2  deterministic reductions on host vectors
+ *   wd_mg_fine_*       the fine level on the solver's backend (mg_fine.c):
+ *                      the operator, the even-odd smoother, the null-vector
+ *                      relaxation, the moves to and from the host
  * and, in mg_solve.c, the setup, the cycle and the outer solver behind
  * wd_solver_mg_setup and WD_SOLVER_MG.
  */
@@ -44,6 +47,8 @@
 #include <complex.h>
 #include <stddef.h>
 
+#include "wd_backend.h"
+#include "wd_solver.h"
 #include "wdirac.h"
 
 /* The 8 hopping directions of a level: d = 2 mu is forward (out(x) reads
@@ -126,5 +131,52 @@ wd_status wd_mg_coarse_build(wd_mg_op *coarse, const wd_mg_op *fine, const wd_mg
  * fixed chunks and then in chunk order: the same bits for any thread count */
 double complex wd_mg_dot(const double complex *x, const double complex *y, size_t n);
 double wd_mg_norm2(const double complex *x, size_t n);
+
+
+/*
+ * The fine level on a solver's backend (mg_fine.c): a full field is an
+ * even and an odd backend field (the backend's internal basis; the host
+ * transfers convert to the DeGrand-Rossi host order).  Outer-precision
+ * fields for the flexible GCR (x, b, r, the nk directions z and their
+ * images q, u scratch, t the clover apply's), sloppy ones for the
+ * smoother and the relaxation.
+ */
+typedef struct wd_mg_pair {
+    wd_field e, o;
+} wd_mg_pair;
+
+typedef struct wd_mg_fine {
+    wd_backend *be;
+    const wd_gauge *g;          /* the outer links */
+    int xpay;                   /* the outer Wilson x + a D variant */
+    int clover, cl_site;        /* clover: the outer clover_* variant and A here */
+    wd_clover a;
+    double kappa;
+    wd_eo_op op;                /* the Schur operator in the sloppy precision */
+    int nk;
+    wd_mg_pair x, b, r, t, u, *z, *q;
+    wd_mg_pair rs, es;          /* sloppy: the smoother's residual and correction */
+    wd_field h, qs, ps, zs, tmp_s, tmp_se;
+    double *host;               /* a full field in host order */
+} wd_mg_fine;
+
+wd_status wd_mg_fine_init(wd_mg_fine *f, const wd_solver_host *h, double kappa, int nkrylov);
+void wd_mg_fine_free(wd_mg_fine *f);
+wd_status wd_mg_fine_apply(wd_mg_fine *f, wd_mg_pair *out, const wd_mg_pair *in);
+/* e = the correction of `steps` MR iterations on the Schur system of
+ * A e = r from 0, odd sites reconstructed (e may be r) */
+wd_status wd_mg_fine_smooth(wd_mg_fine *f, wd_mg_pair *e, const wd_mg_pair *r, int steps);
+/* v (host order, full lattice): a start on the way in, the relaxed vector
+ * on the way out; *res = |Mhat v_e| / |Mhat v_e,0|, *iters */
+wd_status wd_mg_fine_nullvec(wd_mg_fine *f, double complex *v, double tol, int max_iter,
+                             double *res, int *iters);
+wd_status wd_mg_fine_to_host(wd_mg_fine *f, double complex *host, const wd_mg_pair *x);
+wd_status wd_mg_fine_from_host(wd_mg_fine *f, wd_mg_pair *x, const double complex *host);
+wd_complex wd_mg_pair_dot(wd_backend *be, const wd_mg_pair *x, const wd_mg_pair *y);
+double wd_mg_pair_norm2(wd_backend *be, const wd_mg_pair *x);
+void wd_mg_pair_caxpy(wd_backend *be, wd_complex a, const wd_mg_pair *x, wd_mg_pair *y);
+void wd_mg_pair_copy(wd_backend *be, wd_mg_pair *y, const wd_mg_pair *x);
+void wd_mg_pair_zero(wd_backend *be, wd_mg_pair *y);
+void wd_mg_pair_ax(wd_backend *be, double a, wd_mg_pair *x);
 
 #endif

@@ -774,10 +774,22 @@ wd_status wd_solver_host_view(wd_solver *sv, const wd_solver_settings *s, wd_sol
     wd_status st = WD_OK;
     if (s->csw != 0 && s->mass != sv->clover_mass)
         st = clover_build(sv, s->mass);
+    const wd_solver_settings *f = &sv->fixed;
+    const int lvl = f->sloppy_precision == f->precision ? 0 : 1;
+    const int sym = f->clover_form == WD_CLOVER_SYMMETRIC;
     h->gauge = sv->gauge;
     h->clover = s->csw != 0 ? sv->clover_host : NULL;
     memcpy(h->dims, sv->dims, sizeof h->dims);
     h->grid = &sv->grid;
+    h->be = &sv->be;
+    h->g_outer = &sv->g_outer;
+    h->g_sloppy = sv->g_sloppy.data ? &sv->g_sloppy : &sv->g_outer;
+    h->ainv_outer = s->csw != 0 ? &sv->cl_ainv[0] : NULL;
+    h->ainv_sloppy = s->csw != 0 ? &sv->cl_ainv[lvl] : NULL;
+    h->a_outer = s->csw != 0 && !sym ? &sv->cl_a[0] : NULL;
+    h->a_sloppy = s->csw != 0 && !sym ? &sv->cl_a[lvl] : NULL;
+    h->symmetric = sym;
+    h->gauge_fixed = sv->gfix != NULL;
     return st;
 }
 

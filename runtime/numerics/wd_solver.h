@@ -195,12 +195,20 @@ wd_status wd_host_residual(wd_host_block *h, const double *x, const double *u,
 /* What the multigrid module reads of a solver: the caller's links (host
  * order, this rank's block), A = 1 + c_sw T / (4+m) of `mass` on them (NULL
  * without a clover term; rebuilt for a new mass, collective), the local
- * extents and the grid. */
+ * extents and the grid; and the backend with the solver's uploaded fields:
+ * the gauge field of each level (g_sloppy == g_outer when they agree), the
+ * clover fields of each level's precision (A only for the asymmetric
+ * form), whether either level is gauge-fixed. */
 typedef struct wd_solver_host {
     const double *gauge;
     const double *clover;
     int dims[4];
     const wd_grid *grid;
+    wd_backend *be;
+    const wd_gauge *g_outer, *g_sloppy;
+    const wd_clover *a_outer, *ainv_outer, *a_sloppy, *ainv_sloppy;
+    int symmetric;
+    int gauge_fixed;
 } wd_solver_host;
 wd_status wd_solver_host_view(wd_solver *sv, const wd_solver_settings *s, wd_solver_host *h);
 

@@ -1,0 +1,295 @@
+/*
+ * mg_fine.c: the fine multigrid level on a solver's backend (wd_mg.h): the
+ * operator A = M / (4+m) on full fields held as even and odd backend
+ * fields, the even-odd smoother, the null-vector relaxation and the moves
+ * of a fine field to and from the host transfers.
+ *
+ * The externally accessible functions are
+ *   wd_mg_fine_init / _free   fields and operators on the solver's backend
+ *   wd_mg_fine_apply          out = A in in the outer precision
+ *   wd_mg_fine_smooth         e ~ A^-1 r: MR steps on the Schur complement in
+ *                             the sloppy precision, the odd sites reconstructed
+ *   wd_mg_fine_nullvec        relax a random start on A v = 0 (CG on the
+ *                             normal equations of the Schur operator, sloppy
+ *                             precision, odd sites from A v = 0), into the host
+ *   wd_mg_fine_to_host / _from_host   a full field to and from host order
+ *   wd_mg_pair_*              the BLAS of full fields (deterministic: the
+ *                             backend's reductions, even part first)
+ * Notes: with a clover term the operator is A_clover - kappa D with the
+ * solver's Schur form for the smoother (symmetric: A^-1 on both parities;
+ * asymmetric: A_ee and A^-1_oo) and A itself uploaded here in the outer
+ * precision for the full operator.  The solver must not be gauge-fixed
+ * (the host transfers work on the caller's links).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wd_core.h"
+#include "wd_mg.h"
+#include "wd_operator.h"
+
+static wd_status pair_create(wd_backend *be, wd_mg_pair *p, int precision)
+{
+    wd_status st = wd_field_create(be, &p->e, precision);
+    if (st == WD_OK)
+        st = wd_field_create(be, &p->o, precision);
+    return st;
+}
+
+static void pair_destroy(wd_backend *be, wd_mg_pair *p)
+{
+    wd_field_destroy(be, &p->e);
+    wd_field_destroy(be, &p->o);
+}
+
+wd_status wd_mg_fine_init(wd_mg_fine *f, const wd_solver_host *h, double kappa, int nkrylov)
+{
+    memset(f, 0, sizeof *f);
+    if (h->gauge_fixed)
+        return wd_fail(WD_ERR_INVALID, "multigrid: the solver fixes the temporal gauge on a "
+                       "level; create it with gauge_fix 0 and sloppy_gauge_fix 0 for WD_SOLVER_MG");
+    wd_backend *be = f->be = h->be;
+    f->g = h->g_outer;
+    f->kappa = kappa;
+    f->clover = h->clover != NULL;
+    f->nk = nkrylov;
+    const int po = h->g_outer->precision, ps = h->g_sloppy->precision;
+    f->xpay = wd_variant_find_axes(po, h->g_outer->recon, 0, 0, 1);
+    if (f->xpay < 0)
+        return wd_fail(WD_ERR_NOT_BUILT, "multigrid: the Dslash variant of precision %d, "
+                       "reconstruction %d, xpay is not in this build", po, h->g_outer->recon);
+    wd_status st = WD_OK;
+    f->z = calloc((size_t)nkrylov, sizeof *f->z);
+    f->q = calloc((size_t)nkrylov, sizeof *f->q);
+    f->host = malloc(wd_volume(h->dims) * 24 * sizeof *f->host);
+    if (!f->z || !f->q || !f->host)
+        return wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the fine level's bookkeeping");
+    wd_mg_pair *outer[] = {&f->x, &f->b, &f->r, &f->t, &f->u};
+    for (size_t i = 0; i < sizeof outer / sizeof *outer && st == WD_OK; ++i)
+        st = pair_create(be, outer[i], po);
+    for (int k = 0; k < nkrylov && st == WD_OK; ++k)
+        if ((st = pair_create(be, &f->z[k], po)) == WD_OK)
+            st = pair_create(be, &f->q[k], po);
+    if (st == WD_OK)
+        st = pair_create(be, &f->rs, ps);
+    if (st == WD_OK)
+        st = pair_create(be, &f->es, ps);
+    wd_field *sloppy[] = {&f->h, &f->qs, &f->ps, &f->zs, &f->tmp_s, &f->tmp_se};
+    for (size_t i = 0; i < sizeof sloppy / sizeof *sloppy && st == WD_OK; ++i)
+        st = wd_field_create(be, sloppy[i], ps);
+    if (st != WD_OK)
+        return st;
+    if ((st = wd_eo_op_init(&f->op, be, h->g_sloppy, kappa, &f->tmp_s, 1)) != WD_OK)
+        return st;
+    if (f->clover) {
+        if ((st = wd_eo_op_clover(&f->op, h->a_sloppy, h->ainv_sloppy, h->symmetric, &f->tmp_se,
+                                  1)) != WD_OK)
+            return st;
+        f->cl_site = wd_variant_find_op(WD_OP_CLOVER, po, 0, 0, 0, 0);
+        if (f->cl_site < 0)
+            return wd_fail(WD_ERR_NOT_BUILT, "multigrid: the clover kernel of precision %d is not "
+                           "in this build", po);
+        if ((st = wd_clover_create(be, &f->a, h->clover, po)) != WD_OK)
+            return st;
+    }
+    return WD_OK;
+}
+
+void wd_mg_fine_free(wd_mg_fine *f)
+{
+    wd_backend *be = f->be;
+    if (!be)
+        return;
+    wd_mg_pair *pairs[] = {&f->x, &f->b, &f->r, &f->t, &f->u, &f->rs, &f->es};
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; ++i)
+        pair_destroy(be, pairs[i]);
+    for (int k = 0; k < f->nk; ++k) {
+        if (f->z)
+            pair_destroy(be, &f->z[k]);
+        if (f->q)
+            pair_destroy(be, &f->q[k]);
+    }
+    wd_field *fields[] = {&f->h, &f->qs, &f->ps, &f->zs, &f->tmp_s, &f->tmp_se};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; ++i)
+        wd_field_destroy(be, fields[i]);
+    wd_clover_destroy(be, &f->a);
+    free(f->z);
+    free(f->q);
+    free(f->host);
+    memset(f, 0, sizeof *f);
+}
+
+/* ---- full fields ---- */
+
+wd_complex wd_mg_pair_dot(wd_backend *be, const wd_mg_pair *x, const wd_mg_pair *y)
+{
+    const wd_complex e = wd_blas_cdot(be, &x->e, &y->e), o = wd_blas_cdot(be, &x->o, &y->o);
+    return (wd_complex){e.re + o.re, e.im + o.im};
+}
+
+double wd_mg_pair_norm2(wd_backend *be, const wd_mg_pair *x)
+{
+    const double e = wd_blas_norm2(be, &x->e);
+    return e + wd_blas_norm2(be, &x->o);
+}
+
+void wd_mg_pair_caxpy(wd_backend *be, wd_complex a, const wd_mg_pair *x, wd_mg_pair *y)
+{
+    wd_blas_caxpy(be, a, &x->e, &y->e);
+    wd_blas_caxpy(be, a, &x->o, &y->o);
+}
+
+void wd_mg_pair_copy(wd_backend *be, wd_mg_pair *y, const wd_mg_pair *x)
+{
+    wd_blas_copy(be, &y->e, &x->e);
+    wd_blas_copy(be, &y->o, &x->o);
+}
+
+void wd_mg_pair_zero(wd_backend *be, wd_mg_pair *y)
+{
+    wd_blas_zero(be, &y->e);
+    wd_blas_zero(be, &y->o);
+}
+
+void wd_mg_pair_ax(wd_backend *be, double a, wd_mg_pair *x)
+{
+    wd_blas_ax(be, a, &x->e);
+    wd_blas_ax(be, a, &x->o);
+}
+
+wd_status wd_mg_fine_apply(wd_mg_fine *f, wd_mg_pair *out, const wd_mg_pair *in)
+{
+    wd_backend *be = f->be;
+    wd_status st = WD_OK;
+    for (int p = 0; p < 2 && st == WD_OK; ++p) {
+        wd_field *o = p ? &out->o : &out->e;
+        const wd_field *self = p ? &in->o : &in->e, *other = p ? &in->e : &in->o;
+        const wd_field *x = self;
+        if (f->clover) {
+            /* t = A in_p, then out_p = t - kappa D in_p' */
+            wd_field *t = p ? &f->t.o : &f->t.e;
+            if ((st = wd_dslash_clover(be, f->cl_site, t, NULL, &f->a, self, NULL, 0, p)) != WD_OK)
+                break;
+            x = t;
+        }
+        st = wd_dslash(be, f->xpay, o, f->g, other, x, -f->kappa, p);
+    }
+    return st == WD_OK ? be->error : st;
+}
+
+/* e_e: even source of the Schur system for A e = r (r in f->rs) into f->h */
+static wd_status schur_source(wd_mg_fine *f)
+{
+    wd_backend *be = f->be;
+    const wd_eo_op *op = &f->op;
+    wd_status st;
+    const wd_field *ro = &f->rs.o;
+    if (op->ainv) {
+        if ((st = wd_dslash_clover(be, op->cl_site, &f->tmp_s, NULL, op->ainv, &f->rs.o, NULL, 0,
+                                   1)) != WD_OK)
+            return st;
+        ro = &f->tmp_s;
+    }
+    /* h = r_e + kappa D_eo (A_oo^-1) r_o, then A_ee^-1 of it in the symmetric form */
+    wd_field *dst = op->ainv && op->symmetric ? &f->qs : &f->h;
+    if ((st = wd_dslash(be, op->xpay[0], dst, op->g, ro, &f->rs.e, f->kappa, 0)) != WD_OK)
+        return st;
+    if (op->ainv && op->symmetric)
+        return wd_dslash_clover(be, op->cl_site, &f->h, NULL, op->ainv, &f->qs, NULL, 0, 0);
+    return WD_OK;
+}
+
+/* e_o from e_e (f->es.e) and r_o (f->rs.o): A_oo^-1 (r_o + kappa D_oe e_e) */
+static wd_status schur_odd(wd_mg_fine *f, wd_field *eo, const wd_field *ro)
+{
+    wd_backend *be = f->be;
+    const wd_eo_op *op = &f->op;
+    wd_status st;
+    if (!op->ainv)
+        return wd_dslash(be, op->xpay[0], eo, op->g, &f->es.e, ro, f->kappa, 1);
+    if ((st = wd_dslash_clover(be, op->cl_site, &f->tmp_s, NULL, op->ainv, ro, NULL, 0, 1)) !=
+        WD_OK)
+        return st;
+    return wd_dslash_clover(be, op->cl_xpay[0], eo, op->g, op->ainv, &f->es.e, &f->tmp_s,
+                            f->kappa, 1);
+}
+
+wd_status wd_mg_fine_smooth(wd_mg_fine *f, wd_mg_pair *e, const wd_mg_pair *r, int steps)
+{
+    wd_backend *be = f->be;
+    wd_status st;
+    wd_mg_pair_copy(be, &f->rs, r);
+    if ((st = schur_source(f)) != WD_OK)
+        return st;
+    wd_blas_zero(be, &f->es.e);
+    for (int i = 0; i < steps; ++i) {
+        if ((st = wd_eo_mhat(&f->op, &f->qs, &f->h, 0)) != WD_OK)
+            return st;
+        const double qq = wd_blas_norm2(be, &f->qs);
+        if (!(qq > 0))
+            break;
+        const wd_complex d = wd_blas_cdot(be, &f->qs, &f->h);
+        const wd_complex a = {d.re / qq, d.im / qq};
+        wd_blas_caxpy(be, a, &f->h, &f->es.e);
+        wd_blas_caxpy(be, (wd_complex){-a.re, -a.im}, &f->qs, &f->h);
+    }
+    if ((st = schur_odd(f, &f->es.o, &f->rs.o)) != WD_OK)
+        return st;
+    wd_mg_pair_copy(be, e, &f->es);
+    return be->error;
+}
+
+wd_status wd_mg_fine_nullvec(wd_mg_fine *f, double complex *v, double tol, int max_iter,
+                             double *res, int *iters)
+{
+    wd_backend *be = f->be;
+    const wd_eo_op *op = &f->op;
+    wd_status st;
+    /* the random start on the even sites (v_e in f->es.e) */
+    if ((st = wd_upload_pair(be, &f->es.e, &f->es.o, (const double *)v, 0, NULL)) != WD_OK)
+        return st;
+    wd_field *x = &f->es.e, *r = &f->h, *z = &f->zs, *p = &f->ps, *q = &f->qs;
+    /* r = -Mhat x; z = Mhat^dag r */
+    if ((st = wd_eo_mhat(op, r, x, 0)) != WD_OK)
+        return st;
+    wd_blas_ax(be, -1, r);
+    const double r0 = sqrt(wd_blas_norm2(be, r));
+    double rn = r0;
+    if ((st = wd_eo_mhat(op, z, r, 1)) != WD_OK)
+        return st;
+    wd_blas_copy(be, p, z);
+    double zz = wd_blas_norm2(be, z);
+    int it = 0;
+    for (; it < max_iter && rn > tol * r0 && zz > 0; ++it) {
+        if ((st = wd_eo_mhat(op, q, p, 0)) != WD_OK)
+            return st;
+        const double alpha = zz / wd_blas_norm2(be, q);
+        wd_blas_axpy(be, alpha, p, x);
+        rn = sqrt(wd_blas_axpy_norm2(be, -alpha, q, r));
+        if ((st = wd_eo_mhat(op, z, r, 1)) != WD_OK)
+            return st;
+        const double zz1 = wd_blas_norm2(be, z);
+        wd_blas_xpay(be, z, zz1 / zz, p);
+        zz = zz1;
+    }
+    /* the odd sites from A v = 0: v_o = kappa A_oo^-1 D_oe v_e */
+    wd_blas_zero(be, &f->rs.o);
+    if ((st = schur_odd(f, &f->es.o, &f->rs.o)) != WD_OK)
+        return st;
+    if ((st = wd_download_pair(be, (double *)v, &f->es.e, &f->es.o, 0, NULL)) != WD_OK)
+        return st;
+    *iters = it;
+    *res = r0 > 0 ? rn / r0 : 0;
+    return be->error;
+}
+
+wd_status wd_mg_fine_to_host(wd_mg_fine *f, double complex *host, const wd_mg_pair *x)
+{
+    return wd_download_pair(f->be, (double *)host, &x->e, &x->o, 0, NULL);
+}
+
+wd_status wd_mg_fine_from_host(wd_mg_fine *f, wd_mg_pair *x, const double complex *host)
+{
+    return wd_upload_pair(f->be, &x->e, &x->o, (const double *)host, 0, NULL);
+}
