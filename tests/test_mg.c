@@ -2,7 +2,9 @@
  * test_mg: the multigrid module (runtime/multigrid/) on the host, against
  * the float64 reference operators, on fresh random data.
  *
- *   test_mg [--seed N] [--verbose]   (default seed: the time, printed)
+ *   test_mg [--seed N] [--verbose] [--backend cpu|cuda]
+ *           (default seed: the time, printed; the solves' fine level on
+ *           that backend, exit 77 when it is absent)
  *
  * Checks, each with its tolerance:
  *   fine     the module's own fine operator L - kappa D (wd_mg_op_apply)
@@ -17,7 +19,8 @@
  *            hermiticity <g5 w, D_c v> = <D_c g5 w, v>... as the reference
  *            defines D_c^dag (1e-12)
  *   solve    wd_solver_solve with WD_SOLVER_MG on a heatbath configuration
- *            (8^4, beta 6.0) near the critical mass, Wilson and clover:
+ *            (8^4, beta 6.0; Wilson kappa 0.1553, clover c_sw 1 kappa
+ *            0.1408), the fine level on the backend under test:
  *            converges, the true residual (measured here with the
  *            reference) meets tol 1e-10, x agrees with a BiCGstab
  *            solution to 1e-8, a second solve gives the same bits, and the
@@ -41,11 +44,13 @@
 #include "ref_clover.h"
 #include "ref_wilson.h"
 #include "rng.h"
+#include "test_backend.h"
 #include "wd_mg.h"
 #include "wdirac.h"
 #include "wdirac_gauge.h"
 
 static int checks_run, checks_failed, verbose;
+static wd_backend_kind backend = WD_BACKEND_CPU;
 
 static void *xalloc(size_t n)
 {
@@ -294,6 +299,7 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     const char *tag = clover ? "clover" : "wilson";
     wd_solver_settings s;
     wd_solver_default_settings(&s);
+    s.backend = backend;
     s.mass = clover ? -0.45 : -0.78;
     s.csw = clover ? 1.0 : 0;
     s.tol = 1e-10;
@@ -370,6 +376,7 @@ static void test_errors(double complex *u, const int dims[4])
 {
     wd_solver_settings s;
     wd_solver_default_settings(&s);
+    s.backend = backend;
     wd_solver *sv;
     if (wd_solver_create(&sv, (const double *)u, dims, &s) != WD_OK) {
         check_true("solver create", 0, wd_last_error());
@@ -429,12 +436,16 @@ int main(int argc, char **argv)
             seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--verbose"))
             verbose = 1;
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+            ++i;
         else {
-            fprintf(stderr, "usage: test_mg [--seed N] [--verbose]\n");
+            fprintf(stderr, "usage: test_mg [--seed N] [--verbose] [--backend cpu|cuda]\n");
             return 2;
         }
     }
-    printf("test_mg: seed %llu\n", (unsigned long long)seed);
+    backend = test_backend_arg(argc, argv);
+    printf("test_mg: seed %llu, backend %s\n", (unsigned long long)seed,
+           backend == WD_BACKEND_CUDA ? "cuda" : "cpu");
     for (int clover = 0; clover < 2; ++clover)
         for (int tbc = -1; tbc <= 1; tbc += 2)
             test_operators(seed, clover, tbc);
