@@ -4,9 +4,11 @@
  *
  * The externally accessible function is
  *   wd_cli_solve_main   parse the options, read (or make) the gauge field
- *                       and the source, solve with wd_solve, print a
- *                       summary, write the solution (.npy) and a JSON
- *                       record; returns the exit code
+ *                       and the source, solve with wd_solve (--mg: a
+ *                       wd_solver, its multigrid set up once by
+ *                       wd_solver_mg_setup, then a WD_SOLVER_MG solve),
+ *                       print a summary, write the solution (.npy) and a
+ *                       JSON record; returns the exit code
  *
  * Exit codes (wd_cli_exit_code, cli_util.h, maps every status):
  *   0  converged: ||b - M x|| / ||b|| <= --tol
@@ -78,7 +80,8 @@ static const char usage_text[] =
     "  --clover-form symmetric|asymmetric   even-odd Schur form with a clover term\n"
     "                        (default symmetric)\n"
     "solver:\n"
-    "  --solver cg|bicgstab  CG on the normal equations or BiCGstab (default bicgstab)\n"
+    "  --solver cg|bicgstab  CG on the normal equations or BiCGstab (default bicgstab;\n"
+    "                        --mg below for multigrid)\n"
     "  --precision d|s|h     outer precision (default d)\n"
     "  --sloppy d|s|h        sloppy (Krylov) precision (default s, or the outer one if lower)\n"
     "  --recon 18|12|8       outer gauge reconstruction (default 12)\n"
@@ -103,7 +106,9 @@ static const char usage_text[] =
     "  --overwrite           replace existing output files (default: refuse, exit 2)\n"
     "  --verbose N           solver messages on stderr: 1 summary, 2 every true-residual\n"
     "                        check, 3 every iteration (default 0)\n"
-    "  --quiet               no summary on stdout and no progress line (errors still shown)\n"
+    "  --quiet               no summary on stdout and no progress line (errors still shown)\n";
+
+static const char usage_exit[] =
     "exit codes: 0 converged; 1 the solver did not converge (diverged, stagnated, NaN,\n"
     "  iteration limit; the best iterate is still written to --out); 2 bad usage or\n"
     "  input (options, files, an existing output without --overwrite); 3 internal error\n"
@@ -124,6 +129,8 @@ typedef struct options {
     enum backend_choice backend;
     int overwrite, quiet;
     int have_grid, grid[4];
+    int have_solver;
+    wd_cli_mg mg;       /* --mg, --mg-* */
     wd_solver_settings s;
 } options;
 
@@ -237,15 +244,23 @@ static int parse_options(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
     wd_solver_default_settings(&o->s);
+    wd_cli_mg_init(&o->mg);
     o->backend = BE_AUTO;
     long v;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+        const int mg = wd_cli_mg_parse("wdirac solve", argc, argv, &i, &o->mg);
+        if (mg < 0)
+            return WD_EXIT_USAGE;
+        if (mg > 0)
+            continue;
         if (takes_value(a) && !next)
             return fail_usage("%s needs a value", a);
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(usage_text, stdout);
+            wd_cli_mg_usage(stdout);
+            fputs(usage_exit, stdout);
             return WD_EXIT_OK;
         } else if (!strcmp(a, "--gauge")) {
             o->gauge = argv[++i];
@@ -318,6 +333,7 @@ static int parse_options(int argc, char **argv, options *o)
                 o->s.solver = WD_SOLVER_BICGSTAB;
             else
                 return fail_usage("--solver takes cg or bicgstab, got '%s'", next);
+            o->have_solver = 1;
             i++;
         } else if (!strcmp(a, "--precision")) {
             if (!parse_precision(a, argv[++i], &o->s.precision))
@@ -400,6 +416,10 @@ static int parse_options(int argc, char **argv, options *o)
         return fail_usage("--dims: %s", wd_last_error());
     if (o->nsources != 1)
         return fail_usage("give exactly one source: --point, --random or --source");
+    if (!wd_cli_mg_finish("wdirac solve", &o->mg, o->s.verbosity))
+        return WD_EXIT_USAGE;
+    if (o->mg.on && o->have_solver)
+        return fail_usage("give --solver or --mg, not both");
     if (o->have_mass && o->have_kappa)
         return fail_usage("give --mass or --kappa, not both");
     if (o->have_kappa)
@@ -558,9 +578,16 @@ static int choose_backend(const options *o, wd_backend_kind *kind)
     return -1;
 }
 
+static const char *solver_name(wd_solver_type t)
+{
+    return t == WD_SOLVER_CG ? "cg" : t == WD_SOLVER_MG ? "mg" : "bicgstab";
+}
+
+/* mgst: the multigrid's setup (--mg), else NULL */
 static json_t *json_record(const options *o, const char *device, int threads, const int dims[4],
                            double plaquette, const char *source, wd_status st,
-                           const char *message, const wd_solver_stats *stats)
+                           const char *message, const wd_solver_stats *stats,
+                           const wd_mg_setup_stats *mgst)
 {
     char date[64];
     const time_t now = time(NULL);
@@ -576,7 +603,7 @@ static json_t *json_record(const options *o, const char *device, int threads, co
         "mass", s->mass, "kappa", 1.0 / (2.0 * (4.0 + s->mass)),
         "tbc", s->tbc == WD_TIME_PERIODIC ? "periodic" : "antiperiodic",
         "csw", s->csw, "clover_form", s->clover_form == WD_CLOVER_SYMMETRIC ? "symmetric" : "asymmetric",
-        "solver", s->solver == WD_SOLVER_CG ? "cg" : "bicgstab",
+        "solver", solver_name(s->solver),
         "outer", "precision", (int)s->precision, "recon", (int)s->recon, "gauge_fix", s->gauge_fix,
         "sloppy", "precision", (int)s->sloppy_precision, "recon", (int)s->sloppy_recon,
         "gauge_fix", s->sloppy_gauge_fix,
@@ -595,6 +622,15 @@ static json_t *json_record(const options *o, const char *device, int threads, co
         json_decref(root);
         json_decref(res);
         return NULL;
+    }
+    if (mgst) {
+        /* the setup before the solve: what one source waits for in all */
+        json_object_set_new(root, "mg", wd_cli_mg_json(&o->mg.m, mgst));
+        json_object_set_new(res, "outer_iterations", json_integer(stats->iterations));
+        json_object_set_new(res, "mg_levels", json_integer(stats->mg_levels));
+        json_object_set_new(res, "mg_iterations", wd_cli_mg_levels_json(stats));
+        json_object_set_new(res, "mg_setup_seconds", json_real(mgst->seconds));
+        json_object_set_new(res, "seconds_with_setup", json_real(mgst->seconds + stats->seconds));
     }
     json_object_set_new(root, "result", res);
     if (o->out)
@@ -750,17 +786,52 @@ int wd_cli_solve_main(int argc, char **argv)
             printf("  clover c_sw %.10g (%s Schur form)", s->csw,
                    s->clover_form == WD_CLOVER_SYMMETRIC ? "symmetric" : "asymmetric");
         printf("\n");
-        printf("solver     %s, outer %c recon %d%s, sloppy %c recon %d%s, %s", s->solver ==
-               WD_SOLVER_CG ? "CG (normal equations)" : "BiCGstab", precision_letter(s->precision),
-               (int)s->recon, s->gauge_fix ? " gauge-fixed" : "",
-               precision_letter(s->sloppy_precision), (int)s->sloppy_recon,
-               s->sloppy_gauge_fix ? " gauge-fixed" : "", mixed_name(s->mixed));
-        if (s->mixed == WD_MIXED_RELIABLE)
-            printf(" (delta %g)", s->delta);
-        else if (s->mixed == WD_MIXED_DEFECT)
-            printf(" (eps_in %g)", s->tol_inner);
-        printf(", tol %.1e, max-iter %d\n", s->tol, s->max_iter);
+        if (o.mg.on) {
+            printf("solver     multigrid: flexible GCR on M x = b (outer %c recon %d), tol %.1e, "
+                   "max-iter %d\n", precision_letter(s->precision), (int)s->recon, s->tol,
+                   s->max_iter);
+            wd_cli_mg_print_settings(stdout, "multigrid  ", &o.mg.m);
+        } else {
+            printf("solver     %s, outer %c recon %d%s, sloppy %c recon %d%s, %s", s->solver ==
+                   WD_SOLVER_CG ? "CG (normal equations)" : "BiCGstab",
+                   precision_letter(s->precision), (int)s->recon, s->gauge_fix ? " gauge-fixed" : "",
+                   precision_letter(s->sloppy_precision), (int)s->sloppy_recon,
+                   s->sloppy_gauge_fix ? " gauge-fixed" : "", mixed_name(s->mixed));
+            if (s->mixed == WD_MIXED_RELIABLE)
+                printf(" (delta %g)", s->delta);
+            else if (s->mixed == WD_MIXED_DEFECT)
+                printf(" (eps_in %g)", s->tol_inner);
+            printf(", tol %.1e, max-iter %d\n", s->tol, s->max_iter);
+        }
         fflush(stdout);
+    }
+
+    /* --mg: a solver whose multigrid is set up once, before the solve
+     * (collective; on a grid of several ranks this version refuses on
+     * every rank alike, and wd_agree keeps them together whatever fails) */
+    wd_solver *sv = NULL;
+    wd_mg_setup_stats mgst;
+    memset(&mgst, 0, sizeof mgst);
+    double create_seconds = 0;
+    if (o.mg.on) {
+        const double t0 = now_seconds();
+        st = wd_solver_create(&sv, u, dims, s);
+        create_seconds = now_seconds() - t0;
+        if (st == WD_OK)
+            st = wd_solver_mg_setup(sv, &o.mg.m, s, &mgst);
+        if ((st = wd_agree(st)) != WD_OK) {
+            const char *opt = wd_cli_mg_option_of(wd_last_error());
+            fprintf(stderr, "wdirac solve: --mg: %s: %s%s%s%s\n", wd_status_string(st),
+                    wd_last_error(), opt ? " (" : "", opt ? opt : "", opt ? ")" : "");
+            wd_solver_destroy(sv);
+            free(u), free(b), free(x);
+            return wd_cli_exit_code(st);
+        }
+        o.s.solver = WD_SOLVER_MG;
+        if (!o.quiet) {
+            wd_cli_mg_print_setup(stdout, "mg setup   ", &mgst, &o.mg.m);
+            fflush(stdout);
+        }
     }
 
     progress_state prog = {now_seconds(), 0, s->tol, 0};
@@ -770,7 +841,14 @@ int wd_cli_solve_main(int argc, char **argv)
         o.s.progress_arg = &prog;
     }
     wd_solver_stats stats;
-    const wd_status solve_st = wd_solve(x, u, b, dims, s, &stats);
+    memset(&stats, 0, sizeof stats);
+    wd_status solve_st;
+    if (sv) {
+        solve_st = wd_solver_solve(sv, x, b, s, &stats);
+        stats.setup_seconds = create_seconds;   /* as wd_solve counts it */
+    } else {
+        solve_st = wd_solve(x, u, b, dims, s, &stats);
+    }
     if (show_progress && prog.drawn)
         fputs("\r\033[K", stderr);
     char message[512];
@@ -779,12 +857,24 @@ int wd_cli_solve_main(int argc, char **argv)
 
     if (!o.quiet && solved) {
         printf("status     %s\n", solve_st == WD_OK ? "converged" : wd_status_string(solve_st));
-        printf("iterations %d = %d + %d (k Krylov iterations + l true-residual updates)\n",
-               stats.iterations, stats.sloppy_iterations, stats.updates);
+        if (sv) {
+            char levels[160];
+            wd_cli_mg_format_levels(levels, sizeof levels, &stats);
+            printf("iterations %d outer (flexible GCR); per level: %s\n", stats.iterations,
+                   levels);
+        } else {
+            printf("iterations %d = %d + %d (k Krylov iterations + l true-residual updates)\n",
+                   stats.iterations, stats.sloppy_iterations, stats.updates);
+        }
         printf("residual   ||b - M x|| / ||b|| = %.3e (full lattice, double; target %.1e)\n",
                stats.true_residual, s->tol);
-        printf("time       %.3f s (Krylov iteration %.3f s), %.2f Gflops%s\n", stats.seconds,
-               stats.solve_seconds, stats.gflops, lat.size > 1 ? " (rank 0's share)" : "");
+        if (sv)
+            printf("time       %.3f s solve (GCR %.3f s), after the multigrid setup's %.3f s: "
+                   "%.3f s to solution\n", stats.seconds, stats.solve_seconds, mgst.seconds,
+                   stats.seconds + mgst.seconds);
+        else
+            printf("time       %.3f s (Krylov iteration %.3f s), %.2f Gflops%s\n", stats.seconds,
+                   stats.solve_seconds, stats.gflops, lat.size > 1 ? " (rank 0's share)" : "");
         printf("memory     %.1f MiB on the backend (gauge fields %.1f MiB), %.1f MiB host fields"
                "%s\n", stats.bytes_allocated / 1048576.0, stats.bytes_gauge / 1048576.0,
                (double)vol * (72 + 48) * sizeof(double) / 1048576.0,
@@ -814,7 +904,7 @@ int wd_cli_solve_main(int argc, char **argv)
         int jrc = 0;
         if (wd_rank() == 0) {
             json_t *root = json_record(&o, device, threads, dims, plaquette, source_desc,
-                                       solve_st, message, &stats);
+                                       solve_st, message, &stats, sv ? &mgst : NULL);
             if (!root || !json_write(o.json, root, o.overwrite))
                 jrc = root ? WD_EXIT_USAGE : WD_EXIT_INTERNAL;
             json_decref(root);
@@ -825,6 +915,7 @@ int wd_cli_solve_main(int argc, char **argv)
         if (jst != WD_OK && !rc)
             rc = wd_cli_exit_code(jst);
     }
+    wd_solver_destroy(sv);
     free(u), free(b), free(x);
     return rc;
 }
