@@ -9,7 +9,9 @@
 #   - the source written by a grid (--save-source) byte-identical to one
 #     process's; the same grid twice: byte-identical solutions;
 #   - bad grids (not dividing, wrong product, odd local extent): exit 2 from
-#     every rank, the dimension named, no output file.
+#     every rank, the dimension named, no output file;
+#   - --mg on 2 ranks (the multigrid runs on one process in this version):
+#     exit 2 with the reason, within a time limit (no hang), no output file.
 # One line per check; "N of M failed" last; exit 1 on any failure.
 set -u
 wdirac=$1
@@ -106,6 +108,16 @@ bad 2 X 3 1 1 1
 bad 2 ranks 2 2 2 1
 bad 2 T 1 1 1 8
 bad 4 Z 1 1 4 1
+
+# --mg on a grid: refused alike on every rank (wd_solver_mg_setup's
+# WD_ERR_INVALID, agreed), so mpiexec returns 2 rather than hanging
+timeout 120 "${mpi[@]}" -n 2 "$wdirac" solve --gauge "$tmp/cfg" --kappa 0.12 --random 1 \
+    --backend cpu --grid 1 1 1 2 --mg --mg-block 2 --mg-nvec 4 --mg-setup-iter 20 \
+    --out "$tmp/mg.npy" > "$tmp/mg.log" 2>&1
+rc=$?
+grep -q "multigrid runs on one process" "$tmp/mg.log" && [ $rc -eq 2 ] && [ ! -e "$tmp/mg.npy" ]
+check "--mg on 2 ranks: exit 2, the reason said, no hang, no file" $? \
+    "rc $rc: $(grep -m1 'wdirac solve: --mg' "$tmp/mg.log")"
 
 echo "$failed of $run failed"
 [ "$failed" -eq 0 ]
