@@ -174,9 +174,10 @@ static void test_operators(uint64_t seed, int clover, int tbc)
         check_true("transfer 0", 0, wd_last_error());
         return;
     }
-    fill_random(t0.v, (size_t)nv0 * fn, &rng);
     double complex *orig = xalloc((size_t)nv0 * fn * sizeof *orig);
-    memcpy(orig, t0.v, (size_t)nv0 * fn * sizeof *orig);
+    fill_random(orig, (size_t)nv0 * fn, &rng);
+    for (int k = 0; k < nv0; ++k)
+        wd_mg_vector_set(&t0, k, orig + (size_t)k * fn);
     if (wd_mg_orthonormalise(&t0, 0) != WD_OK) {
         check_true("orthonormalise 0", 0, wd_last_error());
         return;

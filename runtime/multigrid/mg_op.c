@@ -8,6 +8,7 @@
  *   wd_mg_op_apply   out = A in
  *   wd_mg_op_hop     out(x) = H_d(x) in(x + d), one direction
  *   wd_mg_op_local   out(x) = L(x) in(x)
+ *   wd_mg_op_term    one term of A at one site, on given components
  *   wd_mg_g5         out = g5 in
  *   wd_mg_dot / wd_mg_norm2   reductions in a fixed order
  * Notes: out never aliases in (wd_mg_g5 excepted).  The fine hop is its own
@@ -99,13 +100,12 @@ static double fine_sign(const wd_mg_op *op, int d, size_t s)
 /* out += H_d(s) in(s + d) at one fine site: the spin matrix first (two
  * non-zero entries a row in the DeGrand-Rossi basis), then the link on each
  * of the four spins */
-static void fine_hop_site(const wd_mg_op *op, int d, size_t s, double complex *out,
-                          const double complex *in)
+static void fine_hop_psi(const wd_mg_op *op, int d, size_t s, double complex *out,
+                         const double complex *psi)
 {
     const int mu = d / 2, back = d & 1;
     const size_t nb = (size_t)op->nbr[WD_MG_DIRS * s + d];
     const double complex *link = op->u + 36 * (back ? nb : s) + 9 * mu;
-    const double complex *psi = in + 12 * nb;
     const double sign = fine_sign(op, d, s);
     for (int i = 0; i < 4; ++i) {
         double complex h[3] = {0, 0, 0};
@@ -123,6 +123,12 @@ static void fine_hop_site(const wd_mg_op *op, int d, size_t s, double complex *o
             out[3 * i + a] += sign * acc;
         }
     }
+}
+
+static void fine_hop_site(const wd_mg_op *op, int d, size_t s, double complex *out,
+                          const double complex *in)
+{
+    fine_hop_psi(op, d, s, out, in + 12 * (size_t)op->nbr[WD_MG_DIRS * s + d]);
 }
 
 /* out += X in for an n x n block X */
@@ -150,6 +156,27 @@ void wd_mg_op_hop(const wd_mg_op *op, int d, double complex *out, const double c
             block_mv(n, o, op->links + (size_t)n * n * (9 * s + d),
                      in + (size_t)n * op->nbr[WD_MG_DIRS * s + d]);
     }
+}
+
+void wd_mg_op_term(const wd_mg_op *op, int d, size_t s, double complex *out,
+                   const double complex *psi)
+{
+    const int n = op->n;
+    if (op->u && d == WD_MG_LOCAL && op->clover) {
+        wd_clover_apply_host((double *)out, op->clover + WD_CLOVER_SITE_REALS * s,
+                             (const double *)psi, 1);
+        return;
+    }
+    if (op->u && d == WD_MG_LOCAL) {
+        memcpy(out, psi, (size_t)n * sizeof *out);
+        return;
+    }
+    for (int i = 0; i < n; ++i)
+        out[i] = 0;
+    if (op->u)
+        fine_hop_psi(op, d, s, out, psi);
+    else
+        block_mv(n, out, op->links + (size_t)n * n * (9 * s + d), psi);
 }
 
 void wd_mg_op_local(const wd_mg_op *op, double complex *out, const double complex *in)

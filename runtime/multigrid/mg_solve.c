@@ -483,10 +483,8 @@ static double orth_error(const wd_mg_transfer *t)
                     double complex g = 0;
                     for (int s = 0; s < bv; ++s) {
                         const size_t site = (size_t)t->sites[b * bv + s];
-                        const double complex *vi = t->v + ((size_t)i * t->fine_volume + site) *
-                                                              t->n_fine + chi * h;
-                        const double complex *vj = t->v + ((size_t)j * t->fine_volume + site) *
-                                                              t->n_fine + chi * h;
+                        const double complex *vi = t->v + (site * nv + i) * t->n_fine + chi * h;
+                        const double complex *vj = t->v + (site * nv + j) * t->n_fine + chi * h;
                         for (int a = 0; a < h; ++a)
                             g += conj(vi[a]) * vj[a];
                     }
@@ -533,7 +531,10 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         double worst = 0;
         int unconverged = 0;
         for (int k = 0; k < m->nvec[l]; ++k) {
-            double complex *v = f->t.v + (size_t)k * f->len;
+            /* relaxed in a field of its own (the fine level's w[1] is free
+             * until the coarse error below; a coarse level's x, where
+             * relax's scratch is w), then stored site-major */
+            double complex *v = l ? f->x : f->w[1];
             for (size_t i = 0; i < f->len; ++i)
                 v[i] = CMPLX(wd_rng_normal(&rng), wd_rng_normal(&rng));
             int its;
@@ -548,6 +549,7 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
                 res = relax(mg, l, v, m->setup_tol, m->setup_max_iter, &its);
                 stats->fine_applies += cost * (3.0 + 2.0 * its);
             }
+            wd_mg_vector_set(&f->t, k, v);
             if (res > worst)
                 worst = res;
             unconverged += res > m->setup_tol;

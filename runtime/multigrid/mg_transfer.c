@@ -8,7 +8,9 @@
  *   wd_mg_orthonormalise          per aggregate and chirality, modified
  *                                 Gram-Schmidt twice, vectors in order
  *   wd_mg_prolong / wd_mg_restrict   P and P^dag on host fields
- *   wd_mg_coarse_build            D_c = P^dag A P by directions
+ *   wd_mg_vector_set              store one null vector from a field
+ *   wd_mg_coarse_build            D_c = P^dag A P by directions, aggregate by
+ *                                 aggregate, each site's vectors read together
  * Notes: an aggregate is a block of block[0] x .. x block[3] fine sites;
  * coarse site b holds its 2 nvec components chirality major.  Every loop
  * over aggregates runs under OpenMP with one aggregate an iteration, the
@@ -93,7 +95,15 @@ void wd_mg_transfer_free(wd_mg_transfer *t)
 /* vector k's value at fine site s */
 static double complex *vec(const wd_mg_transfer *t, int k, size_t s)
 {
-    return t->v + ((size_t)k * t->fine_volume + s) * t->n_fine;
+    return t->v + (s * t->nvec + (size_t)k) * t->n_fine;
+}
+
+void wd_mg_vector_set(wd_mg_transfer *t, int k, const double complex *field)
+{
+    const int n = t->n_fine;
+#pragma omp parallel for schedule(static)
+    for (size_t s = 0; s < t->fine_volume; ++s)
+        memcpy(vec(t, k, s), field + s * n, (size_t)n * sizeof *field);
 }
 
 wd_status wd_mg_orthonormalise(wd_mg_transfer *t, int level)
@@ -209,15 +219,11 @@ wd_status wd_mg_coarse_build(wd_mg_op *coarse, const wd_mg_op *fine, const wd_mg
     memcpy(coarse->dims, t->coarse_dims, sizeof coarse->dims);
     coarse->volume = t->coarse_volume;
     coarse->n = nc;
-    const size_t fn = fine->volume * n;
     const size_t link_count = coarse->volume * 9 * (size_t)nc * nc;
     int *nbr = malloc(coarse->volume * WD_MG_DIRS * sizeof *nbr);
     coarse->links = calloc(link_count, sizeof *coarse->links);
-    double complex *w = malloc(fn * sizeof *w), *y = malloc(fn * sizeof *y);
-    if (!nbr || !coarse->links || !w || !y) {
+    if (!nbr || !coarse->links) {
         free(nbr);
-        free(w);
-        free(y);
         wd_mg_op_free(coarse);
         return wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate %zu bytes for a coarse operator "
                        "of %zu sites", link_count * sizeof(double complex), t->coarse_volume);
@@ -240,41 +246,52 @@ wd_status wd_mg_coarse_build(wd_mg_op *coarse, const wd_mg_op *fine, const wd_mg
         }
     }
     coarse->nbr = nbr;
-    /* column j = (chi, k): w = chirality chi of null vector k on every
-     * aggregate; y = each term of A applied to it; row i = (chi', k') of
-     * aggregate b is <v_k' restricted to (b, chi'), y> */
-    for (int j = 0; j < nc; ++j) {
-        const int chi = j / nv, k = j % nv;
+    /* Entry (i, j) of aggregate b's link for term d, i = (chi', k'), j =
+     * (chi, k): the sum over the aggregate's sites x whose term d leaves
+     * it (d < 8; else the local block) of v_k'(x)^dag restricted to chi'
+     * times the term applied to v_k restricted to chi at the site it reads.
+     * One aggregate an iteration, its sites in order: the null vectors are
+     * read site by site. */
+    int bad = 0;
+    for (int term = 0; term <= WD_MG_DIRS; ++term) {
 #pragma omp parallel for schedule(static)
-        for (size_t s = 0; s < fine->volume; ++s)
-            for (int a = 0; a < n; ++a)
-                w[(size_t)n * s + a] = (a >= h) == chi ? t->v[((size_t)k * fine->volume + s) * n + a]
-                                                       : 0;
-        for (int term = 0; term <= WD_MG_DIRS; ++term) {
-            if (term == WD_MG_DIRS)
-                wd_mg_op_local(fine, y, w);
-            else
-                wd_mg_op_hop(fine, term, y, w);
-#pragma omp parallel for schedule(static)
-            for (size_t b = 0; b < coarse->volume; ++b)
-                for (int i = 0; i < bv; ++i) {
-                    const size_t s = (size_t)t->sites[b * bv + i];
-                    const int slot = term < WD_MG_DIRS && leaves(t, term, s) ? term : WD_MG_LOCAL;
-                    double complex *x = coarse->links + (size_t)nc * nc * (9 * b + slot);
-                    const double complex *ys = y + (size_t)n * s;
+        for (size_t b = 0; b < coarse->volume; ++b) {
+            double complex *psi = malloc(2 * (size_t)n * sizeof *psi), *y = psi + n;
+            if (!psi) {
+#pragma omp atomic write
+                bad = 1;
+                continue;
+            }
+            for (int i = 0; i < bv; ++i) {
+                const size_t s = (size_t)t->sites[b * bv + i];
+                const size_t src = term < WD_MG_DIRS ? (size_t)fine->nbr[WD_MG_DIRS * s + term] : s;
+                const int slot = term < WD_MG_DIRS && leaves(t, term, s) ? term : WD_MG_LOCAL;
+                double complex *x = coarse->links + (size_t)nc * nc * (9 * b + slot);
+                for (int j = 0; j < nc; ++j) {
+                    const int chi = j / nv;
+                    const double complex *vs = vec(t, j % nv, src);
+                    for (int a = 0; a < n; ++a)
+                        psi[a] = (a >= h) == chi ? vs[a] : 0;
+                    wd_mg_op_term(fine, term, s, y, psi);
                     for (int ci = 0; ci < 2; ++ci)
                         for (int ki = 0; ki < nv; ++ki) {
-                            const double complex *v =
-                                t->v + ((size_t)ki * fine->volume + s) * n + ci * h;
-                            double complex acc = 0;
-                            for (int a = 0; a < h; ++a)
-                                acc += conj(v[a]) * ys[ci * h + a];
-                            x[(size_t)nc * (ci * nv + ki) + j] += acc;
+                            const double complex *v = vec(t, ki, s) + ci * h;
+                            const double complex *ys = y + ci * h;
+                            double re = 0, im = 0;
+                            for (int a = 0; a < h; ++a) {
+                                re += creal(v[a]) * creal(ys[a]) + cimag(v[a]) * cimag(ys[a]);
+                                im += creal(v[a]) * cimag(ys[a]) - cimag(v[a]) * creal(ys[a]);
+                            }
+                            x[(size_t)nc * (ci * nv + ki) + j] += CMPLX(re, im);
                         }
                 }
+            }
+            free(psi);
         }
     }
-    free(w);
-    free(y);
+    if (bad) {
+        wd_mg_op_free(coarse);
+        return wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the coarse build's scratch");
+    }
     return WD_OK;
 }

@@ -87,13 +87,18 @@ void wd_mg_op_free(wd_mg_op *op);
 void wd_mg_op_apply(const wd_mg_op *op, double complex *out, const double complex *in);
 void wd_mg_op_hop(const wd_mg_op *op, int d, double complex *out, const double complex *in);
 void wd_mg_op_local(const wd_mg_op *op, double complex *out, const double complex *in);
+/* out = H_d(s) psi (d < 8) or L(s) psi (d = WD_MG_LOCAL) at one site, psi
+ * the n components the term reads (at the neighbour s + d, or at s) */
+void wd_mg_op_term(const wd_mg_op *op, int d, size_t s, double complex *out,
+                   const double complex *psi);
 void wd_mg_g5(const wd_mg_op *op, double complex *out, const double complex *in);
 
 /*
  * The aggregates between a level (fine: n_fine components a site, dims)
  * and the next (coarse: 2 nvec components a site, dims / block).  v holds
- * the nvec null vectors as fine fields, v[k * fine_volume * n_fine + ...];
- * after wd_mg_orthonormalise each one's restriction to an aggregate and a
+ * the nvec null vectors site-major, v[(site * nvec + k) * n_fine + a] (a
+ * site's vectors together: the transfers and the coarse build read them
+ * site by site; wd_mg_vector_set stores one vector from a field); after wd_mg_orthonormalise each one's restriction to an aggregate and a
  * chirality is orthonormal to the others' (so P^dag P = 1), and
  *   (P c)(x)_a = sum_k v_k(x)_a c(b(x), chi(a) nvec + k)
  * with chi(a) = 0 for a < n_fine / 2, else 1.
@@ -119,6 +124,8 @@ void wd_mg_transfer_free(wd_mg_transfer *t);
  * is (numerically) dependent on the earlier ones there. */
 wd_status wd_mg_orthonormalise(wd_mg_transfer *t, int level);
 void wd_mg_prolong(const wd_mg_transfer *t, double complex *fine, const double complex *coarse);
+/* null vector k from a fine field (fine_volume x n_fine) */
+void wd_mg_vector_set(wd_mg_transfer *t, int k, const double complex *field);
 void wd_mg_restrict(const wd_mg_transfer *t, double complex *coarse, const double complex *fine);
 
 /* coarse = the operator P^dag A P of fine's level, built from fine's hops
