@@ -4,9 +4,10 @@
  * two-point functions with their effective masses (wdirac_physics.h).
  *
  * The externally accessible function is
- *   wd_cli_propagator_main   options, gauge field, 12 solves, correlators,
- *                            summary; JSON, CSV and a PNG (bench/
- *                            plot_correlators.py through python3)
+ *   wd_cli_propagator_main   options, gauge field, 12 solves (--mg: on one
+ *                            multigrid setup, wd_propagator_mg),
+ *                            correlators, summary; JSON, CSV and a PNG
+ *                            (bench/plot_correlators.py through python3)
  *
  * Exit codes as every command (cli_util.h): 0 every column converged, 1 a
  * column did not (the correlators are then not written), 2 bad usage or
@@ -49,7 +50,7 @@ static const char usage_text[] =
     "                        gauge-fixed configuration\n"
     "  --site x,y,z,t        the source site (default 0,0,0,0); wall: its t\n"
     "  --tbc periodic|antiperiodic  fermion time boundary (default antiperiodic)\n"
-    "  --solver cg|bicgstab  default bicgstab\n"
+    "  --solver cg|bicgstab  default bicgstab (--mg below: multigrid, one setup for the 12)\n"
     "  --precision d|s|h, --sloppy d|s|h   outer and sloppy precision (default d, s)\n"
     "  --recon 18|12|8, --sloppy-recon 18|12|8   gauge reconstruction (default 12, 12)\n"
     "  --gauge-fix, --sloppy-gauge-fix   outer / sloppy operator in temporal gauge\n"
@@ -78,6 +79,8 @@ typedef struct options {
     int backend;   /* -1 auto, else wd_backend_kind */
     int have_grid, grid[4];
     int overwrite, quiet;
+    int have_solver;
+    wd_cli_mg mg;       /* --mg, --mg-* */
     wd_solver_settings s;
 } options;
 
@@ -100,13 +103,20 @@ static int parse(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
     wd_solver_default_settings(&o->s);
+    wd_cli_mg_init(&o->mg);
     o->backend = -1;
     o->src.type = WD_SOURCE_POINT;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
         double v;
+        const int mg = wd_cli_mg_parse("wdirac propagator", argc, argv, &i, &o->mg);
+        if (mg < 0)
+            return WD_EXIT_USAGE;
+        if (mg > 0)
+            continue;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(usage_text, stdout);
+            wd_cli_mg_usage(stdout);
             return WD_EXIT_OK;
         } else if (!strcmp(a, "--gauge") && next) {
             o->gauge = argv[++i];
@@ -170,6 +180,7 @@ static int parse(int argc, char **argv, options *o)
                 o->s.solver = WD_SOLVER_BICGSTAB;
             else
                 return usage_error("--solver takes cg or bicgstab, got", argv[i]);
+            o->have_solver = 1;
         } else if ((!strcmp(a, "--precision") || !strcmp(a, "--sloppy")) && next) {
             const char *p = argv[++i];
             const int prec = !strcmp(p, "d") ? 8 : !strcmp(p, "s") ? 4 : !strcmp(p, "h") ? 2 : 0;
@@ -252,6 +263,10 @@ static int parse(int argc, char **argv, options *o)
     if (o->have_kappa == o->have_mass)
         return usage_error("give --kappa or --mass (one of them)", NULL);
     o->s.mass = o->have_kappa ? 1.0 / (2.0 * o->kappa) - 4.0 : o->mass;
+    if (!wd_cli_mg_finish("wdirac propagator", &o->mg, o->s.verbosity))
+        return WD_EXIT_USAGE;
+    if (o->mg.on && o->have_solver)
+        return usage_error("give --solver or --mg, not both", NULL);
     if (o->s.sloppy_precision > o->s.precision)
         o->s.sloppy_precision = o->s.precision;
     const char *outs[4] = {o->json, o->csv, o->png, o->out};
@@ -403,11 +418,22 @@ int wd_cli_propagator_main(int argc, char **argv)
         if (o.s.csw != 0)
             printf("clover     c_sw %.10g, %s Schur form\n", o.s.csw,
                    o.s.clover_form == WD_CLOVER_SYMMETRIC ? "symmetric" : "asymmetric");
+        if (o.mg.on)
+            wd_cli_mg_print_settings(stdout, "multigrid  ", &o.mg.m);
         fflush(stdout);
     }
     wd_solver_stats stats[12];
     memset(stats, 0, sizeof stats);
-    st = wd_propagator(prop, u, &lat, &o.src, &o.s, stats);
+    wd_mg_setup_stats mgst;
+    st = wd_propagator_mg(prop, u, &lat, &o.src, &o.s, o.mg.on ? &o.mg.m : NULL, &mgst, stats);
+    if (o.mg.on && st != WD_OK && mgst.levels == 0) {
+        /* no setup, so no column solved: the reason, and the option it is about */
+        const char *opt = wd_cli_mg_option_of(wd_last_error());
+        fprintf(stderr, "wdirac propagator: %s: %s%s%s%s\n", wd_status_string(st),
+                wd_last_error(), opt ? " (" : "", opt ? opt : "", opt ? ")" : "");
+        free(u), free(prop), free(corr), free(meff);
+        return wd_cli_exit_code(st);
+    }
     double seconds = 0, flops = 0, solve_seconds = 0;
     for (int k = 0; k < 12; k++) {
         seconds += stats[k].seconds;
@@ -415,7 +441,9 @@ int wd_cli_propagator_main(int argc, char **argv)
         flops += stats[k].flops;
     }
     if (!o.quiet) {
-        printf("columns    iterations");
+        if (o.mg.on)
+            wd_cli_mg_print_setup(stdout, "mg setup   ", &mgst, &o.mg.m);
+        printf("columns    iterations%s", o.mg.on ? " (outer)" : "");
         for (int k = 0; k < 12; k++)
             printf(" %d", stats[k].iterations);
         double worst = 0;
@@ -486,12 +514,14 @@ int wd_cli_propagator_main(int argc, char **argv)
                                  "grid", lat.procs[0], lat.procs[1], lat.procs[2], lat.procs[3],
                                  "ranks", lat.size);
         json_t *cols = json_array(), *mesons = json_object();
-        for (int k = 0; k < 12; k++)
-            json_array_append_new(cols, json_pack("{s:i, s:i, s:i, s:f, s:f}", "spin", k / 3,
-                                                  "colour", k % 3, "iterations",
-                                                  stats[k].iterations, "true_residual",
-                                                  stats[k].true_residual, "seconds",
-                                                  stats[k].seconds));
+        for (int k = 0; k < 12; k++) {
+            json_t *c = json_pack("{s:i, s:i, s:i, s:f, s:f}", "spin", k / 3, "colour", k % 3,
+                                  "iterations", stats[k].iterations, "true_residual",
+                                  stats[k].true_residual, "seconds", stats[k].seconds);
+            if (c && o.mg.on)
+                json_object_set_new(c, "mg_iterations", wd_cli_mg_levels_json(&stats[k]));
+            json_array_append_new(cols, c);
+        }
         for (int m = 0; m < WD_MESON_COUNT; m++) {
             json_t *c = json_array(), *e = json_array();
             for (int t = 0; t < T; t++)
@@ -506,6 +536,14 @@ int wd_cli_propagator_main(int argc, char **argv)
         json_object_set_new(root, "columns", cols);
         json_object_set_new(root, "mesons", mesons);
         json_object_set_new(root, "seconds", json_real(seconds));
+        json_object_set_new(root, "solver", json_string(o.mg.on ? "mg" : o.s.solver ==
+                                                        WD_SOLVER_CG ? "cg" : "bicgstab"));
+        if (o.mg.on) {
+            /* one setup for the 12 columns: seconds_with_setup is what the user waited */
+            json_object_set_new(root, "mg", wd_cli_mg_json(&o.mg.m, &mgst));
+            json_object_set_new(root, "mg_setup_seconds", json_real(mgst.seconds));
+            json_object_set_new(root, "seconds_with_setup", json_real(seconds + mgst.seconds));
+        }
         char *text = root ? json_dumps(root, JSON_INDENT(1)) : NULL;
         json_decref(root);
         if (!text) {

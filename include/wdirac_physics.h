@@ -14,6 +14,7 @@
  *
  * The externally accessible functions are
  *   wd_propagator          solve for the 12 columns of a point or wall source
+ *   wd_propagator_mg       the same, the 12 solves on one multigrid setup
  *   wd_meson_name          the name of a meson of wd_meson_correlators
  *   wd_meson_correlators   C(t) of the standard bilinears, zero momentum
  *   wd_effective_mass      the cosh (or sinh) effective mass per time slice
@@ -53,6 +54,22 @@ typedef struct wd_source {
 wd_status wd_propagator(double *prop, const double *gauge, const wd_lattice *lat,
                         const wd_source *src, const wd_solver_settings *s,
                         wd_solver_stats stats[12]);
+
+/*
+ * wd_propagator with the multigrid of wdirac.h ("Multigrid"): mg NULL is
+ * wd_propagator; otherwise one wd_solver_mg_setup with mg, for the mass
+ * (and c_sw) of s, serves all 12 columns, which then solve with
+ * WD_SOLVER_MG (s->solver is not read; wd_solver_solve_many runs the
+ * multigrid one right-hand side at a time).  mg_stats (may be NULL)
+ * receives the setup's cost and diagnostics.  A setup that fails (bad
+ * settings: WD_ERR_INVALID naming the level and the setting; a process
+ * grid of several ranks, which this version of the multigrid refuses)
+ * returns its status with prop unwritten.
+ */
+wd_status wd_propagator_mg(double *prop, const double *gauge, const wd_lattice *lat,
+                           const wd_source *src, const wd_solver_settings *s,
+                           const wd_mg_settings *mg, wd_mg_setup_stats *mg_stats,
+                           wd_solver_stats stats[12]);
 
 /* The mesons of wd_meson_correlators, in their order. */
 enum { WD_MESON_PS, WD_MESON_A4P, WD_MESON_V, WD_MESON_S, WD_MESON_COUNT };

@@ -10,11 +10,16 @@ Without MPIEXEC (one process):
     invariance of the free field), the JSON, CSV and PNG are written, the
     CSV holds the JSON's numbers, --out's propagator has the documented
     shape and order and sums to the pseudoscalar C(t);
+  - --mg (2 levels, 2^4 blocks, 4 null vectors, one setup for the 12
+    columns): the same FFT pseudoscalar to 1e-8, every column to tol, the
+    JSON's setup record and per-column per-level iterations;
   - bad input: a site outside the lattice, an existing output without
-    --overwrite: exit 2, nothing written.
+    --overwrite, --mg-nvec above an aggregate's dimension: exit 2, nothing
+    written.
 With MPIEXEC (e.g. `mpiexec --oversubscribe`): a heatbath configuration,
 one rank against 2 ranks (--grid 1 1 1 2): the same correlators (1e-10
-relative), iterations and propagator file bytes.
+relative), iterations and propagator file bytes; --mg on 2 ranks: exit 2
+with the reason (the multigrid runs on one process in this version).
 One line per check; "N of M failed" last; exit 1 on any failure.
 """
 import csv
@@ -106,6 +111,35 @@ def main():
         check("free field --csw 1.7: the Wilson C(t) (Fhat = 0 on unit links)",
               r.returncode == 0 and np.max(np.abs(cl - got) / got) <= 1e-10,
               f"max rel {np.max(np.abs(cl - got) / got):.1e} {r.stderr.strip()[-120:]}")
+        # the multigrid, tiny: one thread, as a 4x4x4x8 lattice gains nothing from two
+        mg = ["--mg", "--mg-block", "2", "--mg-nvec", "4", "--mg-setup-iter", "30"]
+        env1 = dict(os.environ, OMP_NUM_THREADS="1")
+        jm = os.path.join(tmp, "mg.json")
+        r = subprocess.run(base + mg + ["--json", jm], capture_output=True, text=True, env=env1)
+        check("free field --mg: runs", r.returncode == 0, r.stderr.strip()[-200:])
+        if r.returncode == 0:
+            rec = json.load(open(jm))
+            cm = np.array(rec["mesons"]["pseudoscalar"]["C"])
+            err = np.max(np.abs(cm - want) / want)
+            check("free field --mg: pseudoscalar C(t) = the FFT free propagator's", err <= 1e-8,
+                  f"max rel {err:.1e}")
+            cols = rec["columns"]
+            check("free field --mg: every column to 1e-12, per-level iterations",
+                  all(c["true_residual"] <= 1e-12 and len(c["mg_iterations"]) == 2
+                      and min(c["mg_iterations"]) > 0 for c in cols),
+                  f"outer {[c['iterations'] for c in cols]}")
+            su = rec["mg"]["setup"]
+            check("free field --mg: one setup recorded (seconds, cost, 2x2x2x4 coarse)",
+                  rec["solver"] == "mg" and rec["mg"]["nvec"] == [4] and su["seconds"] > 0
+                  and su["fine_applies"] > 0 and su["dims"] == [[4, 4, 4, 8], [2, 2, 2, 4]]
+                  and abs(rec["seconds_with_setup"] - rec["seconds"] - su["seconds"]) < 1e-9,
+                  f"setup {su['seconds']:.3f} s, {su['fine_applies']} fine applications")
+        jb = os.path.join(tmp, "mgbad.json")
+        r = subprocess.run(base + ["--mg", "--mg-block", "2", "--mg-nvec", "97", "--json", jb],
+                           capture_output=True, text=True, env=env1)
+        check("--mg-nvec 97 (an aggregate holds 2^4 x 6 = 96): exit 2, named, nothing written",
+              r.returncode == 2 and "--mg-nvec" in r.stderr and not os.path.exists(jb),
+              r.stderr.strip()[-120:])
         j2 = os.path.join(tmp, "b.json")
         r = run(base + ["--site", "1,2,3,5", "--json", j2])
         moved = np.array(json.load(open(j2))["mesons"]["pseudoscalar"]["C"])
@@ -166,6 +200,19 @@ def main():
                   all(col["true_residual"] <= 1e-11 for col in c["columns"] + d["columns"]))
             check("clover: C(t) differs from the Wilson one", np.max(np.abs(cc - cw) / cw) > 1e-3,
                   f"max rel {np.max(np.abs(cc - cw) / cw):.1e}")
+        # --mg on a grid: this version's multigrid refuses it on every rank alike
+        jm = os.path.join(tmp, "mg2.json")
+        try:
+            r = subprocess.run(mpi + ["-n", "2", wdirac] + common +
+                               ["--grid", "1", "1", "1", "2", "--mg", "--mg-block", "2",
+                                "--mg-nvec", "4", "--json", jm],
+                               capture_output=True, text=True, timeout=120)
+            ok = (r.returncode == 2 and "multigrid runs on one process" in r.stderr
+                  and not os.path.exists(jm))
+            detail = r.stderr.strip().splitlines()[0][-120:] if r.stderr.strip() else ""
+        except subprocess.TimeoutExpired:
+            ok, detail = False, "hung (killed after 120 s)"
+        check("--mg on 2 ranks: exit 2, the reason said, nothing written", ok, detail)
     print(f"{FAILED} of {RUN} failed")
     return 1 if FAILED else 0
 

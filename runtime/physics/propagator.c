@@ -9,6 +9,10 @@
  *                          uploaded once) as one lock-step batch
  *                          (wd_solver_solve_many), each column scattered
  *                          into the 12 x 12 matrix of every site
+ *   wd_propagator_mg       the same with WD_SOLVER_MG on one
+ *                          wd_solver_mg_setup: the setup, not the 12
+ *                          solves, is what a multigrid propagator pays
+ *                          once
  *   wd_meson_name          names and time symmetry of the mesons
  *   wd_meson_correlators   per-site traces summed per time slice in site
  *                          order, then over ranks in rank order
@@ -86,6 +90,16 @@ wd_status wd_propagator(double *prop, const double *gauge, const wd_lattice *lat
                         const wd_source *src, const wd_solver_settings *s,
                         wd_solver_stats stats[12])
 {
+    return wd_propagator_mg(prop, gauge, lat, src, s, NULL, NULL, stats);
+}
+
+wd_status wd_propagator_mg(double *prop, const double *gauge, const wd_lattice *lat,
+                           const wd_source *src, const wd_solver_settings *s,
+                           const wd_mg_settings *mg, wd_mg_setup_stats *mg_stats,
+                           wd_solver_stats stats[12])
+{
+    if (mg_stats)
+        memset(mg_stats, 0, sizeof *mg_stats);
     if (!prop || !gauge || !lat || !src || !s)
         return wd_fail(WD_ERR_INVALID, "wd_propagator: prop, gauge, lat, src and settings must "
                        "not be NULL");
@@ -110,7 +124,14 @@ wd_status wd_propagator(double *prop, const double *gauge, const wd_lattice *lat
     wd_solver *sv = NULL;
     if (st == WD_OK)
         st = wd_solver_create(&sv, gauge, D, &set);
+    if (st == WD_OK && mg) {
+        /* every rank reaches the agreement, so a refusal on one (a grid
+         * this version does not take) stops all alike */
+        st = wd_comm_agree(wd_solver_mg_setup(sv, mg, &set, mg_stats));
+        set.solver = WD_SOLVER_MG;
+    }
     if (st != WD_OK) {
+        wd_solver_destroy(sv);
         free(buf);
         return st;
     }
