@@ -680,6 +680,11 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
     stats->updates = 0;
     stats->solver_residual = rel;
     stats->seconds = stats->solve_seconds = now_s() - t0;
+    /* the backend's fields (the fine level and the solver's); the host
+     * fields of the transfers and coarse levels are not counted, nor are
+     * flops (the coarse levels' host arithmetic has no counter yet) */
+    stats->bytes_allocated = f->be->bytes_peak > f->be->bytes_allocated ? f->be->bytes_peak
+                                                                        : f->be->bytes_allocated;
     stats->mg_levels = mg->levels;
     for (int l = 0; l < mg->levels; ++l)
         stats->mg_iterations[l] = (int)mg->lv[l].iterations;
