@@ -120,3 +120,17 @@ def vector_type(store, width):
         return VECTOR_TYPES[(store, width)]
     except KeyError:
         raise ValueError(f"no vector type of {width} x {store}") from None
+
+# ---------------------------------------------------------------- the coarse family
+# The multigrid coarse operator D_c (DESIGN.md, "Multigrid";
+# docs/coarse-kernels.md): out(x) = sum_d X_d(x) in(nbr_d(x)) over the 8
+# direction links and the local block of a coarse site, each a
+# (2 Nvec) x (2 Nvec) complex matrix.  Its own axes: storage precision
+# (float arithmetic whatever is stored), Nvec, dagger (through gamma5-
+# hermiticity, no links of its own), xpay, right-hand sides.
+COARSE_TOKEN = "coarse"
+# Nvec spells "nv<count>": coarse_s_nv24_...
+NVEC_TOKEN = "nv"
+# 8 hops (d = 2 mu forward, 2 mu + 1 backward) and the local block (index 8)
+COARSE_DIRS = 8
+COARSE_BLOCKS = COARSE_DIRS + 1

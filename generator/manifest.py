@@ -1,13 +1,15 @@
-"""The manifest: the one list of Dslash variants wdirac can build.
+"""The manifest: the one list of the kernels wdirac can build.
 
-Nested loops over plain lists of axis values append to the list; meson's
-`kernels` / `kernels_exclude` globs pick what a build compiles.
+manifest() lists the Dslash variants (Wilson, clover epilogue, clover),
+coarse_manifest() the multigrid coarse operator's (docs/coarse-kernels.md).
+Nested loops over plain lists of axis values append to the lists; meson's
+`kernels` / `kernels_exclude` globs pick what a build compiles, of both.
 """
 
 import fnmatch
 
 from .axes import Operator, Precision, Recon
-from .naming import Variant
+from .naming import CoarseVariant, Variant
 
 PRECISION_AXIS = [Precision.D, Precision.S, Precision.H]
 RECON_AXIS = [Recon.R18, Recon.R12, Recon.R8]
@@ -60,6 +62,30 @@ def manifest():
                     for xpay in XPAY_AXIS:
                         variants.append(Variant(precision, Recon.R12, gauge_fix, dagger, xpay,
                                                 Operator.WILSON, nrhs))
+    return variants
+
+
+# The coarse operator: exactly the (Nvec, storage precision) pairs the
+# multigrid solvers run.  Nvec 24 is the usual second level (4^4
+# aggregates: issue 27's QUDA anchor), Nvec 32 a third level (2^4 blocks,
+# 24-32 vectors; 32 also fills a warp a chirality).  The coarse solves are
+# the preconditioner's, inside a flexible outer GCR in double: single
+# storage for the coarse GCR, half where a measurement shows it pays
+# (16-bit fixed point halves the link bytes, which are the whole cost).
+# No double: the coarse reference is the float64 definition itself
+# (wd_mg_coarse_build), and no solver would run a double coarse level.
+COARSE_PAIRS = [(24, Precision.S), (24, Precision.H), (32, Precision.S), (32, Precision.H)]
+# Right-hand sides a call applies to: one, for now (docs/coarse-kernels.md).
+COARSE_NRHS_AXIS = [1]
+
+
+def coarse_manifest():
+    variants = []
+    for nvec, precision in COARSE_PAIRS:
+        for dagger in DAGGER_AXIS:
+            for xpay in XPAY_AXIS:
+                for nrhs in COARSE_NRHS_AXIS:
+                    variants.append(CoarseVariant(precision, nvec, dagger, xpay, nrhs))
     return variants
 
 

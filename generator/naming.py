@@ -3,6 +3,7 @@
     dslash_<prec>_r<recon>_gf<0|1>_dag<0|1>_xpay<0|1>_n<N>     D (Wilson), N right-hand sides
     dslashcl_<prec>_r<recon>_gf<0|1>_dag<0|1>_xpay<0|1>_n<N>   C D (clover epilogue)
     clover_<prec>                                             C alone
+    coarse_<prec>_nv<Nvec>_dag<0|1>_xpay<0|1>_n<N>             D_c, the multigrid coarse operator
 
 Every part of an operator's axes is always spelled, in this fixed order, so
 names glob (dslash_* is the Wilson set, dslash*_ both hopping sets).
@@ -11,8 +12,9 @@ names glob (dslash_* is the Wilson set, dslash*_ both hopping sets).
 import re
 from dataclasses import dataclass
 
-from .axes import (DAGGER_TOKEN, GAUGE_FIX_TOKEN, NRHS_TOKEN, OPERATOR_TOKEN, PRECISIONS,
-                   RECON_TOKEN, XPAY_TOKEN, Operator, Precision, Recon)
+from .axes import (COARSE_TOKEN, DAGGER_TOKEN, GAUGE_FIX_TOKEN, NRHS_TOKEN, NVEC_TOKEN,
+                   OPERATOR_TOKEN, PRECISIONS, RECON_TOKEN, XPAY_TOKEN, Operator, Precision,
+                   Recon)
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,34 @@ class Variant:
         return PRECISIONS[self.precision]
 
 
+@dataclass(frozen=True)
+class CoarseVariant:
+    """A coarse-operator kernel's axis values (docs/coarse-kernels.md)."""
+
+    precision: Precision
+    nvec: int
+    dagger: int
+    xpay: int
+    nrhs: int = 1
+
+    @property
+    def ncomp(self):
+        """Complex components a coarse site: 2 Nvec, chirality major."""
+        return 2 * self.nvec
+
+    @property
+    def name(self):
+        return (f"{COARSE_TOKEN}_{PRECISIONS[self.precision].token}"
+                f"_{NVEC_TOKEN}{self.nvec}"
+                f"_{DAGGER_TOKEN}{self.dagger}"
+                f"_{XPAY_TOKEN}{self.xpay}"
+                f"_{NRHS_TOKEN}{self.nrhs}")
+
+    @property
+    def info(self):
+        return PRECISIONS[self.precision]
+
+
 _PREC_BY_TOKEN = {info.token: p for p, info in PRECISIONS.items()}
 _RECON_BY_TOKEN = {tok: r for r, tok in RECON_TOKEN.items()}
 _OP_BY_TOKEN = {tok: op for op, tok in OPERATOR_TOKEN.items()}
@@ -79,10 +109,16 @@ _HOPPING_RE = re.compile(
     rf"^(?P<op>[a-z]+)_(?P<p>[a-z]+)_(?P<r>r\d+)_{GAUGE_FIX_TOKEN}(?P<gf>[01])"
     rf"_{DAGGER_TOKEN}(?P<dag>[01])_{XPAY_TOKEN}(?P<xpay>[01])_{NRHS_TOKEN}(?P<n>[1-9][0-9]*)$")
 _SITE_RE = re.compile(r"^(?P<op>[a-z]+)_(?P<p>[a-z]+)$")
+_COARSE_RE = re.compile(
+    rf"^{COARSE_TOKEN}_(?P<p>[a-z]+)_{NVEC_TOKEN}(?P<nv>[1-9][0-9]*)_{DAGGER_TOKEN}(?P<dag>[01])"
+    rf"_{XPAY_TOKEN}(?P<xpay>[01])_{NRHS_TOKEN}(?P<n>[1-9][0-9]*)$")
 
 
 def parse(name):
-    """The Variant a name spells; ValueError naming the bad part otherwise."""
+    """The Variant (or CoarseVariant) a name spells; ValueError naming the
+    bad part otherwise."""
+    if name.startswith(COARSE_TOKEN + "_"):
+        return _parse_coarse(name)
     m = _HOPPING_RE.match(name) or _SITE_RE.match(name)
     if not m or m["op"] not in _OP_BY_TOKEN:
         raise ValueError(f"not a variant name: {name!r}")
@@ -98,3 +134,13 @@ def parse(name):
         raise ValueError(f"{name}: unknown reconstruction {m['r']!r}")
     return Variant(_PREC_BY_TOKEN[m["p"]], _RECON_BY_TOKEN[m["r"]],
                    int(m["gf"]), int(m["dag"]), int(m["xpay"]), op, int(m["n"]))
+
+
+def _parse_coarse(name):
+    m = _COARSE_RE.match(name)
+    if not m:
+        raise ValueError(f"not a variant name: {name!r}")
+    if m["p"] not in _PREC_BY_TOKEN:
+        raise ValueError(f"{name}: unknown precision {m['p']!r}")
+    return CoarseVariant(_PREC_BY_TOKEN[m["p"]], int(m["nv"]), int(m["dag"]), int(m["xpay"]),
+                         int(m["n"]))

@@ -1,0 +1,115 @@
+"""Rendering of the coarse-operator family (docs/coarse-kernels.md).
+
+Per variant the generator writes
+
+    <name>_body.h   the row function (gcc and nvcc): one output row of a site
+    <name>_cpu.c    the OpenMP loop over coarse sites, a vector loop over rows
+
+and once per build wd_coarse_registry.c (the table of what was built).
+The kernels are loops with constant bounds, not unrolled: (2 Nvec)^2 x 9
+complex products a site would be 20736 statements for Nvec 24.  The rows of
+a site are the innermost loop, which gcc vectorizes (a column of a block is
+contiguous in the row); gcc 12 vectorizes no outer loop of a nest with two
+inner loops, so a row function under `omp simd` would run scalar.  Every
+expression that differs by precision or dagger is made here; the templates
+hold the loops.
+"""
+
+import os
+
+from .axes import COARSE_BLOCKS
+from .render import _env, _write, banner
+
+MAIN_TEMPLATES = {"_body.h": "coarse_body.h.j2", "_cpu.c": "coarse_cpu.c.j2"}
+REGISTRY_OUTPUT = "wd_coarse_registry.c"
+
+
+def partials(v):
+    """The partial templates a variant renders with (its dependencies)."""
+    fixed = "fixed" if v.info.has_norm else "float"
+    return {"store": f"coarse_store_{fixed}.j2", "xpay": f"coarse_xpay{v.xpay}.j2"}
+
+
+def template_deps(v):
+    return sorted(set(MAIN_TEMPLATES.values()) | set(partials(v).values()))
+
+
+def _loads(v):
+    """Expressions of the input's and a link's (re, im) in float.
+
+    16-bit storage: the link stays raw and the input carries both scales
+    (f, once a block), so a product costs what it costs in single."""
+    n = v.ncomp
+    raw = {"in_re": "v[j]", "in_im": f"v[{n} + j]",
+           "link_re": "col[i]", "link_im": f"col[{n} + i]",
+           "x_re": "xs[i]", "x_im": f"xs[{n} + i]"}
+    if not v.info.has_norm:
+        return dict(raw, block_prelude=[], x_prelude=[])
+    return {
+        "in_re": f"wd_s2f({raw['in_re']}) * f", "in_im": f"wd_s2f({raw['in_im']}) * f",
+        "link_re": f"wd_s2f({raw['link_re']})", "link_im": f"wd_s2f({raw['link_im']})",
+        "x_re": f"wd_s2f({raw['x_re']}) * xn", "x_im": f"wd_s2f({raw['x_im']}) * xn",
+        "block_prelude": [
+            f"const float f = WD_LOAD(a->link_norm + {COARSE_BLOCKS} * s + d) "
+            "* WD_LOAD(a->in_norm + nb) * (WD_HALF_INV_SCALE * WD_HALF_INV_SCALE);"],
+        "x_prelude": ["const float xn = WD_LOAD(a->x_norm + s) * WD_HALF_INV_SCALE;"],
+    }
+
+
+def variant_context(v):
+    n, nvec = v.ncomp, v.nvec
+    if v.dagger:
+        # D_c^dag = g5 D_c g5, g5 = +1 on the first nvec components of a
+        # site: row i gets s_i (sum over + inputs - sum over - inputs)
+        sum_re = f"i < {nvec} ? re_p[i] - re_m[i] : re_m[i] - re_p[i]"
+        sum_im = f"i < {nvec} ? im_p[i] - im_m[i] : im_m[i] - im_p[i]"
+    else:
+        sum_re, sum_im = "re_p[i] + re_m[i]", "im_p[i] + im_m[i]"
+    what = "D_c^dag in" if v.dagger else "D_c in"
+    if v.xpay:
+        what = f"x + a {what}"
+    ctx = {
+        "name": v.name,
+        "variant": v,
+        "what": what,
+        "dagger_words": ("D_c^dag = g5 D_c g5 (gamma5-hermiticity): the chirality - "
+                         "halves of input and output negated" if v.dagger
+                         else "no dagger"),
+        "precision_words": ("16-bit fixed point with float scales, float arithmetic"
+                            if v.info.has_norm else "float storage and arithmetic"),
+        "store": v.info.store,
+        "nvec": nvec,
+        "ncomp": n,
+        "site_reals": 2 * n,
+        "block_reals": 2 * n * n,
+        "site_link_reals": COARSE_BLOCKS * 2 * n * n,
+        "halves": [{"label": "+", "first": 0, "last": nvec, "acc": "p"},
+                   {"label": "-", "first": nvec, "last": n, "acc": "m"}],
+        "sum_re": sum_re,
+        "sum_im": sum_im,
+        "partials": partials(v),
+    }
+    ctx.update(_loads(v))
+    return ctx
+
+
+def render_variant(v, outdir):
+    env = _env()
+    ctx = variant_context(v)
+    written = []
+    for suffix, template in MAIN_TEMPLATES.items():
+        text = env.get_template(template).render(banner=banner(template, v.name), **ctx)
+        path = os.path.join(outdir, v.name + suffix)
+        _write(path, text)
+        written.append(path)
+    return written
+
+
+def render_registry(variants, outdir):
+    env = _env()
+    rows = [{"name": v.name, "prec": v.info.cname, "nvec": v.nvec, "dagger": v.dagger,
+             "xpay": v.xpay, "nrhs": v.nrhs} for v in variants]
+    template = REGISTRY_OUTPUT + ".j2"
+    text = env.get_template(template).render(
+        banner=banner(template, f"{len(rows)} selected coarse variants"), rows=rows)
+    _write(os.path.join(outdir, REGISTRY_OUTPUT), text)
