@@ -1,0 +1,52 @@
+/*
+ * wd_coarse_kernel.h: what every generated coarse-operator kernel
+ * (coarse_*, docs/coarse-kernels.md) reads, for both backends (gcc with
+ * OpenMP, nvcc): its argument block and the packed layout it assumes.
+ *
+ * The externally accessible definitions are
+ *   wd_coarse_args   everything one application of a coarse variant reads
+ *   WD_COARSE_DIRS, WD_COARSE_BLOCKS   8 hops and the local block a site
+ * and, from wd_kernel.h, WD_INLINE, WD_LOAD, float2 and the 16-bit
+ * fixed-point helpers.
+ *
+ * Packed layout (wd_coarse_layout.h packs host fields into it), n = 2 Nvec
+ * complex components a coarse site, chirality major, sites in the order of
+ * the neighbour table (lexicographic, x fastest, on one process):
+ *   spinor: site s holds 2 n reals, the n real parts then the n imaginary
+ *           parts: component i of s at s * 2n + i (re), s * 2n + n + i (im);
+ *   links:  site s holds 9 blocks (d = 2 mu forward, 2 mu + 1 backward,
+ *           8 local), each n x n complex, column by column with the column
+ *           split into its real and imaginary planes: element (i, j) of
+ *           block d at s * 9 * 2 n^2 + (2 (d n + j) + 0) n + i (re) and
+ *           ... + (2 (d n + j) + 1) n + i (im).
+ * The output row i is the fastest index everywhere: the CPU loop runs the
+ * rows of a site as one vector loop (consecutive i, consecutive addresses,
+ * the input component j a broadcast) and a CUDA thread per (site, row)
+ * reads a block coalesced.
+ * Half precision (16-bit fixed point, float arithmetic): a spinor site's
+ * reals scaled by its norm (norm[s] = its largest |real|), a link block's
+ * by its own (link_norm[9 s + d] = the block's largest |real|), stored as
+ * round(32767 real / norm).
+ */
+#ifndef WDIRAC_COARSE_KERNEL_H
+#define WDIRAC_COARSE_KERNEL_H
+
+#include "wd_kernel.h"
+
+enum { WD_COARSE_DIRS = 8, WD_COARSE_BLOCKS = 9 };
+
+typedef struct wd_coarse_args {
+    void *out;              /* output field, every site */
+    float *out_norm;        /* half precision: per-site norms of out */
+    const void *in;         /* input field */
+    const float *in_norm;
+    const void *x;          /* xpay: out = x + a D_c in (or a D_c^dag in) */
+    const float *x_norm;
+    const void *links;      /* 9 blocks a site */
+    const float *link_norm; /* half precision: 9 a site, one a block */
+    const int *nbr;         /* nbr[8 s + d]: the site that hop d of s reads */
+    int volume;             /* output sites */
+    double a;               /* xpay coefficient */
+} wd_coarse_args;
+
+#endif
