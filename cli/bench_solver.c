@@ -33,6 +33,11 @@
  * optionally a reconstruction (18, 12, 8) and `g` for temporal gauge
  * fixing: `d` is pure double (recon 12), `d-s8g` double outer with a
  * single recon-8 gauge-fixed sloppy operator (the paper's "8 Single GF").
+ * `mg` is the multigrid (WD_SOLVER_MG, the --mg-* options of cli_util.c;
+ * `--mg` adds it): one row a kappa whatever --solvers says, its setup
+ * (wd_solver_mg_setup for that mass) timed apart from the solves, so a
+ * row gives the setup, the solve and their sum, with the outer and
+ * per-level iterations, beside the Krylov rows of the same run.
  */
 #include <complex.h>
 #include <jansson.h>
@@ -61,6 +66,7 @@ typedef struct level {
 typedef struct config {
     char name[32];
     level outer, sloppy;
+    int mg;             /* the multigrid (WD_SOLVER_MG) */
 } config;
 
 typedef struct row {
@@ -76,6 +82,7 @@ typedef struct row {
     double batch_seconds, single_seconds, iter_mean, single_iter_mean, res_max, single_res_max;
     int iter_max, single_iter_max, iter_diff_max;
     json_t *per_rhs;        /* one object per source */
+    wd_mg_setup_stats mgst; /* an mg row's setup (levels 0: none) */
 } row;
 
 static void usage(FILE *f)
@@ -92,7 +99,9 @@ static void usage(FILE *f)
             "  --masses M,M,...      bare masses instead (kappa = 1/(2(4+m)))\n"
             "  --solvers LIST        cg,bicgstab (default both)\n"
             "  --configs LIST        precision configurations OUTER[-SLOPPY], e.g. d,d-s,d-h,d-s8g\n"
-            "                        (default d,d-s,d-h; recon 12 unless given, g = gauge fixed)\n"
+            "                        (default d,d-s,d-h; recon 12 unless given, g = gauge fixed),\n"
+            "                        and mg: the multigrid (one row a kappa, its setup timed\n"
+            "                        apart; the --mg-* options below set it up)\n"
             "  --mixed METHOD        reliable|defect|none (default reliable)\n"
             "  --delta D             reliable-update delta (default 0.1)\n"
             "  --accumulator A       auto|sloppy|outer: precision of the partial solution\n"
@@ -114,6 +123,8 @@ static void usage(FILE *f)
             "                        seconds of both, speedup, iterations, largest true residual\n"
             "  --grid Px Py Pz Pt    process grid under mpirun (default automatic); rank 0 prints\n",
             MAX_NRHS);
+    fprintf(f, "(--mg adds the mg configuration to --configs)\n");
+    wd_cli_mg_usage(f);
 }
 
 static int parse_list(const char *s, double *v, int max)
@@ -158,6 +169,18 @@ static int parse_configs(const char *s, config *c, int max)
     int n = 0;
     while (*s && n < max) {
         const char *start = s;
+        if (!strncmp(s, "mg", 2) && (s[2] == ',' || !s[2])) {
+            /* the multigrid runs in float64: a pure double solver under it */
+            memset(&c[n], 0, sizeof c[n]);
+            snprintf(c[n].name, sizeof c[n].name, "mg");
+            c[n].outer = (level){8, 12, 0};
+            c[n].sloppy = c[n].outer;
+            c[n].mg = 1;
+            n++;
+            s += s[2] ? 3 : 2;
+            continue;
+        }
+        c[n].mg = 0;
         int k = parse_level(s, &c[n].outer);
         if (k < 0)
             return -1;
@@ -183,10 +206,28 @@ static const char *mixed_name(int m)
     return m == WD_MIXED_RELIABLE ? "reliable" : m == WD_MIXED_DEFECT ? "defect" : "none";
 }
 
+static const char *solver_name(int solver)
+{
+    return solver == WD_SOLVER_CG ? "cg" : solver == WD_SOLVER_MG ? "mg" : "bicgstab";
+}
+
+/* an mg row's own fields: the setup apart from the solve, and the iterations per level */
+static void json_mg_row(json_t *o, const row *r)
+{
+    json_object_set_new(o, "mg_setup", wd_cli_mg_setup_json(&r->mgst));
+    json_object_set_new(o, "mg_setup_seconds", json_real(r->mgst.seconds));
+    json_object_set_new(o, "mg_fine_applies", json_real(r->mgst.fine_applies));
+    json_object_set_new(o, "outer_iterations", json_integer(r->stats.iterations));
+    json_object_set_new(o, "mg_levels", json_integer(r->stats.mg_levels));
+    json_object_set_new(o, "mg_iterations", wd_cli_mg_levels_json(&r->stats));
+    json_object_set_new(o, "seconds_with_setup", json_real(r->seconds + r->mgst.seconds));
+}
+
+/* mg: the multigrid's settings when an mg configuration ran, else NULL */
 static int write_json(const char *path, const char *device, const int dims[4],
                       const char *gauge_desc, double plaquette, const wd_solver_settings *base,
                       uint64_t seed, int reps, int nrhs, const config *cfg, const row *rows,
-                      int n)
+                      int n, const wd_mg_settings *mg)
 {
     json_t *root = wd_bench_json_run("solver", base->backend == WD_BACKEND_CPU ? "cpu" : "cuda",
                                      device, seed),
@@ -211,15 +252,16 @@ static int write_json(const char *path, const char *device, const int dims[4],
     json_object_set_new(root, "reps", json_integer(reps));
     if (nrhs)
         json_object_set_new(root, "nrhs", json_integer(nrhs));
+    if (mg)
+        json_object_set_new(root, "mg", wd_cli_mg_json(mg, NULL));
     for (int k = 0; k < n; ++k) {
         const row *r = &rows[k];
         const config *c = &cfg[r->config];
         if (nrhs) {
-            json_array_append_new(
-                res, json_pack("{s:s, s:s, s:{s:i, s:i, s:i}, s:{s:i, s:i, s:i}, s:f, s:f, s:s, "
+            json_t *o = json_pack("{s:s, s:s, s:{s:i, s:i, s:i}, s:{s:i, s:i, s:i}, s:f, s:f, s:s, "
                                "s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:f, s:i, s:i, s:f, "
                                "s:f, s:f, s:o}",
-                               "solver", r->solver == WD_SOLVER_CG ? "cg" : "bicgstab",
+                               "solver", solver_name(r->solver),
                                "config", c->name,
                                "outer", "precision", c->outer.precision, "recon", c->outer.recon,
                                "gauge_fix", c->outer.gauge_fix,
@@ -242,13 +284,17 @@ static int write_json(const char *path, const char *device, const int dims[4],
                                "true_residual_max", r->res_max,
                                "single_true_residual_max", r->single_res_max,
                                "setup_seconds", r->setup_seconds,
-                               "per_rhs", r->per_rhs ? json_incref(r->per_rhs) : json_array()));
+                               "per_rhs", r->per_rhs ? json_incref(r->per_rhs) : json_array());
+            if (o && c->mg) {
+                json_object_set_new(o, "mg_setup_seconds", json_real(r->mgst.seconds));
+                json_object_set_new(o, "mg_fine_applies", json_real(r->mgst.fine_applies));
+            }
+            json_array_append_new(res, o);
             continue;
         }
-        json_array_append_new(
-            res, json_pack("{s:s, s:s, s:{s:i, s:i, s:i}, s:{s:i, s:i, s:i}, s:f, s:f, s:s, s:i, "
+        json_t *o = json_pack("{s:s, s:s, s:{s:i, s:i, s:i}, s:{s:i, s:i, s:i}, s:f, s:f, s:s, s:i, "
                            "s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:I}",
-                           "solver", r->solver == WD_SOLVER_CG ? "cg" : "bicgstab",
+                           "solver", solver_name(r->solver),
                            "config", c->name,
                            "outer", "precision", c->outer.precision, "recon", c->outer.recon,
                            "gauge_fix", c->outer.gauge_fix,
@@ -265,7 +311,10 @@ static int write_json(const char *path, const char *device, const int dims[4],
                            "solve_seconds", r->stats.solve_seconds,
                            "gflops", r->stats.gflops,
                            "flops", r->stats.flops,
-                           "bytes_allocated", (json_int_t)r->stats.bytes_allocated));
+                           "bytes_allocated", (json_int_t)r->stats.bytes_allocated);
+        if (o && c->mg)
+            json_mg_row(o, r);
+        json_array_append_new(res, o);
     }
     json_object_set_new(root, "results", res);
     const int rc = json_dump_file(root, path, JSON_INDENT(1));
@@ -384,10 +433,17 @@ int wd_bench_solver_main(int argc, char **argv)
     int nc = parse_configs("d,d-s,d-h", cfg, MAX_LIST);
     wd_solver_settings base;
     wd_solver_default_settings(&base);
+    wd_cli_mg mg;
+    wd_cli_mg_init(&mg);
 
     for (int k = 0; k < argc; ++k) {
         const char *a = argv[k];
         const int more = k + 1 < argc;
+        const int mgr = wd_cli_mg_parse("wdirac bench solver", argc, argv, &k, &mg);
+        if (mgr < 0)
+            return WD_EXIT_USAGE;
+        if (mgr > 0)
+            continue;
         if (!strcmp(a, "--dims") && k + 4 < argc) {
             for (int mu = 0; mu < 4; ++mu)
                 dims[mu] = atoi(argv[++k]);
@@ -509,6 +565,27 @@ int wd_bench_solver_main(int argc, char **argv)
         fprintf(stderr, "wdirac bench solver: --reps must be >= 1\n");
         return 2;
     }
+    /* --mg adds the mg configuration; an mg configuration is what --mg-* set up */
+    int have_mg = 0;
+    for (int ci = 0; ci < nc; ++ci)
+        have_mg |= cfg[ci].mg;
+    if (mg.on && !have_mg) {
+        if (nc == MAX_LIST) {
+            fprintf(stderr, "wdirac bench solver: --mg: already %d configurations\n", MAX_LIST);
+            return WD_EXIT_USAGE;
+        }
+        parse_configs("mg", &cfg[nc++], 1);
+        have_mg = 1;
+    }
+    if (have_mg)
+        mg.on = 1;
+    else if (mg.first) {
+        fprintf(stderr, "wdirac bench solver: %s needs the mg configuration (--mg, or mg in "
+                "--configs)\n", mg.first);
+        return WD_EXIT_USAGE;
+    }
+    if (!wd_cli_mg_finish("wdirac bench solver", &mg, base.verbosity))
+        return WD_EXIT_USAGE;
     if (gauge_file) {
         /* the extents are the file's */
         wd_gauge_info info;
@@ -590,18 +667,21 @@ int wd_bench_solver_main(int argc, char **argv)
                "aggregate Gflops = %d x\n", lat.procs[0], lat.procs[1], lat.procs[2],
                lat.procs[3], lat.size, lat.local[0], lat.local[1], lat.local[2], lat.local[3],
                lat.size);
-    printf("tol %.0e  %s (delta %g, tol_inner %g)  time bc %s  seed %llu  reps %d  commit %s\n\n",
+    printf("tol %.0e  %s (delta %g, tol_inner %g)  time bc %s  seed %llu  reps %d  commit %s\n",
            base.tol, mixed_name(base.mixed), base.delta, base.tol_inner,
            base.tbc == WD_TIME_PERIODIC ? "periodic" : "antiperiodic", (unsigned long long)seed,
            reps, WD_GIT_COMMIT);
+    if (have_mg)
+        wd_cli_mg_print_settings(stdout, "mg: ", &mg.m);
+    printf("\n");
     if (nrhs)
         printf("%-8s %-10s %8s %8s %-10s %4s %9s %9s %9s %7s %7s %5s %7s %5s %10s\n", "solver",
                "config", "kappa", "mass", "status", "N", "batch_s", "s/rhs", "single_s", "speedup",
                "iter", "max", "single", "max", "max_res");
     else
-        printf("%-8s %-10s %8s %8s %-10s %6s %6s %4s %10s %9s %9s %8s %8s\n", "solver",
+        printf("%-8s %-10s %8s %8s %-10s %6s %6s %4s %10s %9s %9s %8s %8s %9s\n", "solver",
                "config", "kappa", "mass", "status", "iter", "k", "l", "true_res", "seconds",
-               "krylov_s", "Gflops", "MB");
+               "krylov_s", "Gflops", "MB", "mg_setup");
 
     /* one solver per configuration: its gauge fields are uploaded once and
      * every (kappa, solver) row of it solves on them, as a physics code
@@ -615,6 +695,7 @@ int wd_bench_solver_main(int argc, char **argv)
         s.sloppy_precision = cfg[ci].sloppy.precision;
         s.sloppy_recon = cfg[ci].sloppy.recon;
         s.sloppy_gauge_fix = cfg[ci].sloppy.gauge_fix;
+        const int nsc = cfg[ci].mg ? 1 : ns;    /* the multigrid is one solver */
         wd_solver *sv = NULL;
         const double t0 = wd_bench_now();
         wd_status st = wd_solver_create(&sv, u, dims, &s);   /* dims global, u the block */
@@ -622,26 +703,40 @@ int wd_bench_solver_main(int argc, char **argv)
         if (st != WD_OK) {
             printf("%-8s %-10s %s: %s\n", "-", cfg[ci].name, wd_status_string(st), wd_last_error());
             failed++;
-            n += nk * ns;
+            n += nk * nsc;
             continue;
         }
         for (int ki = 0; ki < nk; ++ki)
-            for (int si = 0; si < ns; ++si) {
+            for (int si = 0; si < nsc; ++si) {
                 row *r = &rows[n++];
                 r->config = ci;
-                r->solver = solvers[si];
+                r->solver = cfg[ci].mg ? WD_SOLVER_MG : solvers[si];
                 r->mass = use_masses ? kappas[ki] : 1.0 / (2.0 * kappas[ki]) - 4.0;
                 r->kappa = 1.0 / (2.0 * (4.0 + r->mass));
                 r->setup_seconds = setup;
-                s.solver = solvers[si];
+                s.solver = r->solver;
                 s.mass = r->mass;
+                if (cfg[ci].mg) {
+                    /* the setup for this mass, timed apart from the solves */
+                    r->status = wd_agree(wd_solver_mg_setup(sv, &mg.m, &s, &r->mgst));
+                    if (r->status != WD_OK) {
+                        const char *opt = wd_cli_mg_option_of(wd_last_error());
+                        printf("%-8s %-10s %8.5f %8.4f %-10.10s multigrid setup: %s%s%s%s\n",
+                               "mg", cfg[ci].name, r->kappa, r->mass,
+                               wd_status_string(r->status), wd_last_error(), opt ? " (" : "",
+                               opt ? opt : "", opt ? ")" : "");
+                        failed++;
+                        fflush(stdout);
+                        continue;
+                    }
+                }
                 if (nrhs) {
                     char msg[700];
                     solve_nrhs(sv, &s, xs, (const double *const *)bs, nrhs, (double *)x, reps,
                                warmup, many, one, times, r, msg, sizeof msg);
                     const wd_status worst = r->status != WD_OK ? r->status : r->single_status;
                     printf("%-8s %-10s %8.5f %8.4f %-10.10s %4d %9.3f %9.4f %9.4f %7.2f %7.1f "
-                           "%5d %7.1f %5d %10.2e\n", s.solver == WD_SOLVER_CG ? "cg" : "bicgstab",
+                           "%5d %7.1f %5d %10.2e\n", solver_name(s.solver),
                            cfg[ci].name, r->kappa, r->mass,
                            worst == WD_OK ? "ok" : wd_status_string(worst), nrhs,
                            r->batch_seconds, r->batch_seconds / nrhs, r->single_seconds / nrhs,
@@ -662,12 +757,23 @@ int wd_bench_solver_main(int argc, char **argv)
                     times[rep] = r->stats.seconds;
                 }
                 r->seconds = wd_bench_median(times, reps);
+                char mg_setup[16] = "-";
+                if (cfg[ci].mg)
+                    snprintf(mg_setup, sizeof mg_setup, "%.3f", r->mgst.seconds);
                 printf("%-8s %-10s %8.5f %8.4f %-10.10s %6d %6d %4d %10.2e %9.3f %9.3f %8.2f "
-                       "%8.1f\n", s.solver == WD_SOLVER_CG ? "cg" : "bicgstab", cfg[ci].name,
+                       "%8.1f %9s\n", solver_name(s.solver), cfg[ci].name,
                        r->kappa, r->mass, r->status == WD_OK ? "ok" : wd_status_string(r->status),
                        r->stats.iterations, r->stats.sloppy_iterations, r->stats.updates,
                        r->stats.true_residual, r->seconds, r->stats.solve_seconds,
-                       r->stats.gflops, r->stats.bytes_allocated / 1048576.0);
+                       r->stats.gflops, r->stats.bytes_allocated / 1048576.0, mg_setup);
+                if (cfg[ci].mg) {
+                    char levels[160];
+                    wd_cli_mg_format_levels(levels, sizeof levels, &r->stats);
+                    printf("  mg: %d outer iterations, per level %s; setup %.3f s (%.1f "
+                           "fine-operator applications) + solve %.3f s = %.3f s\n",
+                           r->stats.iterations, levels, r->mgst.seconds, r->mgst.fine_applies,
+                           r->seconds, r->mgst.seconds + r->seconds);
+                }
                 if (r->status != WD_OK) {
                     printf("  %s\n", wd_last_error());
                     failed++;
@@ -688,12 +794,15 @@ int wd_bench_solver_main(int argc, char **argv)
         printf("\niter = k + l: Krylov iterations k plus true-residual updates l (reliable "
                "updates, restarts); true_res: ||b - M x|| / ||b||, full lattice, double;\n"
                "seconds: host source to host solution, the gauge field already on the backend "
-               "(median of %d%s); krylov_s: the iteration alone; Gflops: its flops / krylov_s\n",
-               reps, warmup ? ", after one untimed solve" : "");
+               "(median of %d%s); krylov_s: the iteration alone; Gflops: its flops / krylov_s\n"
+               "%s", reps, warmup ? ", after one untimed solve" : "",
+               have_mg ? "mg rows: iter = k = the outer flexible GCR's iterations; mg_setup: "
+               "wd_solver_mg_setup for that kappa, not in seconds (the line below the row adds "
+               "them)\n" : "");
     int rc = failed ? 1 : 0;
     if (json_path && wd_rank() == 0 &&
         !write_json(json_path, device, dims, gauge_desc, plaq, &base, seed, reps, nrhs, cfg, rows,
-                    n))
+                    n, have_mg ? &mg.m : NULL))
         rc = 1;
     for (int k = 0; k < n; ++k)
         json_decref(rows[k].per_rhs);

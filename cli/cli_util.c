@@ -18,7 +18,8 @@
  *   wd_cli_mg_usage    their help, the defaults read from
  *                      wd_mg_default_settings
  *   wd_cli_mg_print_settings, wd_cli_mg_print_setup,
- *   wd_cli_mg_format_levels, wd_cli_mg_json, wd_cli_mg_levels_json
+ *   wd_cli_mg_format_levels, wd_cli_mg_json, wd_cli_mg_setup_json,
+ *   wd_cli_mg_levels_json
  *                      the summary lines and JSON of a multigrid that
  *                      every command prints alike
  */
@@ -399,6 +400,17 @@ json_t *wd_cli_mg_json(const wd_mg_settings *m, const wd_mg_setup_stats *st)
                              "verbosity", m->verbosity);
     if (!root || !st)
         return root;
+    json_t *setup = wd_cli_mg_setup_json(st);
+    if (!setup) {
+        json_decref(root);
+        return NULL;
+    }
+    json_object_set_new(root, "setup", setup);
+    return root;
+}
+
+json_t *wd_cli_mg_setup_json(const wd_mg_setup_stats *st)
+{
     json_t *dims = json_array(), *res = json_array(), *unconv = json_array(),
            *orth = json_array(), *coarse = json_array();
     for (int l = 0; l < st->levels; ++l) {
@@ -411,16 +423,10 @@ json_t *wd_cli_mg_json(const wd_mg_settings *m, const wd_mg_setup_stats *st)
         json_array_append_new(orth, mg_real(st->orth_error[l]));
         json_array_append_new(coarse, mg_real(st->coarse_error[l]));
     }
-    json_t *setup = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "seconds",
-                              mg_real(st->seconds), "fine_applies", mg_real(st->fine_applies),
-                              "dims", dims, "setup_residual", res, "setup_unconverged", unconv,
-                              "orth_error", orth, "coarse_error", coarse);
-    if (!setup) {
-        json_decref(root);
-        return NULL;
-    }
-    json_object_set_new(root, "setup", setup);
-    return root;
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "seconds", mg_real(st->seconds),
+                     "fine_applies", mg_real(st->fine_applies), "dims", dims, "setup_residual",
+                     res, "setup_unconverged", unconv, "orth_error", orth, "coarse_error",
+                     coarse);
 }
 
 json_t *wd_cli_mg_levels_json(const wd_solver_stats *stats)

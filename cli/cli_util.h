@@ -91,10 +91,12 @@ void wd_cli_mg_print_setup(FILE *f, const char *label, const wd_mg_setup_stats *
 void wd_cli_mg_format_levels(char *buf, size_t len, const wd_solver_stats *stats);
 
 /* JSON: the settings ({levels, block, nvec, setup_tol, ...}); with st
- * also "setup": {seconds, fine_applies, dims, setup_residual,
- * setup_unconverged, orth_error, coarse_error}, one entry a level.
- * NULL when out of memory. */
+ * also "setup": wd_cli_mg_setup_json's.  NULL when out of memory. */
 json_t *wd_cli_mg_json(const wd_mg_settings *m, const wd_mg_setup_stats *st);
+/* {seconds, fine_applies, dims (each level's), setup_residual,
+ * setup_unconverged, orth_error, coarse_error (one a level above the
+ * coarsest)} */
+json_t *wd_cli_mg_setup_json(const wd_mg_setup_stats *st);
 /* [mg_iterations[0], ..., mg_iterations[mg_levels - 1]] */
 json_t *wd_cli_mg_levels_json(const wd_solver_stats *stats);
 

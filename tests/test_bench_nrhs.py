@@ -14,7 +14,11 @@ right-hand side, links once per kernel call, over N).  Solver: 13 sources
 (one lock-step group of 12 and one of 1) as a batch and one by one: every
 source converges to tol in both, the iterations agree within 2.  Bad
 --nrhs values exit 2 naming the option; without --nrhs the dslash JSON is
-the plain one.  With PLOT_NRHS_PY, bench/plot_nrhs.py draws the --nrhs JSON
+the plain one.  The mg configuration (the multigrid, tiny settings) beside
+BiCGstab rows of the same run, one table: every row converges to tol, an mg
+row gives its setup apart from its solve (and their sum), the outer and
+per-level iterations and the setup's record; an --mg-* option without the
+mg configuration exits 2 naming it.  With PLOT_NRHS_PY, bench/plot_nrhs.py draws the --nrhs JSON
 (skipped without matplotlib).  One line per check; exit 1 on any failure.
 """
 
@@ -173,6 +177,44 @@ def solver_checks(wdirac, tmp):
               and all(q["iterations"] > 0 for q in per), json.dumps(per)[:400])
 
 
+def mg_checks(wdirac, tmp):
+    path = os.path.join(tmp, "solver-mg.json")
+    mg = ["--mg-block", "2", "--mg-nvec", "4", "--mg-setup-iter", "30"]
+    p = run(wdirac, "bench", "solver", "--backend", "cpu", *DIMS, "--sweeps", "5",
+            "--kappas", "0.12,0.13", "--configs", "d-s,mg", "--solvers", "bicgstab", "--tol",
+            str(TOL), "--seed", "4", *mg, "--json", path)
+    check("bench solver --configs d-s,mg exits 0", p.returncode == 0,
+          f"exit {p.returncode}: {p.stdout[-2000:]} {p.stderr}")
+    if p.returncode != 0:
+        return
+    lines = p.stdout.splitlines()
+    head = [k for k, line in enumerate(lines) if line.startswith("solver ")]
+    body = [line.split()[:2] for line in lines[head[0] + 1:] if line.strip()][:6] if head else []
+    check("... one table: bicgstab d-s and mg rows under one header",
+          len(head) == 1 and lines[head[0]].split()[-1] == "mg_setup"
+          and body.count(["bicgstab", "d-s"]) == 2 and body.count(["mg", "mg"]) == 2,
+          "\n".join(lines[head[0]:head[0] + 8]) if head else p.stdout[-800:])
+    rows = json.load(open(path))["results"]
+    check("... JSON: 2 bicgstab and 2 mg rows, each converged",
+          sorted(r["solver"] for r in rows) == ["bicgstab", "bicgstab", "mg", "mg"]
+          and all(r["status"] == "ok" and 0 < r["true_residual"] <= TOL for r in rows),
+          json.dumps(rows)[:400])
+    for r in (r for r in rows if r["solver"] == "mg"):
+        su = r.get("mg_setup", {})
+        check(f"... mg kappa {r['kappa']}: setup apart from solve, outer and per-level iterations",
+              positive(r["mg_setup_seconds"]) and positive(r["seconds"])
+              and abs(r["seconds_with_setup"] - r["seconds"] - r["mg_setup_seconds"]) < 1e-9
+              and r["outer_iterations"] == r["iterations"] > 0 and r["mg_levels"] == 2
+              and len(r["mg_iterations"]) == 2 and min(r["mg_iterations"]) > 0
+              and su.get("dims") == [[4, 4, 4, 8], [2, 2, 2, 4]]
+              and su.get("seconds") == r["mg_setup_seconds"] and positive(r["mg_fine_applies"]),
+              json.dumps(r)[:600])
+    p = run(wdirac, "bench", "solver", "--backend", "cpu", *DIMS, "--configs", "d",
+            "--mg-nvec", "4")
+    check("bench solver --mg-nvec without the mg configuration: exit 2 naming it",
+          p.returncode == 2 and "--mg-nvec" in p.stderr, f"exit {p.returncode}: {p.stderr}")
+
+
 def usage_checks(wdirac):
     for args in (["dslash", "--nrhs", "0"], ["dslash", "--nrhs", "abc"],
                  ["dslash", "--nrhs", "65"], ["dslash", "--nrhs", "2,,4"],
@@ -201,6 +243,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         dslash_checks(wdirac, tmp, plot)
         solver_checks(wdirac, tmp)
+        mg_checks(wdirac, tmp)
         usage_checks(wdirac)
         plain_check(wdirac, tmp)
     print(f"{len(failed)} check{'s' if len(failed) != 1 else ''} failed")
