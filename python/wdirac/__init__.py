@@ -26,11 +26,15 @@ import numpy as np
 
 from . import _core
 
-__all__ = ["Error", "GaugeField", "Solver", "SolveStats", "variants", "cuda_available",
-           "propagator", "meson_correlators"]
+__all__ = ["Error", "GaugeField", "Solver", "SolveStats", "MGSetupStats", "variants",
+           "cuda_available", "propagator", "meson_correlators"]
 
 _PRECISION = {"d": 8, "s": 4, "h": 2}
-_SOLVER = {"cg": 1, "bicgstab": 2}
+_SOLVER = {"cg": 1, "bicgstab": 2, "mg": 3}
+_MG_CYCLE = {"v": 0, "k": 1}
+# wd_mg_settings' fields that take a number (block, nvec and cycle are converted)
+_MG_NUMBERS = ("levels", "setup_tol", "setup_max_iter", "pre_smooth", "post_smooth",
+               "coarse_tol", "coarse_max_iter", "gcr_nkrylov", "seed", "verbosity")
 _MIXED = {"none": 0, "reliable": 1, "defect": 2}
 _ACCUM = {"auto": 0, "sloppy": 1, "outer": 2}
 _TBC = {"periodic": 1, "antiperiodic": -1}
@@ -164,6 +168,66 @@ class SolveStats:
     bytes_allocated: int
     message: str = ""
     call_seconds: float = 0.0   # wall time of the C call (one solve; 0 in a batch)
+    # multigrid solves (solver 'mg'): iterations is the outer flexible GCR's;
+    # mg_iterations one count a level, [0] the fine smoother's steps, [l] the
+    # Krylov iterations on coarse level l, summed over every cycle
+    mg_levels: int = 0
+    mg_iterations: list = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class MGSetupStats:
+    """What a multigrid setup (wd_solver_mg_setup) did: seconds and its cost
+    in fine-operator applications; dims, each level's extents (the fine one
+    first); and for each level above the coarsest, setup_residual (the
+    largest |A v| / |A v0| of its relaxed null vectors), setup_unconverged
+    (relaxations that stopped at setup_max_iter above setup_tol),
+    orth_error (||P^dag P - 1||) and coarse_error
+    (||D_c v - P^dag A P v|| / ||D_c v|| on a random v)."""
+    seconds: float
+    fine_applies: float
+    levels: int
+    dims: list
+    setup_residual: list
+    setup_unconverged: list
+    orth_error: list
+    coarse_error: list
+
+
+def _mg_settings(mg) -> dict:
+    """The multigrid settings for the C layer from a dict of wd_mg_settings'
+    field names: block as B, (X, Y, Z, T) or a list of those (one a level,
+    the fine one first), nvec as N or a list, cycle 'v' or 'k'; missing
+    keys keep the library's defaults (wd_mg_default_settings)."""
+    if not isinstance(mg, dict):
+        raise TypeError(f"mg: need a dict of multigrid settings, got {type(mg).__name__}")
+    out = {}
+    for key, value in mg.items():
+        if key == "block":
+            def one(b):
+                if isinstance(b, (int, np.integer)):
+                    return (int(b),) * 4
+                b = tuple(int(v) for v in b)
+                if len(b) != 4:
+                    raise ValueError(f"mg: a block is B or (X, Y, Z, T), got {b}")
+                return b
+            if isinstance(value, (int, np.integer)) or (
+                    len(value) == 4 and all(isinstance(v, (int, np.integer)) for v in value)):
+                value = [value]
+            out[key] = [one(b) for b in value]
+        elif key == "nvec":
+            out[key] = [int(value)] if isinstance(value, (int, np.integer)) else \
+                [int(v) for v in value]
+        elif key == "cycle":
+            if value not in _MG_CYCLE:
+                raise ValueError(f"mg: cycle '{value}': must be one of {sorted(_MG_CYCLE)}")
+            out[key] = _MG_CYCLE[value]
+        elif key in _MG_NUMBERS:
+            out[key] = value
+        else:
+            raise KeyError(f"mg: unknown multigrid setting '{key}' (known: block, nvec, cycle, "
+                           f"{', '.join(_MG_NUMBERS)})")
+    return out
 
 
 class Solver:
@@ -177,12 +241,26 @@ class Solver:
     even-odd form.  Further keywords are wd_solver_settings fields (delta,
     tol_inner, max_iter, recon, sloppy_recon, gauge_fix, sloppy_gauge_fix,
     max_stall, divergence, accumulator, tbc, pad, verbosity).
+
+    mg (a dict; solver='mg' alone takes the defaults) solves with the
+    multigrid instead (flexible GCR preconditioned by its cycle; host
+    float64 on one process in this version): keys are wd_mg_settings'
+    fields, levels, block (B, (X, Y, Z, T) or a list of those, one a level
+    from the fine one down), nvec (N or a list), setup_tol,
+    setup_max_iter, pre_smooth, post_smooth, cycle ('v' or 'k'),
+    coarse_tol, coarse_max_iter, gcr_nkrylov, seed, verbosity; missing
+    keys keep the library's defaults.  The setup runs once, here, for this
+    mass (.mg_stats: MGSetupStats); every solve uses it, and its stats
+    give mg_levels and mg_iterations.  solve(b, solver='bicgstab') still
+    solves by Krylov on the same solver; a solve at another mass raises
+    Error (call setup_mg again for it).
     """
 
     def __init__(self, gauge: GaugeField, kappa: Optional[float] = None,
                  mass: Optional[float] = None, solver: str = "bicgstab",
                  precision: str = "d", sloppy: str = "s", mixed: str = "reliable",
-                 tol: float = 1e-10, backend: str = "auto", **settings):
+                 tol: float = 1e-10, backend: str = "auto", mg: Optional[dict] = None,
+                 **settings):
         if not isinstance(gauge, GaugeField):
             raise TypeError("Solver: gauge must be a wdirac.GaugeField")
         if (kappa is None) == (mass is None):
@@ -215,6 +293,30 @@ class Solver:
             s[key] = value
         self.settings = s
         self._solver = _call(_core.solver_create, gauge.array, gauge.dims, s)
+        self.mg: Optional[dict] = None              # the multigrid's settings (C field names)
+        self.mg_stats: Optional[MGSetupStats] = None
+        if mg is not None or solver == "mg":
+            self.setup_mg({} if mg is None else mg)
+
+    def setup_mg(self, mg: dict, **changes) -> MGSetupStats:
+        """Set up the multigrid (wd_solver_mg_setup: null vectors,
+        transfers, coarse operators) for the solver's mass, or for the kappa
+        or mass in changes, and solve with it from now on; mg as for
+        Solver(mg=...).  Returns (and keeps in .mg_stats) the setup's stats.
+        Bad settings (a block that does not divide the lattice, nvec above
+        an aggregate's dimension) raise Error naming the level and the
+        setting, the solver unchanged."""
+        m = _mg_settings(mg)
+        s = dict(self.settings)
+        if "kappa" in changes:
+            s["mass"] = 1.0 / (2.0 * float(changes.pop("kappa"))) - 4.0
+        s.update(changes)
+        d = _call(_core.solver_mg_setup, self._solver, s, m)
+        s["solver"] = _SOLVER["mg"]
+        self.settings, self.mg, self.mg_stats = s, m, MGSetupStats(**d)
+        self.mass = s["mass"]
+        self.kappa = 1.0 / (2.0 * (4.0 + self.mass))
+        return self.mg_stats
 
     def solve(self, b: np.ndarray, progress: Optional[Callable[[int, float], None]] = None,
               **changes) -> Tuple[np.ndarray, SolveStats]:
@@ -326,7 +428,8 @@ def propagator(solver: "Solver", source: str = "point",
                site: Sequence[int] = (0, 0, 0, 0)) -> Tuple[np.ndarray, list]:
     """The 12 columns of M^-1 for a point source at site = (x, y, z, t), or a
     wall source on the time slice site[3], solved with the solver's settings
-    (wd_propagator: one solver for all 12).  Returns the propagator,
+    (wd_propagator: one solver for all 12; a solver with mg: one multigrid
+    setup of its settings for the 12, wd_propagator_mg).  Returns the propagator,
     (T, Z, Y, X, 4, 3, 4, 3) complex128 with sink spin and colour before
     source spin and colour, and the 12 columns' stats (dicts, order 3 spin +
     colour)."""
@@ -335,7 +438,7 @@ def propagator(solver: "Solver", source: str = "point",
     u = solver.gauge
     prop = np.empty(u.spinor_shape + (4, 3), np.complex128)
     stats = _call(_core.propagator, u.array, u.dims, solver.settings, source == "wall",
-                  tuple(int(c) for c in site), prop)
+                  tuple(int(c) for c in site), prop, solver.mg)
     return prop, stats
 
 

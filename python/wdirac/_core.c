@@ -18,6 +18,10 @@
  *                                       hot start and heatbath sweeps
  *   gauge_observables(u, dims) -> dict  wd_gauge_observables
  *   solver_create(u, dims, settings) -> capsule   wd_solver_create
+ *   solver_mg_setup(capsule, settings, mg) -> dict   wd_solver_mg_setup: the
+ *                                       multigrid of mg (a dict of
+ *                                       wd_mg_settings' field names) kept
+ *                                       in the solver; the setup's stats
  *   solver_solve(capsule, x, b, settings, progress) -> dict   wd_solver_solve
  *   solver_solve_device(capsule, x, b, settings) -> dict   wd_solver_solve_device
  *                                       on CUDA arrays taken through DLPack
@@ -30,8 +34,9 @@
  *   apply(u, dims, x, out, mass, tbc, dagger)   out = M x (or M^dag x) with
  *                                       wd_dslash_cpu, in double (recon 18,
  *                                       or 12 where 18 is not built)
- *   propagator(u, dims, settings, wall, site, out) -> list of stats dicts
- *                                       wd_propagator into out
+ *   propagator(u, dims, settings, wall, site, out, mg) -> list of stats dicts
+ *                                       wd_propagator_mg into out (mg None:
+ *                                       wd_propagator)
  *   meson_correlators(prop, dims, t0, out) -> list of (name, sign)
  *                                       wd_meson_correlators into out
  *   variants() -> list                  the built Dslash variants
@@ -453,6 +458,151 @@ static PyObject *py_solver_create(PyObject *self, PyObject *args)
     return cap;
 }
 
+/* multigrid settings from a dict whose keys are wd_mg_settings' field
+ * names (the Python layer has turned names into numbers and lists):
+ * block a list of [X, Y, Z, T] and nvec a list of ints, one a level from
+ * the fine one down; missing keys keep wd_mg_default_settings'; unknown
+ * keys are an error */
+static int parse_mg(PyObject *d, wd_mg_settings *m)
+{
+    wd_mg_default_settings(m);
+    if (!PyDict_Check(d)) {
+        PyErr_SetString(PyExc_TypeError, "mg settings must be a dict");
+        return 0;
+    }
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(d, &pos, &key, &value)) {
+        const char *k = PyUnicode_AsUTF8(key);
+        if (!k)
+            return 0;
+        if (!strcmp(k, "block") || !strcmp(k, "nvec")) {
+            const int block = !strcmp(k, "block");
+            PyObject *seq = PySequence_Fast(value, "mg: block and nvec must be lists");
+            if (!seq)
+                return 0;
+            const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+            int ok = n >= 1 && n <= WD_MG_MAX_LEVELS - 1;
+            if (!ok)
+                PyErr_Format(PyExc_ValueError, "mg: %s needs 1 to %d entries (one a level "
+                             "above the coarsest), got %zd", k, WD_MG_MAX_LEVELS - 1, n);
+            for (Py_ssize_t l = 0; ok && l < n; l++) {
+                PyObject *e = PySequence_Fast_GET_ITEM(seq, l);
+                if (block)
+                    ok = PyArg_ParseTuple(e, "iiii;mg: each block is (X, Y, Z, T)",
+                                          &m->block[l][0], &m->block[l][1], &m->block[l][2],
+                                          &m->block[l][3]);
+                else
+                    ok = (m->nvec[l] = (int)PyLong_AsLong(e)) != -1 || !PyErr_Occurred();
+            }
+            Py_DECREF(seq);
+            if (!ok)
+                return 0;
+            continue;
+        }
+        if (!strcmp(k, "seed")) {
+            const unsigned long long v = PyLong_AsUnsignedLongLong(value);
+            if (v == (unsigned long long)-1 && PyErr_Occurred())
+                return 0;
+            m->seed = v;
+            continue;
+        }
+#define INT(name, field)                                                                     \
+    if (!strcmp(k, name)) {                                                                   \
+        const long v = PyLong_AsLong(value);                                                  \
+        if (v == -1 && PyErr_Occurred())                                                      \
+            return 0;                                                                         \
+        m->field = v;                                                                         \
+        continue;                                                                             \
+    }
+#define REAL(name, field)                                                                    \
+    if (!strcmp(k, name)) {                                                                   \
+        const double v = PyFloat_AsDouble(value);                                             \
+        if (v == -1 && PyErr_Occurred())                                                      \
+            return 0;                                                                         \
+        m->field = v;                                                                         \
+        continue;                                                                             \
+    }
+        INT("levels", levels)
+        REAL("setup_tol", setup_tol)
+        INT("setup_max_iter", setup_max_iter)
+        INT("pre_smooth", pre_smooth)
+        INT("post_smooth", post_smooth)
+        INT("cycle", cycle)
+        REAL("coarse_tol", coarse_tol)
+        INT("coarse_max_iter", coarse_max_iter)
+        INT("gcr_nkrylov", gcr_nkrylov)
+        INT("verbosity", verbosity)
+#undef INT
+#undef REAL
+        PyErr_Format(PyExc_KeyError, "unknown multigrid setting '%s'", k);
+        return 0;
+    }
+    return 1;
+}
+
+/* a list of n doubles (or ints) */
+static PyObject *list_of(const double *v, const int *iv, int n)
+{
+    PyObject *l = PyList_New(n);
+    for (int k = 0; l && k < n; k++) {
+        PyObject *e = iv ? PyLong_FromLong(iv[k]) : PyFloat_FromDouble(v[k]);
+        if (!e) {
+            Py_DECREF(l);
+            return NULL;
+        }
+        PyList_SET_ITEM(l, k, e);
+    }
+    return l;
+}
+
+static PyObject *py_solver_mg_setup(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *cap, *set_o, *mg_o;
+    if (!PyArg_ParseTuple(args, "OOO", &cap, &set_o, &mg_o))
+        return NULL;
+    solver_box *box = PyCapsule_GetPointer(cap, "wdirac.solver");
+    if (!box)
+        return NULL;
+    wd_solver_settings s;
+    wd_mg_settings m;
+    if (!parse_settings(set_o, &s) || !parse_mg(mg_o, &m))
+        return NULL;
+    wd_mg_setup_stats st;
+    wd_status rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = wd_solver_mg_setup(box->sv, &m, &s, &st);
+    Py_END_ALLOW_THREADS
+    if (rc != WD_OK)
+        return raise_status(rc);
+    const int n = st.levels - 1;
+    PyObject *dims = PyList_New(st.levels);
+    for (int l = 0; dims && l < st.levels; l++) {
+        const int *c = st.coarse_dims[l];
+        PyObject *t = Py_BuildValue("(iiii)", c[0], c[1], c[2], c[3]);
+        if (!t) {
+            Py_CLEAR(dims);
+            break;
+        }
+        PyList_SET_ITEM(dims, l, t);
+    }
+    PyObject *res = list_of(st.setup_residual, NULL, n), *unc = list_of(NULL, st.setup_unconverged, n),
+             *orth = list_of(st.orth_error, NULL, n), *coarse = list_of(st.coarse_error, NULL, n);
+    if (!dims || !res || !unc || !orth || !coarse) {
+        Py_XDECREF(dims);
+        Py_XDECREF(res);
+        Py_XDECREF(unc);
+        Py_XDECREF(orth);
+        Py_XDECREF(coarse);
+        return NULL;
+    }
+    return Py_BuildValue("{s:d, s:d, s:i, s:N, s:N, s:N, s:N, s:N}", "seconds", st.seconds,
+                         "fine_applies", st.fine_applies, "levels", st.levels, "dims", dims,
+                         "setup_residual", res, "setup_unconverged", unc, "orth_error", orth,
+                         "coarse_error", coarse);
+}
+
 /* the progress callback: runs on the solving thread, takes the GIL for
  * the Python call; an exception is kept and raised after the solve */
 typedef struct progress_ctx {
@@ -474,6 +624,25 @@ static void progress_trampoline(void *arg, int iterations, double residual)
     PyGILState_Release(g);
 }
 
+/* "mg_levels" and "mg_iterations" (a list, one count a level: [0] the fine
+ * smoother's steps) into a stats dict; 0 on failure */
+static int add_mg_stats(PyObject *d, const wd_solver_stats *stats)
+{
+    const int n = stats->mg_levels > 0 && stats->mg_levels <= 4 ? stats->mg_levels : 0;
+    PyObject *levels = PyLong_FromLong(stats->mg_levels), *its = PyList_New(n);
+    int ok = levels && its && PyDict_SetItemString(d, "mg_levels", levels) == 0;
+    for (int l = 0; ok && l < n; l++) {
+        PyObject *v = PyLong_FromLong(stats->mg_iterations[l]);
+        ok = v != NULL;
+        if (ok)
+            PyList_SET_ITEM(its, l, v);
+    }
+    ok = ok && PyDict_SetItemString(d, "mg_iterations", its) == 0;
+    Py_XDECREF(levels);
+    Py_XDECREF(its);
+    return ok;
+}
+
 /* one solve's stats as the dict SolveStats takes, with its status and
  * message and "code" (the wd_status number) */
 static PyObject *solve_stats_dict(const wd_solver_stats *stats, wd_status st, const char *msg)
@@ -486,7 +655,7 @@ static PyObject *solve_stats_dict(const wd_solver_stats *stats, wd_status st, co
         "seconds", stats->seconds, "solve_seconds", stats->solve_seconds, "gflops", stats->gflops,
         "flops", stats->flops, "bytes_allocated", (Py_ssize_t)stats->bytes_allocated);
     PyObject *code = d ? PyLong_FromLong((long)st) : NULL;
-    if (d && (!code || PyDict_SetItemString(d, "code", code) < 0)) {
+    if (d && (!code || PyDict_SetItemString(d, "code", code) < 0 || !add_mg_stats(d, stats))) {
         Py_XDECREF(code);
         Py_DECREF(d);
         return NULL;
@@ -754,25 +923,31 @@ static PyObject *py_apply(PyObject *self, PyObject *args)
 
 static PyObject *stats_dict(wd_status st, const wd_solver_stats *stats)
 {
-    return Py_BuildValue("{s:s, s:i, s:i, s:i, s:d, s:d, s:d, s:d, s:d}", "status",
-                         wd_status_string(st), "iterations", stats->iterations,
-                         "sloppy_iterations", stats->sloppy_iterations, "updates",
-                         stats->updates, "true_residual", stats->true_residual, "seconds",
-                         stats->seconds, "solve_seconds", stats->solve_seconds, "gflops",
-                         stats->gflops, "flops", stats->flops);
+    PyObject *d = Py_BuildValue("{s:s, s:i, s:i, s:i, s:d, s:d, s:d, s:d, s:d}", "status",
+                                wd_status_string(st), "iterations", stats->iterations,
+                                "sloppy_iterations", stats->sloppy_iterations, "updates",
+                                stats->updates, "true_residual", stats->true_residual, "seconds",
+                                stats->seconds, "solve_seconds", stats->solve_seconds, "gflops",
+                                stats->gflops, "flops", stats->flops);
+    if (d && !add_mg_stats(d, stats)) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    return d;
 }
 
 static PyObject *py_propagator(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *u_o, *dims_o, *set_o, *out_o;
+    PyObject *u_o, *dims_o, *set_o, *out_o, *mg_o = Py_None;
     int wall, site[4], dims[4];
-    if (!PyArg_ParseTuple(args, "OOOp(iiii)O", &u_o, &dims_o, &set_o, &wall, &site[0], &site[1],
-                          &site[2], &site[3], &out_o) ||
+    if (!PyArg_ParseTuple(args, "OOOp(iiii)O|O", &u_o, &dims_o, &set_o, &wall, &site[0], &site[1],
+                          &site[2], &site[3], &out_o, &mg_o) ||
         !parse_dims(dims_o, dims))
         return NULL;
     wd_solver_settings s;
-    if (!parse_settings(set_o, &s))
+    wd_mg_settings mg;
+    if (!parse_settings(set_o, &s) || (mg_o != Py_None && !parse_mg(mg_o, &mg)))
         return NULL;
     wd_lattice lat;
     wd_status st = wd_lattice_make(&lat, dims, NULL);
@@ -790,7 +965,8 @@ static PyObject *py_propagator(PyObject *self, PyObject *args)
     wd_solver_stats stats[12];
     memset(stats, 0, sizeof stats);
     Py_BEGIN_ALLOW_THREADS
-    st = wd_propagator(out.buf, u.buf, &lat, &src, &s, stats);
+    st = wd_propagator_mg(out.buf, u.buf, &lat, &src, &s, mg_o != Py_None ? &mg : NULL, NULL,
+                          stats);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&u);
     PyBuffer_Release(&out);
@@ -884,6 +1060,7 @@ static PyMethodDef methods[] = {
     {"gauge_generate", py_gauge_generate, METH_VARARGS, "hot start and heatbath sweeps"},
     {"gauge_observables", py_gauge_observables, METH_VARARGS, "plaquettes and link trace"},
     {"solver_create", py_solver_create, METH_VARARGS, "a solver for one gauge field"},
+    {"solver_mg_setup", py_solver_mg_setup, METH_VARARGS, "set up the solver's multigrid"},
     {"solver_solve", py_solver_solve, METH_VARARGS, "one solve"},
     {"solver_solve_device", py_solver_solve_device, METH_VARARGS,
      "one solve on CUDA arrays (DLPack)"},
