@@ -4,8 +4,10 @@ Per variant the generator writes
 
     <name>_body.h   the row function (gcc and nvcc): one output row of a site
     <name>_cpu.c    the OpenMP loop over coarse sites, a vector loop over rows
+    <name>_cuda.cu  the CUDA kernel (a thread per site and row) and its launcher
 
-and once per build wd_coarse_registry.c (the table of what was built).
+and once per build wd_coarse_registry.c and wd_coarse_registry_cuda.cu
+(the tables of what was built).
 The kernels are loops with constant bounds, not unrolled: (2 Nvec)^2 x 9
 complex products a site would be 20736 statements for Nvec 24.  The rows of
 a site are the innermost loop, which gcc vectorizes (a column of a block is
@@ -20,14 +22,15 @@ import os
 from .axes import COARSE_BLOCKS
 from .render import _env, _write, banner
 
-MAIN_TEMPLATES = {"_body.h": "coarse_body.h.j2", "_cpu.c": "coarse_cpu.c.j2"}
-REGISTRY_OUTPUT = "wd_coarse_registry.c"
+MAIN_TEMPLATES = {"_body.h": "coarse_body.h.j2", "_cpu.c": "coarse_cpu.c.j2",
+                  "_cuda.cu": "coarse_cuda.cu.j2"}
+REGISTRY_OUTPUTS = ("wd_coarse_registry.c", "wd_coarse_registry_cuda.cu")
 
 
 def partials(v):
     """The partial templates a variant renders with (its dependencies)."""
     fixed = "fixed" if v.info.has_norm else "float"
-    return {"store": f"coarse_store_{fixed}.j2", "xpay": f"coarse_xpay{v.xpay}.j2"}
+    return {"store": f"coarse_store_{fixed}.j2", "cuda_store": f"coarse_cuda_store_{fixed}.j2"}
 
 
 def template_deps(v):
@@ -56,15 +59,38 @@ def _loads(v):
     }
 
 
+def _epilogue(v, loads):
+    """Row i's output from its operator value (re, im): the lines before
+    the rows (per site) and the two expressions."""
+    if not v.xpay:
+        return {"epilogue_prelude": [], "out_re": "re", "out_im": "im"}
+    store = v.info.store
+    return {
+        "epilogue_prelude": ([f"const {store} *xs = (const {store} *)a->x + (size_t)s * "
+                              f"{2 * v.ncomp};"] + loads["x_prelude"]
+                             + ["const float ca = (float)a->a;"]),
+        "out_re": f"{loads['x_re']} + ca * re",
+        "out_im": f"{loads['x_im']} + ca * im",
+    }
+
+
+def _sums(v, index):
+    """Row i's operator value from the two chiralities' sums (index: "[i]"
+    for the CPU's arrays of rows, "" for a CUDA thread's scalars)."""
+    def part(c):
+        p, m = f"{c}_p{index}", f"{c}_m{index}"
+        if v.dagger:
+            # D_c^dag = g5 D_c g5, g5 = +1 on the first nvec components of a
+            # site: row i gets s_i (sum over + inputs - sum over - inputs)
+            return f"i < {v.nvec} ? {p} - {m} : {m} - {p}"
+        return f"{p} + {m}"
+    return part("re"), part("im")
+
+
 def variant_context(v):
     n, nvec = v.ncomp, v.nvec
-    if v.dagger:
-        # D_c^dag = g5 D_c g5, g5 = +1 on the first nvec components of a
-        # site: row i gets s_i (sum over + inputs - sum over - inputs)
-        sum_re = f"i < {nvec} ? re_p[i] - re_m[i] : re_m[i] - re_p[i]"
-        sum_im = f"i < {nvec} ? im_p[i] - im_m[i] : im_m[i] - im_p[i]"
-    else:
-        sum_re, sum_im = "re_p[i] + re_m[i]", "im_p[i] + im_m[i]"
+    sum_re_rows, sum_im_rows = _sums(v, "[i]")
+    sum_re_row, sum_im_row = _sums(v, "")
     what = "D_c^dag in" if v.dagger else "D_c in"
     if v.xpay:
         what = f"x + a {what}"
@@ -85,11 +111,18 @@ def variant_context(v):
         "site_link_reals": COARSE_BLOCKS * 2 * n * n,
         "halves": [{"label": "+", "first": 0, "last": nvec, "acc": "p"},
                    {"label": "-", "first": nvec, "last": n, "acc": "m"}],
-        "sum_re": sum_re,
-        "sum_im": sum_im,
+        "sum_re_rows": sum_re_rows,
+        "sum_im_rows": sum_im_rows,
+        "sum_re_row": sum_re_row,
+        "sum_im_row": sum_im_row,
+        # the half kernel's shared memory: a row maximum per thread and a
+        # norm per site (templates/coarse_cuda_store_fixed.j2)
+        "cuda_shared": f"sites * {n + 1} * sizeof(float)" if v.info.has_norm else "0",
         "partials": partials(v),
     }
-    ctx.update(_loads(v))
+    loads = _loads(v)
+    ctx.update(loads)
+    ctx.update(_epilogue(v, loads))
     return ctx
 
 
@@ -109,7 +142,8 @@ def render_registry(variants, outdir):
     env = _env()
     rows = [{"name": v.name, "prec": v.info.cname, "nvec": v.nvec, "dagger": v.dagger,
              "xpay": v.xpay, "nrhs": v.nrhs} for v in variants]
-    template = REGISTRY_OUTPUT + ".j2"
-    text = env.get_template(template).render(
-        banner=banner(template, f"{len(rows)} selected coarse variants"), rows=rows)
-    _write(os.path.join(outdir, REGISTRY_OUTPUT), text)
+    for out in REGISTRY_OUTPUTS:
+        template = out + ".j2"
+        text = env.get_template(template).render(
+            banner=banner(template, f"{len(rows)} selected coarse variants"), rows=rows)
+        _write(os.path.join(outdir, out), text)

@@ -21,12 +21,19 @@
  *   r = x + a r                                      xpay1
  * computed in float64 with the reference; both norms asserted non-zero.
  *
+ * With --backend gpu the packed fields (the poisoned output included) are
+ * copied to the GPU, the variant runs there (wd_coarse_apply_cuda, --block
+ * N threads a block wanted), the output comes back and is judged the same
+ * way; the CPU kernel also runs on the same packed input and the two must
+ * agree (column cpu=, relative L2) within the tolerance.
+ *
  * One line per variant: worst relative L2 error and worst max error
  * (relative to max |r|) of the two operators, the tolerance; "N of M
  * failed" last.  A built variant left untested fails the run.  Exit 0 when
- * all pass, 1 otherwise, 77 (skipped) for a build without coarse variants.
+ * all pass, 1 otherwise, 77 (skipped) for a build without coarse variants
+ * and for --backend gpu without a usable GPU.
  *
- *   checkcoarse [--seed N] [--kernels GLOB] [--verbose]
+ *   checkcoarse [--backend cpu|gpu] [--block N] [--seed N] [--kernels GLOB] [--verbose]
  */
 #include <complex.h>
 #include <fnmatch.h>
@@ -38,6 +45,7 @@
 #include <time.h>
 
 #include "clover_field.h"
+#include "cuda_rt.h"
 #include "gauge_tools.h"
 #include "ref_clover.h"
 #include "ref_wilson.h"
@@ -49,21 +57,22 @@
 
 /*
  * Tolerances on relative L2 and relative max error, per precision (bytes
- * per stored real), about 10x the worst measured over 20 seeds (gcc 12,
- * x86-64; docs/coarse-kernels.md): single storage rounds every link and
- * input to 24 bits and sums 9 x 2 Nvec products a row in float; half
- * stores 16-bit fixed point of each block, site and output, relative to
- * their largest real.
+ * per stored real), about 10x the worst measured over 8 seeds x 2
+ * operators x 8 variants a precision (gcc 12, x86-64; docs/coarse-
+ * kernels.md): single rel_l2 1.5e-7, max 3.9e-7 (links and input rounded
+ * to 24 bits, 9 x 2 Nvec float products a row); half rel_l2 1.1e-4, max
+ * 1.2e-4 (16-bit fixed point of every block, input site and output site,
+ * each relative to its largest real).
  */
 static double tolerance(int precision)
 {
-    return precision == WD_PREC_SINGLE ? 1e-5 : 3e-3;
+    return precision == WD_PREC_SINGLE ? 4e-6 : 1e-3;
 }
 
 static const int fine_dims[4] = {8, 8, 8, 4};
 static const int block[4] = {2, 2, 2, 1};
 static const double mass = -0.4, csw = 1.5;
-static int verbose;
+static int verbose, gpu, gpu_block;
 
 static void *xalloc(size_t n)
 {
@@ -153,8 +162,104 @@ static void coarse_g5(double complex *z, size_t volume, int nvec)
 
 typedef struct errors {
     double rel_l2, rel_max;
+    double cpu_diff;    /* --backend gpu: |gpu - cpu| / |cpu| */
     int unwritten;      /* sites the kernel left poisoned */
 } errors;
+
+/* The packed fields of one application (host or device pointers). */
+typedef struct packed {
+    void *links, *in, *x, *out;
+    float *lnorm, *in_norm, *x_norm, *out_norm;
+    const int *nbr;
+} packed;
+
+static void args_set(wd_coarse_args *args, const wd_coarse_variant *v, const packed *p,
+                     int volume, double a)
+{
+    memset(args, 0, sizeof *args);
+    args->out = p->out;
+    args->in = p->in;
+    args->x = v->xpay ? p->x : NULL;
+    args->links = p->links;
+    args->nbr = p->nbr;
+    args->volume = volume;
+    args->a = a;
+    if (v->precision == WD_PREC_HALF) {
+        args->out_norm = p->out_norm;
+        args->in_norm = p->in_norm;
+        args->x_norm = v->xpay ? p->x_norm : NULL;
+        args->link_norm = p->lnorm;
+    }
+}
+
+/* the host fields h to the device, the variant there, its output back
+ * into h->out, h->out_norm */
+static wd_status run_gpu(const wd_coarse_variant *v, const wd_coarse_layout *l, packed *h,
+                         double a)
+{
+    packed d = {0};
+    const size_t nbr_bytes = (size_t)l->volume * WD_COARSE_DIRS * sizeof(int);
+    const size_t sb = l->spinor_bytes, nb = l->spinor_norm_bytes;
+    wd_status st = wd_cuda_malloc(&d.links, l->link_bytes, "coarse links");
+    if (st == WD_OK)
+        st = wd_cuda_malloc(&d.in, sb, "coarse in");
+    if (st == WD_OK)
+        st = wd_cuda_malloc(&d.x, sb, "coarse x");
+    if (st == WD_OK)
+        st = wd_cuda_malloc(&d.out, sb, "coarse out");
+    int *nbr = NULL;
+    if (st == WD_OK)
+        st = wd_cuda_malloc((void **)&nbr, nbr_bytes, "coarse neighbours");
+    d.nbr = nbr;
+    if (st == WD_OK && nb) {
+        st = wd_cuda_malloc((void **)&d.lnorm, l->link_norm_bytes, "coarse link norms");
+        if (st == WD_OK)
+            st = wd_cuda_malloc((void **)&d.in_norm, nb, "coarse in norms");
+        if (st == WD_OK)
+            st = wd_cuda_malloc((void **)&d.x_norm, nb, "coarse x norms");
+        if (st == WD_OK)
+            st = wd_cuda_malloc((void **)&d.out_norm, nb, "coarse out norms");
+    }
+    if (st == WD_OK)
+        st = wd_cuda_h2d(d.links, h->links, l->link_bytes);
+    if (st == WD_OK)
+        st = wd_cuda_h2d(d.in, h->in, sb);
+    if (st == WD_OK)
+        st = wd_cuda_h2d(d.x, h->x, sb);
+    if (st == WD_OK)
+        st = wd_cuda_h2d(d.out, h->out, sb);    /* poisoned */
+    if (st == WD_OK)
+        st = wd_cuda_h2d(nbr, h->nbr, nbr_bytes);
+    if (st == WD_OK && nb) {
+        st = wd_cuda_h2d(d.lnorm, h->lnorm, l->link_norm_bytes);
+        if (st == WD_OK)
+            st = wd_cuda_h2d(d.in_norm, h->in_norm, nb);
+        if (st == WD_OK)
+            st = wd_cuda_h2d(d.x_norm, h->x_norm, nb);
+        if (st == WD_OK)
+            st = wd_cuda_h2d(d.out_norm, h->out_norm, nb);
+    }
+    wd_coarse_args args;
+    args_set(&args, v, &d, l->volume, a);
+    if (st == WD_OK)
+        st = wd_coarse_apply_cuda(l, v->dagger, v->xpay, &args, gpu_block, wd_cuda_stream());
+    if (st == WD_OK)
+        st = wd_cuda_sync();
+    if (st == WD_OK)
+        st = wd_cuda_d2h(h->out, d.out, sb);
+    if (st == WD_OK && nb)
+        st = wd_cuda_d2h(h->out_norm, d.out_norm, nb);
+    wd_cuda_free(d.links);
+    wd_cuda_free(d.in);
+    wd_cuda_free(d.x);
+    wd_cuda_free(d.out);
+    wd_cuda_free(nbr);
+    wd_cuda_free(d.lnorm);
+    wd_cuda_free(d.in_norm);
+    wd_cuda_free(d.x_norm);
+    wd_cuda_free(d.out_norm);
+    return st;
+}
 
 /* Run variant k on lv's coarse operator with fresh random fields. */
 static wd_status run_one(const wd_coarse_variant *v, const level *lv, wd_rng *rng, errors *e)
@@ -206,22 +311,29 @@ static wd_status run_one(const wd_coarse_variant *v, const level *lv, wd_rng *rn
     if (half)
         for (int s = 0; s < volume; ++s)
             out_norm[s] = NAN;
+    packed h = {links, pin, px, pout, lnorm, in_norm, x_norm, out_norm, c->nbr};
     wd_coarse_args args;
-    memset(&args, 0, sizeof args);
-    args.out = pout;
-    args.in = pin;
-    args.x = v->xpay ? px : NULL;
-    args.links = links;
-    args.nbr = c->nbr;
-    args.volume = volume;
-    args.a = a;
-    if (half) {
-        args.out_norm = out_norm;
-        args.in_norm = in_norm;
-        args.x_norm = v->xpay ? x_norm : NULL;
-        args.link_norm = lnorm;
+    args_set(&args, v, &h, volume, a);
+    double complex *cpu = NULL;
+    if (gpu) {
+        /* the CPU kernel on the same packed input, for the cpu= column */
+        void *cout = xalloc(l.spinor_bytes);
+        float *cnorm = xalloc(l.spinor_norm_bytes);
+        packed hc = h;
+        hc.out = cout;
+        hc.out_norm = cnorm;
+        wd_coarse_args cargs;
+        args_set(&cargs, v, &hc, volume, a);
+        st = wd_coarse_apply_cpu(&l, v->dagger, v->xpay, &cargs);
+        cpu = xalloc(cn * sizeof *cpu);
+        wd_unpack_coarse_spinor(&l, cpu, cout, cnorm);
+        free(cout);
+        free(cnorm);
+        if (st == WD_OK)
+            st = run_gpu(v, &l, &h, a);
+    } else {
+        st = wd_coarse_apply_cpu(&l, v->dagger, v->xpay, &args);
     }
-    st = wd_coarse_apply_cpu(&l, v->dagger, v->xpay, &args);
     if (st == WD_OK) {
         e->unwritten = 0;
         for (int s = 0; s < volume; ++s) {
@@ -250,7 +362,17 @@ static wd_status run_one(const wd_coarse_variant *v, const level *lv, wd_rng *rn
             e->rel_l2 = sqrt(num / den);
             e->rel_max = dmax / wmax;
         }
+        if (cpu) {
+            double cd = 0, cc = 0;
+            for (size_t i = 0; i < cn; ++i) {
+                const double d = cabs(got[i] - cpu[i]);
+                cd += d * d;
+                cc += creal(cpu[i]) * creal(cpu[i]) + cimag(cpu[i]) * cimag(cpu[i]);
+            }
+            e->cpu_diff = cc > 0 ? sqrt(cd / cc) : INFINITY;
+        }
     }
+    free(cpu);
     free(in);
     free(x);
     free(got);
@@ -289,10 +411,17 @@ int main(int argc, char **argv)
             seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
             glob = argv[++i];
+        else if (!strcmp(argv[i], "--block") && i + 1 < argc)
+            gpu_block = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc && !strcmp(argv[i + 1], "gpu"))
+            gpu = 1, ++i;
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc && !strcmp(argv[i + 1], "cpu"))
+            ++i;
         else if (!strcmp(argv[i], "--verbose"))
             verbose = 1;
         else {
-            fprintf(stderr, "usage: checkcoarse [--seed N] [--kernels GLOB] [--verbose]\n");
+            fprintf(stderr, "usage: checkcoarse [--backend cpu|gpu] [--block N] [--seed N] "
+                    "[--kernels GLOB] [--verbose]\n");
             return 2;
         }
     }
@@ -300,6 +429,16 @@ int main(int argc, char **argv)
     if (count == 0) {
         printf("checkcoarse: this build has no coarse variant (-Dkernels): skipped\n");
         return 77;
+    }
+    if (gpu) {
+        wd_cuda_info info;
+        if (!wd_cuda_available() || wd_cuda_device_info(&info) != WD_OK) {
+            printf("checkcoarse: no usable GPU (%s): skipped\n",
+                   wd_cuda_available() ? wd_last_error() : "none found or no CUDA in this build");
+            return 77;
+        }
+        printf("checkcoarse: GPU %s (compute capability %d.%d)\n", info.name, info.cc_major,
+               info.cc_minor);
     }
     printf("checkcoarse: %d built coarse variants, fine %dx%dx%dx%d, blocks %dx%dx%dx%d, "
            "Wilson and clover, seed %llu (rerun with --seed %llu)\n", count, fine_dims[0],
@@ -332,7 +471,7 @@ int main(int argc, char **argv)
                 const wd_coarse_variant *v = &wd_coarse_variants[q];
                 if (v->nvec != nvec || v->nrhs != 1 || !selected(v->name, glob))
                     continue;
-                errors e = {0, 0, 0};
+                errors e = {0, 0, 0, 0};
                 const wd_status st = run_one(v, &lv, &rng, &e);
                 if (st != WD_OK) {
                     fprintf(stderr, "%s: %s\n", v->name, wd_last_error());
@@ -340,11 +479,12 @@ int main(int argc, char **argv)
                     continue;
                 }
                 if (verbose)
-                    printf("    %-30s %s rel_l2=%.2e max=%.2e unwritten=%d\n", v->name, lv.tag,
-                           e.rel_l2, e.rel_max, e.unwritten);
+                    printf("    %-30s %s rel_l2=%.2e max=%.2e cpu=%.2e unwritten=%d\n", v->name,
+                           lv.tag, e.rel_l2, e.rel_max, e.cpu_diff, e.unwritten);
                 ++ran[q];
                 worst[q].rel_l2 = worse(worst[q].rel_l2, e.rel_l2);
                 worst[q].rel_max = worse(worst[q].rel_max, e.rel_max);
+                worst[q].cpu_diff = worse(worst[q].cpu_diff, e.cpu_diff);
                 worst[q].unwritten += e.unwritten;
             }
             level_free(&lv);
@@ -365,13 +505,16 @@ int main(int argc, char **argv)
         const double tol = tolerance(v->precision);
         const errors *e = &worst[k];
         const int ok = !failed_run[k] && e->rel_l2 <= tol && e->rel_max <= tol &&
-                       e->unwritten == 0;
+                       e->unwritten == 0 && (!gpu || e->cpu_diff <= tol);
         failed += !ok;
-        char extra[64] = "";
+        char extra[64] = "", agree[32] = "";
         if (e->unwritten)
             snprintf(extra, sizeof extra, "  %d sites unwritten", e->unwritten);
-        printf("%-30s %s  rel_l2=%.2e max=%.2e tol=%.0e%s%s\n", v->name, ok ? "OK  " : "FAIL",
-               e->rel_l2, e->rel_max, tol, extra, failed_run[k] ? "  (run failed)" : "");
+        if (gpu)
+            snprintf(agree, sizeof agree, " cpu=%.2e", e->cpu_diff);
+        printf("%-30s %s  rel_l2=%.2e max=%.2e%s tol=%.0e%s%s\n", v->name,
+               ok ? "OK  " : "FAIL", e->rel_l2, e->rel_max, agree, tol, extra,
+               failed_run[k] ? "  (run failed)" : "");
     }
     if (untested)
         printf("%d built variants left untested\n", untested);

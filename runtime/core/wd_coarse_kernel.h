@@ -5,6 +5,8 @@
  *
  * The externally accessible definitions are
  *   wd_coarse_args   everything one application of a coarse variant reads
+ *   wd_coarse_layout the sizes of a level's packed fields (made and filled
+ *                    by wd_coarse_layout.h)
  *   WD_COARSE_DIRS, WD_COARSE_BLOCKS   8 hops and the local block a site
  * and, from wd_kernel.h, WD_INLINE, WD_LOAD, float2 and the 16-bit
  * fixed-point helpers.
@@ -31,6 +33,8 @@
 #ifndef WDIRAC_COARSE_KERNEL_H
 #define WDIRAC_COARSE_KERNEL_H
 
+#include <stddef.h>
+
 #include "wd_kernel.h"
 
 enum { WD_COARSE_DIRS = 8, WD_COARSE_BLOCKS = 9 };
@@ -48,5 +52,16 @@ typedef struct wd_coarse_args {
     int volume;             /* output sites */
     double a;               /* xpay coefficient */
 } wd_coarse_args;
+
+typedef struct wd_coarse_layout {
+    int precision;          /* bytes per stored real: 4 (float) or 2 (16-bit) */
+    int nvec;               /* null vectors a chirality */
+    int ncomp;              /* complex components a site: 2 nvec */
+    int volume;             /* coarse sites */
+    size_t spinor_bytes;    /* one field: volume * 2 ncomp reals */
+    size_t spinor_norm_bytes;   /* half: one float a site, else 0 */
+    size_t link_bytes;      /* volume * 9 * 2 ncomp^2 reals */
+    size_t link_norm_bytes;     /* half: 9 floats a site, else 0 */
+} wd_coarse_layout;
 
 #endif

@@ -26,17 +26,6 @@
 #include "wd_coarse_kernel.h"
 #include "wdirac.h"
 
-typedef struct wd_coarse_layout {
-    int precision;          /* bytes per stored real: 4 (float) or 2 (16-bit) */
-    int nvec;               /* null vectors a chirality */
-    int ncomp;              /* complex components a site: 2 nvec */
-    int volume;             /* coarse sites */
-    size_t spinor_bytes;    /* one field: volume * 2 ncomp reals */
-    size_t spinor_norm_bytes;   /* half: one float a site, else 0 */
-    size_t link_bytes;      /* volume * 9 * 2 ncomp^2 reals */
-    size_t link_norm_bytes;     /* half: 9 floats a site, else 0 */
-} wd_coarse_layout;
-
 /* WD_ERR_INVALID naming the value for a precision other than 4 or 2, nvec
  * below 1 or above 256, or a volume below 1. */
 wd_status wd_coarse_layout_make(wd_coarse_layout *l, int volume, int nvec, int precision);

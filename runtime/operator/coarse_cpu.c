@@ -4,6 +4,7 @@
  * The externally accessible functions are
  *   wd_coarse_find        index of a built coarse variant by name, -1 if none
  *   wd_coarse_find_axes   index by axis values, -1 if not built
+ *   wd_coarse_check       the variant is built and its fields are there
  *   wd_coarse_apply_cpu   run the variant of a layout's precision and nvec
  *                         on packed fields, every coarse site
  */
@@ -31,8 +32,8 @@ int wd_coarse_find_axes(int precision, int nvec, int dagger, int xpay, int nrhs)
     return -1;
 }
 
-wd_status wd_coarse_apply_cpu(const wd_coarse_layout *l, int dagger, int xpay,
-                              const wd_coarse_args *a)
+wd_status wd_coarse_check(const wd_coarse_layout *l, int dagger, int xpay,
+                          const wd_coarse_args *a)
 {
     const int k = wd_coarse_find_axes(l->precision, l->nvec, dagger, xpay, 1);
     if (k < 0)
@@ -55,6 +56,15 @@ wd_status wd_coarse_apply_cpu(const wd_coarse_layout *l, int dagger, int xpay,
     if (half && (!a->out_norm || !a->in_norm || !a->link_norm || (xpay && !a->x_norm)))
         return wd_fail(WD_ERR_INVALID, "%s: half precision needs the norms of every field",
                        v->name);
-    v->cpu(a);
+    return WD_OK;
+}
+
+wd_status wd_coarse_apply_cpu(const wd_coarse_layout *l, int dagger, int xpay,
+                              const wd_coarse_args *a)
+{
+    const wd_status st = wd_coarse_check(l, dagger, xpay, a);
+    if (st != WD_OK)
+        return st;
+    wd_coarse_variants[wd_coarse_find_axes(l->precision, l->nvec, dagger, xpay, 1)].cpu(a);
     return WD_OK;
 }
