@@ -265,6 +265,7 @@ static int parse(int argc, char **argv, options *o)
     o->s.mass = o->have_kappa ? 1.0 / (2.0 * o->kappa) - 4.0 : o->mass;
     if (!wd_cli_mg_finish("wdirac propagator", &o->mg, o->s.verbosity))
         return WD_EXIT_USAGE;
+    o->mg.m.save_overwrite = o->overwrite;
     if (o->mg.on && o->have_solver)
         return usage_error("give --solver or --mg, not both", NULL);
     if (o->s.sloppy_precision > o->s.precision)

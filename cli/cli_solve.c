@@ -418,6 +418,7 @@ static int parse_options(int argc, char **argv, options *o)
         return fail_usage("give exactly one source: --point, --random or --source");
     if (!wd_cli_mg_finish("wdirac solve", &o->mg, o->s.verbosity))
         return WD_EXIT_USAGE;
+    o->mg.m.save_overwrite = o->overwrite;
     if (o->mg.on && o->have_solver)
         return fail_usage("give --solver or --mg, not both");
     if (o->have_mass && o->have_kappa)

@@ -136,7 +136,13 @@ void wd_cli_mg_usage(FILE *f)
             "  --mg-seed N           random starts of the null vectors (default %llu)\n"
             "  --mg-verbose N        multigrid messages on stderr: 1 the setup's diagnostics per\n"
             "                        level, 2 also every outer iteration (default: --verbose,\n"
-            "                        at most 2)\n",
+            "                        at most 2)\n"
+            "  --mg-save FILE        write the null vectors (as relaxed, every level) to FILE\n"
+            "                        (an existing FILE only with --overwrite, where the\n"
+            "                        command has it)\n"
+            "  --mg-load FILE        take the null vectors from FILE instead of relaxing them:\n"
+            "                        the same multigrid bit for bit (levels, blocks and nvec\n"
+            "                        must match; the coarse operators follow this mass)\n",
             WD_MG_MAX_LEVELS, d.levels, blocks, nvec, d.setup_tol, d.setup_max_iter,
             d.pre_smooth, d.post_smooth, d.cycle == WD_MG_VCYCLE ? "v" : "k", d.coarse_tol,
             d.coarse_max_iter, d.gcr_nkrylov, (unsigned long long)d.seed);
@@ -209,7 +215,7 @@ int wd_cli_mg_parse(const char *prog, int argc, char **argv, int *i, wd_cli_mg *
     static const char *const known[] = {
         "--mg-levels", "--mg-block", "--mg-nvec", "--mg-setup-tol", "--mg-setup-iter",
         "--mg-pre", "--mg-post", "--mg-cycle", "--mg-coarse-tol", "--mg-coarse-iter",
-        "--mg-nkrylov", "--mg-seed", "--mg-verbose"};
+        "--mg-nkrylov", "--mg-seed", "--mg-verbose", "--mg-save", "--mg-load"};
     int k = 0;
     while (k < (int)(sizeof known / sizeof known[0]) && strcmp(a, known[k]))
         k++;
@@ -280,6 +286,10 @@ int wd_cli_mg_parse(const char *prog, int argc, char **argv, int *i, wd_cli_mg *
         if (!mg_long(v, 1, 200, &n))
             return mg_bad(prog, a, "an integer from 1 to 200", v);
         m->gcr_nkrylov = (int)n;
+    } else if (!strcmp(a, "--mg-save") || !strcmp(a, "--mg-load")) {
+        if (!*v)
+            return mg_bad(prog, a, "a file name", v);
+        *(!strcmp(a, "--mg-save") ? &m->save : &m->load) = v;
     } else if (!strcmp(a, "--mg-seed")) {
         char *end;
         errno = 0;

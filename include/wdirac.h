@@ -394,14 +394,17 @@ typedef struct wd_mg_settings {
     int gcr_nkrylov;                    ///< 20: basis of the outer flexible GCR before a restart (and of the coarse GCRs)
     uint64_t seed;                      ///< 1: random starts of the null vectors
     int verbosity;                      ///< 0: 1 the setup summary and diagnostics per level, 2 also every outer iteration (stderr)
+    const char *save;                   ///< NULL: write the setup's null vectors (as relaxed, every level) to this file, which a later setup's `load` turns into the same multigrid bit for bit
+    int save_overwrite;                 ///< 0: 1 replaces an existing file at `save` (0 refuses it before the setup starts)
+    const char *load;                   ///< NULL: take the null vectors from this file instead of relaxing them (levels, blocks and nvec must match it; the coarse operators are built for this setup's mass, so a file serves nearby masses too)
 } wd_mg_settings;
 
 typedef struct wd_mg_setup_stats {
-    double seconds;                     ///< setup wall time: null vectors, orthonormalisation, coarse operators
+    double seconds;                     ///< setup wall time: null vectors (relaxed, or read with `load`), orthonormalisation, coarse operators, writing `save`
     double fine_applies;                ///< cost in fine-operator applications (the relaxations' and the coarse build's)
     int levels;
     int coarse_dims[WD_MG_MAX_LEVELS][4];  ///< each level's extents ([0] the fine lattice)
-    double setup_residual[WD_MG_MAX_LEVELS - 1];  ///< the largest |A v| / |A v0| of a level's relaxed vectors
+    double setup_residual[WD_MG_MAX_LEVELS - 1];  ///< the largest |A v| / |A v0| of a level's relaxed vectors (0 for vectors read with `load`)
     int setup_unconverged[WD_MG_MAX_LEVELS - 1];  ///< relaxations of a level that stopped at the cap above setup_tol
     double orth_error[WD_MG_MAX_LEVELS - 1];      ///< ||P^dag P - 1|| (max abs entry) of each level
     double coarse_error[WD_MG_MAX_LEVELS - 1];    ///< ||D_c v - P^dag A P v|| / ||D_c v|| on a random v

@@ -24,7 +24,7 @@ ALLOWED = {
     "numerics": {"core", "comm", "operator", "backends", "gauge"},
     "io": {"core", "comm", "gauge"},
     "physics": {"core", "comm", "numerics"},
-    "multigrid": {"core", "comm", "operator", "backends", "gauge", "numerics"},
+    "multigrid": {"core", "comm", "operator", "backends", "gauge", "numerics", "io"},
     "python": set(),
     "cli": set(),
 }

@@ -25,6 +25,10 @@
  *            reference) meets tol 1e-10, x agrees with a BiCGstab
  *            solution to 1e-8, a second solve gives the same bits, and the
  *            outer iterations stay below BiCGstab's
+ *   file     the Wilson setup saved (wd_mg_settings.save) and loaded into a
+ *            second solver: the same x bit for bit; a file of other
+ *            settings, a corrupted byte and an existing path refused with
+ *            the cause named, the solver's multigrid kept
  *   errors   bad settings: a block that does not divide, nvec above an
  *            aggregate's dimension, 0 and 5 levels, each WD_ERR_INVALID
  *            naming the cause, the solver still solving after it; a
@@ -38,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clover_field.h"
 #include "gauge_tools.h"
@@ -294,6 +299,72 @@ static double full_residual(const fine_ref *f, const double complex *x, const do
     return sqrt(num / den) * (4.0 + f->mass);
 }
 
+/* save the setup of m to a file, load it into another solver: x the same
+ * bits as x_ref (the first solver's x); then the refusals */
+static void test_file(double complex *u, const int dims[4], const wd_solver_settings *s0,
+                      const wd_mg_settings *m0, const double complex *b,
+                      const double complex *x_ref)
+{
+    const size_t n = wd_volume(dims) * 12;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/test_mg_%ld.nv", (long)getpid());
+    remove(path);
+    wd_solver_settings s = *s0;
+    wd_mg_settings m = *m0;
+    m.save = path;
+    wd_solver *a = NULL, *c = NULL;
+    double complex *x = xalloc(n * sizeof *x);
+    wd_status st = wd_solver_create(&a, (const double *)u, dims, &s);
+    if (st == WD_OK)
+        st = wd_solver_mg_setup(a, &m, &s, NULL);
+    check_true("file: setup with save", st == WD_OK, st == WD_OK ? path : wd_last_error());
+    /* an existing path without save_overwrite: refused before the setup */
+    if (st == WD_OK) {
+        const wd_status again = wd_solver_mg_setup(a, &m, &s, NULL);
+        check_true("file: an existing path refused", again != WD_OK &&
+                       strstr(wd_last_error(), path), wd_last_error());
+    }
+    m.save = NULL;
+    m.load = path;
+    if (st == WD_OK)
+        st = wd_solver_create(&c, (const double *)u, dims, &s);
+    wd_mg_setup_stats ss;
+    if (st == WD_OK)
+        st = wd_solver_mg_setup(c, &m, &s, &ss);
+    check_true("file: setup with load", st == WD_OK, st == WD_OK ? "ok" : wd_last_error());
+    if (st == WD_OK) {
+        s.solver = WD_SOLVER_MG;
+        st = wd_solver_solve(c, (double *)x, (const double *)b, &s, NULL);
+        check_true("file: the loaded multigrid gives the same bits",
+                   st == WD_OK && memcmp(x, x_ref, n * sizeof *x) == 0, wd_status_string(st));
+        /* a file of other settings */
+        wd_mg_settings other = m;
+        other.nvec[0] = m.nvec[0] + 1;
+        st = wd_solver_mg_setup(c, &other, &s, NULL);
+        check_true("file: other nvec refused", st == WD_ERR_INVALID &&
+                       strstr(wd_last_error(), "nvec"), wd_last_error());
+        /* one byte of the vectors changed */
+        FILE *f = fopen(path, "r+b");
+        int byte = -1;
+        if (f && fseek(f, 4096, SEEK_SET) == 0 && (byte = fgetc(f)) != EOF &&
+            fseek(f, 4096, SEEK_SET) == 0)
+            fputc(byte ^ 0x10, f);
+        if (f)
+            fclose(f);
+        st = wd_solver_mg_setup(c, &m, &s, NULL);
+        check_true("file: a corrupted byte refused", st == WD_ERR_CORRUPT &&
+                       strstr(wd_last_error(), "checksum"), wd_last_error());
+        /* the refusals kept the loaded multigrid */
+        st = wd_solver_solve(c, (double *)x, (const double *)b, &s, NULL);
+        check_true("file: the multigrid kept after the refusals",
+                   st == WD_OK && memcmp(x, x_ref, n * sizeof *x) == 0, wd_status_string(st));
+    }
+    remove(path);
+    wd_solver_destroy(a);
+    wd_solver_destroy(c);
+    free(x);
+}
+
 static void test_solve(uint64_t seed, double complex *u, const int dims[4], int clover)
 {
     const size_t vol = wd_volume(dims), n = vol * 12;
@@ -358,6 +429,8 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     snprintf(name, sizeof name, "mg solve %s: a second solve gives the same bits", tag);
     check_true(name, st == WD_OK && memcmp(x, x2, n * sizeof *x) == 0 &&
                          mst.iterations == mst2.iterations, "memcmp of x");
+    if (!clover)
+        test_file(u, dims, &s, &m, b, x);
     s.solver = WD_SOLVER_BICGSTAB;
     st = wd_solver_solve(sv, (double *)xk, (const double *)b, &s, &kst);
     snprintf(name, sizeof name, "mg solve %s: x vs BiCGstab's x", tag);

@@ -142,10 +142,16 @@ static void block_mv(int n, double complex *out, const double complex *x, const 
     }
 }
 
+/* complex multiply-adds of one term of A over the lattice */
+static size_t term_work(const wd_mg_op *op)
+{
+    return op->volume * (size_t)op->n * (op->u ? 12 : (size_t)op->n);
+}
+
 void wd_mg_op_hop(const wd_mg_op *op, int d, double complex *out, const double complex *in)
 {
     const int n = op->n;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (term_work(op) >= WD_MG_PARALLEL_MIN)
     for (size_t s = 0; s < op->volume; ++s) {
         double complex *o = out + (size_t)n * s;
         for (int i = 0; i < n; ++i)
@@ -190,7 +196,7 @@ void wd_mg_op_local(const wd_mg_op *op, double complex *out, const double comple
         memcpy(out, in, op->volume * n * sizeof *out);
         return;
     }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (term_work(op) >= WD_MG_PARALLEL_MIN)
     for (size_t s = 0; s < op->volume; ++s) {
         double complex *o = out + (size_t)n * s;
         for (int i = 0; i < n; ++i)
@@ -203,7 +209,7 @@ void wd_mg_op_apply(const wd_mg_op *op, double complex *out, const double comple
 {
     const int n = op->n;
     wd_mg_op_local(op, out, in);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (8 * term_work(op) >= WD_MG_PARALLEL_MIN)
     for (size_t s = 0; s < op->volume; ++s) {
         double complex *o = out + (size_t)n * s;
         for (int d = 0; d < WD_MG_DIRS; ++d) {
@@ -219,7 +225,7 @@ void wd_mg_op_apply(const wd_mg_op *op, double complex *out, const double comple
 void wd_mg_g5(const wd_mg_op *op, double complex *out, const double complex *in)
 {
     const int n = op->n, h = n / 2;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (op->volume * n >= WD_MG_PARALLEL_MIN)
     for (size_t s = 0; s < op->volume; ++s)
         for (int i = 0; i < n; ++i)
             out[(size_t)n * s + i] = i < h ? in[(size_t)n * s + i] : -in[(size_t)n * s + i];
@@ -243,7 +249,7 @@ double complex wd_mg_dot(const double complex *x, const double complex *y, size_
         }
         return sum;
     }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= WD_MG_PARALLEL_MIN)
     for (size_t c = 0; c < chunks; ++c) {
         double complex acc = 0;
         for (size_t i = c * CHUNK; i < n && i < (c + 1) * CHUNK; ++i)

@@ -161,7 +161,7 @@ static void vcopy(double complex *y, const double complex *x, size_t n)
 /* y += a x */
 static void vaxpy(double complex a, const double complex *x, double complex *y, size_t n)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= WD_MG_PARALLEL_MIN)
     for (size_t i = 0; i < n; ++i)
         y[i] += a * x[i];
 }
@@ -169,7 +169,7 @@ static void vaxpy(double complex a, const double complex *x, double complex *y, 
 /* y = b - y */
 static void vbminus(const double complex *b, double complex *y, size_t n)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= WD_MG_PARALLEL_MIN)
     for (size_t i = 0; i < n; ++i)
         y[i] = b[i] - y[i];
 }
@@ -462,7 +462,7 @@ static double relax(wd_mg *mg, int l, double complex *v, double tol, int max_ite
         const double zz1 = wd_mg_norm2(z, n);
         const double beta = zz1 / zz;
         zz = zz1;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= WD_MG_PARALLEL_MIN)
         for (size_t i = 0; i < n; ++i)
             p[i] = z[i] + beta * p[i];
     }
@@ -516,7 +516,16 @@ static double apply_flops(const wd_mg_op *op)
     return op->u ? 1368.0 + (op->clover ? 504.0 : 0.0) : 9.0 * 8.0 * op->n * op->n;
 }
 
-static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_stats *stats)
+/* A setup's file: the vectors read (load) or written (save) level by level */
+typedef struct mg_files {
+    FILE *in;
+    wd_file_temp out;
+    int saving;
+    unsigned long in_sum, out_sum;
+} mg_files;
+
+static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_stats *stats,
+                              mg_files *io)
 {
     wd_status st = WD_OK;
     const double fine_cost = apply_flops(&mg->lv[0].op) * mg->lv[0].op.volume;
@@ -530,7 +539,10 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         wd_rng_seed(&rng, m->seed * 1000003u + (uint64_t)l);
         double worst = 0;
         int unconverged = 0;
-        for (int k = 0; k < m->nvec[l]; ++k) {
+        const size_t vbytes = (size_t)m->nvec[l] * f->len * sizeof *f->t.v;
+        if (io->in && (st = wd_mg_file_io(io->in, 0, f->t.v, vbytes, &io->in_sum, m->load)) != WD_OK)
+            break;
+        for (int k = 0; !io->in && k < m->nvec[l]; ++k) {
             /* relaxed in a field of its own (the fine level's w[1] is free
              * until the coarse error below; a coarse level's x, where
              * relax's scratch is w), then stored site-major */
@@ -559,6 +571,9 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         }
         stats->setup_residual[l] = worst;
         stats->setup_unconverged[l] = unconverged;
+        if (io->saving &&
+            (st = wd_mg_file_io(io->out.f, 1, f->t.v, vbytes, &io->out_sum, m->save)) != WD_OK)
+            break;
         if ((st = wd_mg_orthonormalise(&f->t, l)) != WD_OK)
             break;
         if ((st = wd_mg_coarse_build(&mg->lv[l + 1].op, &f->op, &f->t)) != WD_OK)
@@ -576,7 +591,8 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
                     "||P^dag P - 1|| = %.2e; ||D_c v - P^dag A P v|| / ||D_c v|| = %.2e\n",
                     l, l + 1, cd[0], cd[1], cd[2], cd[3], mg->lv[l + 1].op.n, worst, unconverged,
                     m->nvec[l], m->setup_tol,
-                    unconverged ? ": the setup did not reach its tolerance" : "",
+                    io->in ? ": read from the file"
+                           : unconverged ? ": the setup did not reach its tolerance" : "",
                     stats->orth_error[l], stats->coarse_error[l]);
         }
     }
@@ -606,31 +622,45 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
     int dims[4], n = 12;
     memcpy(dims, h.dims, sizeof dims);
     for (int l = 0; st == WD_OK && l + 1 < m->levels; ++l) {
-        wd_mg_transfer t;
-        if ((st = wd_mg_transfer_init(&t, l, dims, n, m->block[l], m->nvec[l])) != WD_OK)
+        int coarse[4];
+        if ((st = wd_mg_transfer_check(l, dims, n, m->block[l], m->nvec[l], coarse)) != WD_OK)
             break;
-        memcpy(dims, t.coarse_dims, sizeof dims);
+        memcpy(dims, coarse, sizeof dims);
         n = 2 * m->nvec[l];
-        wd_mg_transfer_free(&t);
+    }
+    /* the files before anything is built: a wrong file or an unwritable
+     * path costs no setup */
+    mg_files io;
+    memset(&io, 0, sizeof io);
+    if (st == WD_OK && m->load)
+        st = wd_mg_file_open(&io.in, m->load, m, h.dims);
+    if (st == WD_OK && m->save) {
+        if ((st = wd_mg_file_create(&io.out, m->save, m->save_overwrite, m, h.dims)) == WD_OK)
+            io.saving = 1;
     }
     wd_mg *mg = st == WD_OK ? calloc(1, sizeof *mg) : NULL;
     if (st == WD_OK && !mg)
         st = wd_fail(WD_ERR_NOMEM, "wd_solver_mg_setup: cannot allocate the multigrid");
-    if (st != WD_OK)
-        return st;
-    mg->set = *m;
-    mg->levels = m->levels;
-    mg->mass = s->mass;
-    mg->csw = s->csw;
-    const double kappa = 0.5 / (4.0 + s->mass);
-    st = wd_mg_fine_init(&mg->fine, &h, kappa, m->gcr_nkrylov);
-    if (st == WD_OK)
-        st = wd_mg_op_fine(&mg->lv[0].op, h.dims, h.gauge, h.clover, kappa, s->tbc);
-    if (st == WD_OK)
-        st = level_alloc(mg, 0);
-    memcpy(stats->coarse_dims[0], h.dims, sizeof stats->coarse_dims[0]);
-    if (st == WD_OK)
-        st = setup_levels(mg, m, stats);
+    if (st == WD_OK) {
+        mg->set = *m;
+        mg->set.save = mg->set.load = NULL;   /* borrowed strings: not kept */
+        mg->levels = m->levels;
+        mg->mass = s->mass;
+        mg->csw = s->csw;
+        const double kappa = 0.5 / (4.0 + s->mass);
+        st = wd_mg_fine_init(&mg->fine, &h, kappa, m->gcr_nkrylov);
+        if (st == WD_OK)
+            st = wd_mg_op_fine(&mg->lv[0].op, h.dims, h.gauge, h.clover, kappa, s->tbc);
+        if (st == WD_OK)
+            st = level_alloc(mg, 0);
+        memcpy(stats->coarse_dims[0], h.dims, sizeof stats->coarse_dims[0]);
+        if (st == WD_OK)
+            st = setup_levels(mg, m, stats, &io);
+    }
+    if (io.in)
+        st = wd_mg_file_finish(io.in, NULL, io.in_sum, st, m->load);
+    if (io.saving)
+        st = wd_mg_file_finish(NULL, &io.out, io.out_sum, st, m->save);
     if (st != WD_OK) {
         mg_free(mg);
         return st;

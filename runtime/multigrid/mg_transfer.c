@@ -3,6 +3,7 @@
  * restrictor P^dag, and the coarse operator P^dag A P (wd_mg.h).
  *
  * The externally accessible functions are
+ *   wd_mg_transfer_check          the checks of block and nvec alone
  *   wd_mg_transfer_init / _free   geometry of the aggregates, null-vector
  *                                 storage, the checks of block and nvec
  *   wd_mg_orthonormalise          per aggregate and chirality, modified
@@ -26,10 +27,9 @@
 
 static const char dim_name[4] = {'X', 'Y', 'Z', 'T'};
 
-wd_status wd_mg_transfer_init(wd_mg_transfer *t, int level, const int fine_dims[4], int n_fine,
-                              const int block[4], int nvec)
+wd_status wd_mg_transfer_check(int level, const int fine_dims[4], int n_fine, const int block[4],
+                               int nvec, int coarse_dims[4])
 {
-    memset(t, 0, sizeof *t);
     for (int mu = 0; mu < 4; ++mu) {
         if (block[mu] < 1 || fine_dims[mu] % block[mu] != 0)
             return wd_fail(WD_ERR_INVALID, "multigrid level %d: block %d in %c does not divide "
@@ -40,16 +40,28 @@ wd_status wd_mg_transfer_init(wd_mg_transfer *t, int level, const int fine_dims[
             return wd_fail(WD_ERR_INVALID, "multigrid level %d: block %d in %c leaves an odd "
                            "coarse extent %d (the coarse lattice must be even, or 1, in each "
                            "dimension)", level, block[mu], dim_name[mu], c);
-        t->fine_dims[mu] = fine_dims[mu];
-        t->block[mu] = block[mu];
-        t->coarse_dims[mu] = c;
+        coarse_dims[mu] = c;
     }
-    t->block_volume = block[0] * block[1] * block[2] * block[3];
-    const long dim = (long)t->block_volume * n_fine / 2;
+    const int bv = block[0] * block[1] * block[2] * block[3];
+    const long dim = (long)bv * n_fine / 2;
     if (nvec < 1 || nvec > dim)
         return wd_fail(WD_ERR_INVALID, "multigrid level %d: nvec %d must be between 1 and the "
                        "dimension of an aggregate per chirality, %d sites x %d = %ld", level, nvec,
-                       t->block_volume, n_fine / 2, dim);
+                       bv, n_fine / 2, dim);
+    return WD_OK;
+}
+
+wd_status wd_mg_transfer_init(wd_mg_transfer *t, int level, const int fine_dims[4], int n_fine,
+                              const int block[4], int nvec)
+{
+    memset(t, 0, sizeof *t);
+    const wd_status st = wd_mg_transfer_check(level, fine_dims, n_fine, block, nvec,
+                                              t->coarse_dims);
+    if (st != WD_OK)
+        return st;
+    memcpy(t->fine_dims, fine_dims, sizeof t->fine_dims);
+    memcpy(t->block, block, sizeof t->block);
+    t->block_volume = block[0] * block[1] * block[2] * block[3];
     t->fine_volume = (size_t)fine_dims[0] * fine_dims[1] * fine_dims[2] * fine_dims[3];
     t->coarse_volume = t->fine_volume / t->block_volume;
     t->n_fine = n_fine;
@@ -101,7 +113,7 @@ static double complex *vec(const wd_mg_transfer *t, int k, size_t s)
 void wd_mg_vector_set(wd_mg_transfer *t, int k, const double complex *field)
 {
     const int n = t->n_fine;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (t->fine_volume * n >= WD_MG_PARALLEL_MIN)
     for (size_t s = 0; s < t->fine_volume; ++s)
         memcpy(vec(t, k, s), field + s * n, (size_t)n * sizeof *field);
 }
@@ -164,7 +176,7 @@ wd_status wd_mg_orthonormalise(wd_mg_transfer *t, int level)
 void wd_mg_prolong(const wd_mg_transfer *t, double complex *fine, const double complex *coarse)
 {
     const int n = t->n_fine, h = n / 2, nv = t->nvec;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (t->fine_volume * n * nv >= WD_MG_PARALLEL_MIN)
     for (size_t s = 0; s < t->fine_volume; ++s) {
         const double complex *c = coarse + (size_t)2 * nv * t->agg[s];
         double complex *f = fine + (size_t)n * s;
@@ -181,7 +193,7 @@ void wd_mg_prolong(const wd_mg_transfer *t, double complex *fine, const double c
 void wd_mg_restrict(const wd_mg_transfer *t, double complex *coarse, const double complex *fine)
 {
     const int n = t->n_fine, h = n / 2, nv = t->nvec, bv = t->block_volume;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (t->fine_volume * n * nv >= WD_MG_PARALLEL_MIN)
     for (size_t b = 0; b < t->coarse_volume; ++b) {
         double complex *c = coarse + (size_t)2 * nv * b;
         for (int j = 0; j < 2 * nv; ++j)

@@ -35,6 +35,7 @@
  *   wd_mg_coarse_build D_c = P^dag A P, direction by direction from the
  *                      level's hops and the null vectors
  *   wd_mg_dot, wd_mg_norm2  deterministic reductions on host vectors
+ *   wd_mg_file_*       null vectors to and from a file (mg_file.c)
  *   wd_mg_fine_*       the fine level on the solver's backend (mg_fine.c):
  *                      the operator, the even-odd smoother, the null-vector
  *                      relaxation, the moves to and from the host
@@ -47,7 +48,10 @@
 #include <complex.h>
 #include <stddef.h>
 
+#include <stdio.h>
+
 #include "wd_backend.h"
+#include "wd_file_write.h"
 #include "wd_solver.h"
 #include "wdirac.h"
 
@@ -55,6 +59,12 @@
  * in(x + mu)), d = 2 mu + 1 backward (reads in(x - mu)); the local term is
  * index WD_MG_LOCAL of a coarse site's links. */
 enum { WD_MG_DIRS = 8, WD_MG_LOCAL = 8 };
+
+/* Loops over fewer than this many complex multiply-adds (or vector
+ * entries) run on one thread: on the small coarse levels an OpenMP
+ * region costs more than it saves, and far more on a loaded machine
+ * whose threads spin at its barriers. */
+#define WD_MG_PARALLEL_MIN 65536
 
 /*
  * One level's operator on host fields of `n` complex components a site,
@@ -119,6 +129,9 @@ typedef struct wd_mg_transfer {
  * (block volume x n_fine / 2); WD_ERR_NOMEM.  `level` is for messages. */
 wd_status wd_mg_transfer_init(wd_mg_transfer *t, int level, const int fine_dims[4], int n_fine,
                               const int block[4], int nvec);
+/* the same checks alone, and the coarse extents */
+wd_status wd_mg_transfer_check(int level, const int fine_dims[4], int n_fine, const int block[4],
+                               int nvec, int coarse_dims[4]);
 void wd_mg_transfer_free(wd_mg_transfer *t);
 /* WD_ERR_INVALID naming the aggregate, chirality and vector when a vector
  * is (numerically) dependent on the earlier ones there. */
@@ -185,5 +198,18 @@ void wd_mg_pair_caxpy(wd_backend *be, wd_complex a, const wd_mg_pair *x, wd_mg_p
 void wd_mg_pair_copy(wd_backend *be, wd_mg_pair *y, const wd_mg_pair *x);
 void wd_mg_pair_zero(wd_backend *be, wd_mg_pair *y);
 void wd_mg_pair_ax(wd_backend *be, double a, wd_mg_pair *x);
+
+/* Null vectors in a file (mg_file.c): open checks the header against m and
+ * the fine extents; create starts the safe writer; io reads or writes one
+ * level's site-major vectors and adds them to the Adler-32 *sum; finish
+ * checks the sum and the end (reading: f, t NULL) or writes the sum and
+ * puts the file in place when st is WD_OK (writing: t), and closes. */
+wd_status wd_mg_file_open(FILE **f, const char *path, const wd_mg_settings *m, const int dims[4]);
+wd_status wd_mg_file_create(wd_file_temp *t, const char *path, int overwrite,
+                            const wd_mg_settings *m, const int dims[4]);
+wd_status wd_mg_file_io(FILE *f, int writing, void *data, size_t bytes, unsigned long *sum,
+                        const char *path);
+wd_status wd_mg_file_finish(FILE *f, wd_file_temp *t, unsigned long sum, wd_status st,
+                            const char *path);
 
 #endif
