@@ -33,11 +33,22 @@
  * all pass, 1 otherwise, 77 (skipped) for a build without coarse variants
  * and for --backend gpu without a usable GPU.
  *
+ * --bench (after the checks) times every selected variant on random packed
+ * fields of a coarse 12^3x24 lattice on the GPU (the coarse lattice of
+ * 48^3x96 with 4^4 aggregates: issue 27's target), 6^3x12 on the CPU: the
+ * median of the calls' wall times (a sync after each on the GPU), the
+ * fewest bytes a call moves (every link block and its norm, the input, the
+ * output and x once a site) over that time, on the GPU as a fraction of
+ * the device-to-device copy bandwidth measured in the same run, and Gflops
+ * (8 (2 Nvec)^2 x 9 a site).
+ *
  *   checkcoarse [--backend cpu|gpu] [--block N] [--seed N] [--kernels GLOB] [--verbose]
+ *               [--bench]
  */
 #include <complex.h>
 #include <fnmatch.h>
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -402,10 +413,187 @@ static int selected(const char *name, const char *glob)
     return !glob || fnmatch(glob, name, 0) == 0;
 }
 
+/* ---- --bench ---- */
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* the periodic neighbour table of a lexicographic lattice (x fastest) */
+static int *neighbour_table(const int d[4], int volume)
+{
+    int *nbr = xalloc((size_t)volume * WD_COARSE_DIRS * sizeof *nbr);
+    for (int s = 0; s < volume; ++s) {
+        int c[4], r = s;
+        for (int mu = 0; mu < 4; ++mu) {
+            c[mu] = r % d[mu];
+            r /= d[mu];
+        }
+        for (int k = 0; k < WD_COARSE_DIRS; ++k) {
+            int e[4] = {c[0], c[1], c[2], c[3]};
+            const int mu = k / 2;
+            e[mu] = (c[mu] + (k & 1 ? d[mu] - 1 : 1)) % d[mu];
+            nbr[WD_COARSE_DIRS * s + k] = e[0] + d[0] * (e[1] + d[1] * (e[2] + d[2] * e[3]));
+        }
+    }
+    return nbr;
+}
+
+/* bytes of random stored reals (precision 4: floats in [-1, 1]; 2: 16-bit
+ * values) or, norm, floats 1 */
+static void fill_host(void *p, size_t bytes, int precision, int norm, wd_rng *r)
+{
+    if (norm || precision == WD_PREC_SINGLE) {
+        float *f = p;
+        for (size_t i = 0; i < bytes / sizeof *f; ++i)
+            f[i] = norm ? 1.0f : (float)(2 * wd_rng_uniform(r) - 1);
+    } else {
+        short *h = p;
+        for (size_t i = 0; i < bytes / sizeof *h; ++i)
+            h[i] = (short)(65534 * wd_rng_uniform(r) - 32767);
+    }
+}
+
+/* a buffer of bytes on the bench's side (host or device), filled */
+static void *bench_buffer(size_t bytes, int precision, int norm, wd_rng *r)
+{
+    if (!bytes)
+        return NULL;
+    if (!gpu) {
+        void *p = xalloc(bytes);
+        fill_host(p, bytes, precision, norm, r);
+        return p;
+    }
+    void *d = NULL;
+    const size_t chunk = bytes < ((size_t)64 << 20) ? bytes : (size_t)64 << 20;
+    void *h = xalloc(chunk);
+    fill_host(h, chunk, precision, norm, r);
+    wd_status st = wd_cuda_malloc(&d, bytes, "bench field");
+    for (size_t at = 0; st == WD_OK && at < bytes; at += chunk)
+        st = wd_cuda_h2d((char *)d + at, h, bytes - at < chunk ? bytes - at : chunk);
+    free(h);
+    if (st != WD_OK) {
+        fprintf(stderr, "checkcoarse --bench: %s\n", wd_last_error());
+        exit(1);
+    }
+    return d;
+}
+
+static void bench_free(void *p)
+{
+    if (gpu)
+        wd_cuda_free(p);
+    else
+        free(p);
+}
+
+static void bench(const char *glob, uint64_t seed)
+{
+    const int gdims[4] = {12, 12, 12, 24}, cdims[4] = {6, 6, 6, 12};
+    const int *d = gpu ? gdims : cdims;
+    const int volume = d[0] * d[1] * d[2] * d[3], reps = gpu ? 50 : 5;
+    int *nbr = neighbour_table(d, volume);
+    const int *nbr_here = nbr;
+    if (gpu) {
+        nbr_here = bench_buffer((size_t)volume * WD_COARSE_DIRS * sizeof *nbr, WD_PREC_SINGLE, 1,
+                                NULL);
+        if (wd_cuda_h2d((void *)nbr_here, nbr, (size_t)volume * WD_COARSE_DIRS * sizeof *nbr)
+            != WD_OK) {
+            fprintf(stderr, "checkcoarse --bench: %s\n", wd_last_error());
+            exit(1);
+        }
+    }
+    double copy = 0;
+    if (gpu && wd_cuda_copy_gbps((size_t)1 << 30, 20, &copy) != WD_OK)
+        copy = 0;
+    printf("\nbench: coarse %dx%dx%dx%d (%d sites), %s, median of %d calls\n", d[0], d[1], d[2],
+           d[3], volume, gpu ? "GPU" : "CPU", reps);
+    if (gpu)
+        printf("bench: device-to-device copy %.0f GB/s (read + write)\n", copy);
+    else
+        printf("bench: %d OpenMP threads\n", omp_get_max_threads());
+    printf("%-30s %10s %8s %8s %8s\n", "variant", "us/call", "GB/s", "of copy", "Gflops");
+    wd_rng rng;
+    wd_rng_seed(&rng, seed + 77u);
+    for (int k = 0; k < wd_coarse_variant_count; ++k) {
+        const wd_coarse_variant *v = &wd_coarse_variants[k];
+        if (!selected(v->name, glob) || v->nrhs != 1)
+            continue;
+        wd_coarse_layout l;
+        if (wd_coarse_layout_make(&l, volume, v->nvec, v->precision) != WD_OK)
+            continue;
+        packed p = {0};
+        p.links = bench_buffer(l.link_bytes, v->precision, 0, &rng);
+        p.lnorm = bench_buffer(l.link_norm_bytes, v->precision, 1, &rng);
+        p.in = bench_buffer(l.spinor_bytes, v->precision, 0, &rng);
+        p.in_norm = bench_buffer(l.spinor_norm_bytes, v->precision, 1, &rng);
+        p.x = bench_buffer(l.spinor_bytes, v->precision, 0, &rng);
+        p.x_norm = bench_buffer(l.spinor_norm_bytes, v->precision, 1, &rng);
+        p.out = bench_buffer(l.spinor_bytes, v->precision, 0, &rng);
+        p.out_norm = bench_buffer(l.spinor_norm_bytes, v->precision, 1, &rng);
+        p.nbr = nbr_here;
+        const double a = 0.5;
+        wd_coarse_args args;
+        args_set(&args, v, &p, volume, a);
+        double *t = xalloc((size_t)reps * sizeof *t);
+        wd_status st = WD_OK;
+        for (int r = -2; r < reps && st == WD_OK; ++r) {
+            const double t0 = now();
+            if (gpu) {
+                st = wd_coarse_apply_cuda(&l, v->dagger, v->xpay, &args, gpu_block,
+                                          wd_cuda_stream());
+                if (st == WD_OK)
+                    st = wd_cuda_sync();
+            } else {
+                st = wd_coarse_apply_cpu(&l, v->dagger, v->xpay, &args);
+            }
+            if (r >= 0)
+                t[r] = now() - t0;
+        }
+        if (st != WD_OK) {
+            printf("%-30s %s\n", v->name, wd_last_error());
+        } else {
+            qsort(t, (size_t)reps, sizeof *t, cmp_double);
+            const double sec = t[reps / 2], n = l.ncomp;
+            const double bytes = (double)l.link_bytes + l.link_norm_bytes
+                                 + (2.0 + v->xpay) * (l.spinor_bytes + l.spinor_norm_bytes);
+            const double flops = (double)volume * (WD_COARSE_BLOCKS * 8 * n * n
+                                                   + (v->xpay ? 4 * n : 0));
+            char frac[16] = "-";
+            if (copy > 0)
+                snprintf(frac, sizeof frac, "%.0f%%", 100 * bytes / sec / 1e9 / copy);
+            printf("%-30s %10.1f %8.1f %8s %8.1f\n", v->name, 1e6 * sec, bytes / sec / 1e9, frac,
+                   flops / sec / 1e9);
+        }
+        free(t);
+        bench_free(p.links);
+        bench_free(p.lnorm);
+        bench_free(p.in);
+        bench_free(p.in_norm);
+        bench_free(p.x);
+        bench_free(p.x_norm);
+        bench_free(p.out);
+        bench_free(p.out_norm);
+    }
+    if (gpu)
+        bench_free((void *)nbr_here);
+    free(nbr);
+}
+
 int main(int argc, char **argv)
 {
     uint64_t seed = (uint64_t)time(NULL);
     const char *glob = NULL;
+    int do_bench = 0;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
@@ -419,9 +607,11 @@ int main(int argc, char **argv)
             ++i;
         else if (!strcmp(argv[i], "--verbose"))
             verbose = 1;
+        else if (!strcmp(argv[i], "--bench"))
+            do_bench = 1;
         else {
             fprintf(stderr, "usage: checkcoarse [--backend cpu|gpu] [--block N] [--seed N] "
-                    "[--kernels GLOB] [--verbose]\n");
+                    "[--kernels GLOB] [--verbose] [--bench]\n");
             return 2;
         }
     }
@@ -521,6 +711,8 @@ int main(int argc, char **argv)
     if (tested + untested == 0)
         printf("no coarse variant tested (--kernels %s matches none)\n", glob ? glob : "*");
     printf("%d of %d failed\n", failed, tested + untested);
+    if (do_bench)
+        bench(glob, seed);
     free(worst);
     free(ran);
     free(failed_run);
