@@ -390,7 +390,7 @@ typedef struct wd_mg_settings {
     int post_smooth;                    ///< 4: MR steps after it
     wd_mg_cycle cycle;                  ///< WD_MG_KCYCLE
     double coarse_tol;                  ///< 0.25: relative tolerance of each coarse-level GCR (K-cycle) and of the coarsest solve
-    int coarse_max_iter;                ///< 24: iteration cap of each of those
+    int coarse_max_iter;                ///< 100: iteration cap of each of those (QUDA's; at 24, the cap of a first version, the coarse solves at kappa 0.1568 on 24^3x64 stopped at it 23 times in 24 and the outer iterations rose)
     int gcr_nkrylov;                    ///< 20: basis of the outer flexible GCR before a restart (and of the coarse GCRs)
     uint64_t seed;                      ///< 1: random starts of the null vectors
     int verbosity;                      ///< 0: 1 the setup summary and diagnostics per level, 2 also every outer iteration (stderr)

@@ -49,6 +49,9 @@ typedef struct wd_mg {
     int levels;
     mg_level lv[WD_MG_MAX_LEVELS];  /* lv[0]: the fine level's host operator and transfer */
     wd_mg_fine fine;                /* the fine level's fields on the solver's backend */
+    /* where a solve's seconds go (printed under verbosity 1): the fine
+     * fields' moves to and from the host, P and P^dag, the coarse levels */
+    double t_move, t_transfer, t_coarse;
 } wd_mg;
 
 void wd_mg_default_settings(wd_mg_settings *m)
@@ -66,7 +69,7 @@ void wd_mg_default_settings(wd_mg_settings *m)
     m->post_smooth = 4;
     m->cycle = WD_MG_KCYCLE;
     m->coarse_tol = 0.25;
-    m->coarse_max_iter = 24;
+    m->coarse_max_iter = 100;
     m->gcr_nkrylov = 20;
     m->seed = 1;
     m->verbosity = 0;
@@ -234,12 +237,21 @@ static wd_status cycle_fine(wd_mg *mg, wd_mg_pair *e, const wd_mg_pair *r)
         res = &f->u;
         v->iterations += m->pre_smooth;
     }
+    double t = now_s();
     if ((st = wd_mg_fine_to_host(f, v->w[0], res)) != WD_OK)
         return st;
+    mg->t_move += now_s() - t;
+    t = now_s();
     wd_mg_restrict(&v->t, c->b, v->w[0]);
+    mg->t_transfer += now_s() - t;
+    t = now_s();
     if ((st = coarse_solve(mg, 0)) != WD_OK)
         return st;
+    mg->t_coarse += now_s() - t;
+    t = now_s();
     wd_mg_prolong(&v->t, v->w[1], c->x);
+    mg->t_transfer += now_s() - t;
+    t = now_s();
     if (m->pre_smooth) {
         if ((st = wd_mg_fine_from_host(f, &f->u, v->w[1])) != WD_OK)
             return st;
@@ -247,6 +259,7 @@ static wd_status cycle_fine(wd_mg *mg, wd_mg_pair *e, const wd_mg_pair *r)
     } else if ((st = wd_mg_fine_from_host(f, e, v->w[1])) != WD_OK) {
         return st;
     }
+    mg->t_move += now_s() - t;
     if (m->post_smooth) {
         /* u = r - A e, then e += the smoother's correction of u */
         if ((st = wd_mg_fine_apply(f, &f->u, e)) != WD_OK)
@@ -537,6 +550,7 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
             break;
         wd_rng rng;
         wd_rng_seed(&rng, m->seed * 1000003u + (uint64_t)l);
+        double t_step = now_s(), t_vectors, t_orth, t_build;
         double worst = 0;
         int unconverged = 0;
         const size_t vbytes = (size_t)m->nvec[l] * f->len * sizeof *f->t.v;
@@ -574,16 +588,27 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         if (io->saving &&
             (st = wd_mg_file_io(io->out.f, 1, f->t.v, vbytes, &io->out_sum, m->save)) != WD_OK)
             break;
+        t_vectors = now_s() - t_step;
+        t_step = now_s();
         if ((st = wd_mg_orthonormalise(&f->t, l)) != WD_OK)
             break;
+        t_orth = now_s() - t_step;
+        t_step = now_s();
         if ((st = wd_mg_coarse_build(&mg->lv[l + 1].op, &f->op, &f->t)) != WD_OK)
             break;
+        t_build = now_s() - t_step;
+        t_step = now_s();
         stats->fine_applies += cost * 2.0 * m->nvec[l];
         if ((st = level_alloc(mg, l + 1)) != WD_OK)
             break;
         memcpy(stats->coarse_dims[l + 1], mg->lv[l + 1].op.dims, sizeof stats->coarse_dims[0]);
         stats->orth_error[l] = orth_error(&f->t);
         stats->coarse_error[l] = coarse_error(mg, l, &rng);
+        if (m->verbosity >= 1)
+            fprintf(stderr, "wdirac multigrid: level %d setup: null vectors %.3f s (%s), "
+                    "orthonormalisation %.3f s, coarse operator %.3f s, diagnostics %.3f s\n", l,
+                    t_vectors, io->in ? "read" : l ? "relaxed on the host" : "relaxed on the backend",
+                    t_orth, t_build, now_s() - t_step);
         if (m->verbosity >= 1) {
             const int *cd = mg->lv[l + 1].op.dims;
             fprintf(stderr, "wdirac multigrid: level %d -> %d: coarse %dx%dx%dx%d, %d unknowns a "
@@ -696,6 +721,7 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
         host[i] = scale * bc[i];
     for (int l = 0; l < mg->levels; ++l)
         mg->lv[l].iterations = 0;
+    mg->t_move = mg->t_transfer = mg->t_coarse = 0;
     wd_status st = wd_mg_fine_from_host(f, &f->b, host);
     if (st != WD_OK)
         return st;
@@ -705,6 +731,14 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
     const wd_status xst = wd_mg_fine_to_host(f, (double complex *)x, &f->x);
     if (xst != WD_OK)
         return xst;
+    if (mg->set.verbosity >= 1) {
+        const double total = now_s() - t0;
+        fprintf(stderr, "wdirac multigrid: solve %.3f s: the fine level on the backend %.3f s, "
+                "fields to and from the host %.3f s, P and P^dag on the host %.3f s, the coarse "
+                "levels on the host %.3f s\n", total,
+                total - mg->t_move - mg->t_transfer - mg->t_coarse, mg->t_move, mg->t_transfer,
+                mg->t_coarse);
+    }
     stats->iterations = it;
     stats->sloppy_iterations = it;
     stats->updates = 0;
