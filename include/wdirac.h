@@ -376,9 +376,10 @@ typedef enum wd_mg_cycle {
  * carries 2 nvec[l] unknowns.  Null vectors: nvec[l] random vectors (seeded)
  * relaxed on the homogeneous system of level l (CG on the normal equations
  * to setup_tol or setup_max_iter iterations), then block-orthonormalised.
- * This first version runs the setup and the cycle on the host in float64,
- * on one process (any backend: the outer solve's true residual is checked
- * as for every solver).
+ * This first version runs on one process: the fine level (outer GCR,
+ * smoother, relaxation) on the solver's backend, the transfers and the
+ * coarse levels on the host in float64; the true residual is checked as
+ * for every solver.
  */
 typedef struct wd_mg_settings {
     int levels;                         ///< 2: levels, the fine one included (2 .. WD_MG_MAX_LEVELS)

@@ -14,13 +14,19 @@
  *   cycle; V-cycle: one application of its cycle), the correction
  *   prolongated, post-smoothing (MR on the level's residual);
  *   the last level: GCR to coarse_tol.
- * Everything is float64 on host fields (wd_mg.h): deterministic, the same
- * bits for any thread count.
+ * The fine level runs on the solver's backend (mg_fine.c: the outer GCR
+ * in the outer precision, the smoother on the even-odd Schur operator in
+ * the sloppy precision); the transfers and the coarse levels in float64
+ * on host fields (wd_mg.h).  Deterministic: the same bits from run to run
+ * and for any thread count.
  *
  * Null vectors: from nvec seeded random fields v, each relaxed on the
- * homogeneous system A v = 0 by CG on the normal equations
- * (A^dag = g5 A g5 on every level: P preserves chirality), stopped when
- * |A v| <= setup_tol |A v_0| or after setup_max_iter iterations.
+ * homogeneous system A v = 0 by CG on the normal equations (the fine
+ * level: of the Schur operator on the backend, the odd sites from A v = 0;
+ * a coarse level: of A, with A^dag = g5 A g5 since P preserves
+ * chirality), stopped when |A v| <= setup_tol |A v_0| or after
+ * setup_max_iter iterations; or read from a file (mg_file.c), and written
+ * to one, as relaxed.
  */
 #include <math.h>
 #include <stdio.h>

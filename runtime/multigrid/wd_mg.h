@@ -7,9 +7,11 @@
  * in wdirac.h.  This header is shared by the module's files and visible to
  * the tests.
  *
- * This first step runs on the host in float64, on one process: every
- * level's operator, the transfers, the setup and the cycle act on host
- * fields.  The fine level is the kappa-normalised operator
+ * This first step runs on one process: the fine level on the solver's
+ * backend (wd_mg_fine_*), every level's host operator (the fine one for
+ * the coarse build and the diagnostics), the transfers and the coarse
+ * levels on host fields in float64.  The fine level is the
+ * kappa-normalised operator
  *   A = M / (4+m) = L - kappa D      (L = 1 Wilson, the clover A with c_sw)
  * of the caller's links, in the DeGrand-Rossi basis, where
  * g5 = diag(1, 1, -1, -1): a fine site's 12 components (spin-major, as the
