@@ -22,7 +22,8 @@ Checks, on fresh random data:
     on the same solver, numpy's residual <= tol, the outer and per-level
     iterations reported; two sources in one batch = one solve each, bit
     for bit; propagator() on one setup, every column M x = b by numpy; a
-    block that does not divide raises Error naming it;
+    block that does not divide raises Error naming it; the null vectors
+    saved (mg=dict(save=...)) and loaded into another Solver: x bit for bit;
   - errors: complex64, wrong shape, non-contiguous b raise TypeError or
     ValueError; NaN in b raises wdirac.Error naming the site; max_iter 3
     raises wdirac.Error carrying the best x and its stats;
@@ -341,6 +342,17 @@ def mg_checks(u, b, mass, krylov, rng):
     except wdirac.Error as e:
         check("mg: a block that does not divide raises Error naming it",
               "block 3 in Z" in e.message, e.message)
+    # the null vectors to a file and back: the same multigrid, bit for bit
+    with tempfile.TemporaryDirectory() as tmp:
+        nv = os.path.join(tmp, "mg.nv")
+        settings = dict(block=2, nvec=4, setup_max_iter=30)
+        xs1, _ = wdirac.Solver(u, mass=mass, backend="cpu", tol=1e-11,
+                               mg=dict(settings, save=nv)).solve(b)
+        xl, stl = wdirac.Solver(u, mass=mass, backend="cpu", tol=1e-11,
+                                mg=dict(settings, load=nv)).solve(b)
+        check("mg: save and load give the same x bit for bit",
+              stl.status == "ok" and np.array_equal(xs1, xl) and np.array_equal(xs1, xm),
+              f"{stl.iterations} outer iterations")
 
 
 def same_as_cli(program, seed):

@@ -19,6 +19,7 @@ docs/python.md has a worked example from nothing to a pion mass.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from typing import Any, Callable, Optional, Sequence, Tuple
 
@@ -224,9 +225,13 @@ def _mg_settings(mg) -> dict:
             out[key] = _MG_CYCLE[value]
         elif key in _MG_NUMBERS:
             out[key] = value
+        elif key in ("save", "load"):
+            out[key] = os.fspath(value)
+        elif key == "save_overwrite":
+            out[key] = int(bool(value))
         else:
             raise KeyError(f"mg: unknown multigrid setting '{key}' (known: block, nvec, cycle, "
-                           f"{', '.join(_MG_NUMBERS)})")
+                           f"save, load, save_overwrite, {', '.join(_MG_NUMBERS)})")
     return out
 
 
@@ -248,7 +253,9 @@ class Solver:
     fields, levels, block (B, (X, Y, Z, T) or a list of those, one a level
     from the fine one down), nvec (N or a list), setup_tol,
     setup_max_iter, pre_smooth, post_smooth, cycle ('v' or 'k'),
-    coarse_tol, coarse_max_iter, gcr_nkrylov, seed, verbosity; missing
+    coarse_tol, coarse_max_iter, gcr_nkrylov, seed, verbosity, save and
+    load (a file of the null vectors: written after the setup, or read
+    instead of relaxing them; save_overwrite=True replaces a file); missing
     keys keep the library's defaults.  The setup runs once, here, for this
     mass (.mg_stats: MGSetupStats); every solve uses it, and its stats
     give mg_levels and mg_iterations.  solve(b, solver='bicgstab') still

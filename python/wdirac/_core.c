@@ -500,6 +500,14 @@ static int parse_mg(PyObject *d, wd_mg_settings *m)
                 return 0;
             continue;
         }
+        if (!strcmp(k, "save") || !strcmp(k, "load")) {
+            /* borrowed from the dict, which outlives the setup call */
+            const char *v = PyUnicode_AsUTF8(value);
+            if (!v)
+                return 0;
+            *(k[0] == 's' ? &m->save : &m->load) = v;
+            continue;
+        }
         if (!strcmp(k, "seed")) {
             const unsigned long long v = PyLong_AsUnsignedLongLong(value);
             if (v == (unsigned long long)-1 && PyErr_Occurred())
@@ -533,6 +541,7 @@ static int parse_mg(PyObject *d, wd_mg_settings *m)
         INT("coarse_max_iter", coarse_max_iter)
         INT("gcr_nkrylov", gcr_nkrylov)
         INT("verbosity", verbosity)
+        INT("save_overwrite", save_overwrite)
 #undef INT
 #undef REAL
         PyErr_Format(PyExc_KeyError, "unknown multigrid setting '%s'", k);
