@@ -125,12 +125,6 @@ static void fine_hop_psi(const wd_mg_op *op, int d, size_t s, double complex *ou
     }
 }
 
-static void fine_hop_site(const wd_mg_op *op, int d, size_t s, double complex *out,
-                          const double complex *in)
-{
-    fine_hop_psi(op, d, s, out, in + 12 * (size_t)op->nbr[WD_MG_DIRS * s + d]);
-}
-
 /* out += X in for an n x n block X */
 static void block_mv(int n, double complex *out, const double complex *x, const double complex *in)
 {
@@ -148,20 +142,15 @@ static size_t term_work(const wd_mg_op *op)
     return op->volume * (size_t)op->n * (op->u ? 12 : (size_t)op->n);
 }
 
-void wd_mg_op_hop(const wd_mg_op *op, int d, double complex *out, const double complex *in)
+/* out += H_d(s) psi (d < 8), or out += L(s) psi for a coarse level's d = 8 */
+static void term_add(const wd_mg_op *op, int d, size_t s, double complex *out,
+                     const double complex *psi)
 {
     const int n = op->n;
-#pragma omp parallel for schedule(static) if (term_work(op) >= WD_MG_PARALLEL_MIN)
-    for (size_t s = 0; s < op->volume; ++s) {
-        double complex *o = out + (size_t)n * s;
-        for (int i = 0; i < n; ++i)
-            o[i] = 0;
-        if (op->u)
-            fine_hop_site(op, d, s, o, in);
-        else
-            block_mv(n, o, op->links + (size_t)n * n * (9 * s + d),
-                     in + (size_t)n * op->nbr[WD_MG_DIRS * s + d]);
-    }
+    if (op->u)
+        fine_hop_psi(op, d, s, out, psi);
+    else
+        block_mv(n, out, op->links + (size_t)n * n * (9 * s + d), psi);
 }
 
 void wd_mg_op_term(const wd_mg_op *op, int d, size_t s, double complex *out,
@@ -179,30 +168,24 @@ void wd_mg_op_term(const wd_mg_op *op, int d, size_t s, double complex *out,
     }
     for (int i = 0; i < n; ++i)
         out[i] = 0;
-    if (op->u)
-        fine_hop_psi(op, d, s, out, psi);
-    else
-        block_mv(n, out, op->links + (size_t)n * n * (9 * s + d), psi);
+    term_add(op, d, s, out, psi);
+}
+
+void wd_mg_op_hop(const wd_mg_op *op, int d, double complex *out, const double complex *in)
+{
+    const int n = op->n;
+#pragma omp parallel for schedule(static) if (term_work(op) >= WD_MG_PARALLEL_MIN)
+    for (size_t s = 0; s < op->volume; ++s)
+        wd_mg_op_term(op, d, s, out + (size_t)n * s,
+                      in + (size_t)n * op->nbr[WD_MG_DIRS * s + d]);
 }
 
 void wd_mg_op_local(const wd_mg_op *op, double complex *out, const double complex *in)
 {
     const int n = op->n;
-    if (op->u && op->clover) {
-        wd_clover_apply_host((double *)out, op->clover, (const double *)in, op->volume);
-        return;
-    }
-    if (op->u) {
-        memcpy(out, in, op->volume * n * sizeof *out);
-        return;
-    }
 #pragma omp parallel for schedule(static) if (term_work(op) >= WD_MG_PARALLEL_MIN)
-    for (size_t s = 0; s < op->volume; ++s) {
-        double complex *o = out + (size_t)n * s;
-        for (int i = 0; i < n; ++i)
-            o[i] = 0;
-        block_mv(n, o, op->links + (size_t)n * n * (9 * s + WD_MG_LOCAL), in + (size_t)n * s);
-    }
+    for (size_t s = 0; s < op->volume; ++s)
+        wd_mg_op_term(op, WD_MG_LOCAL, s, out + (size_t)n * s, in + (size_t)n * s);
 }
 
 void wd_mg_op_apply(const wd_mg_op *op, double complex *out, const double complex *in)
@@ -210,16 +193,10 @@ void wd_mg_op_apply(const wd_mg_op *op, double complex *out, const double comple
     const int n = op->n;
     wd_mg_op_local(op, out, in);
 #pragma omp parallel for schedule(static) if (8 * term_work(op) >= WD_MG_PARALLEL_MIN)
-    for (size_t s = 0; s < op->volume; ++s) {
-        double complex *o = out + (size_t)n * s;
-        for (int d = 0; d < WD_MG_DIRS; ++d) {
-            if (op->u)
-                fine_hop_site(op, d, s, o, in);
-            else
-                block_mv(n, o, op->links + (size_t)n * n * (9 * s + d),
-                         in + (size_t)n * op->nbr[WD_MG_DIRS * s + d]);
-        }
-    }
+    for (size_t s = 0; s < op->volume; ++s)
+        for (int d = 0; d < WD_MG_DIRS; ++d)
+            term_add(op, d, s, out + (size_t)n * s,
+                     in + (size_t)n * op->nbr[WD_MG_DIRS * s + d]);
 }
 
 void wd_mg_g5(const wd_mg_op *op, double complex *out, const double complex *in)
@@ -234,6 +211,16 @@ void wd_mg_g5(const wd_mg_op *op, double complex *out, const double complex *in)
 /* complex numbers per chunk of the reductions */
 enum { CHUNK = 4096 };
 
+/* <x, y> over chunk c of n entries */
+static double complex chunk_dot(const double complex *x, const double complex *y, size_t c,
+                                size_t n)
+{
+    double complex acc = 0;
+    for (size_t i = c * CHUNK; i < n && i < (c + 1) * CHUNK; ++i)
+        acc += conj(x[i]) * y[i];
+    return acc;
+}
+
 double complex wd_mg_dot(const double complex *x, const double complex *y, size_t n)
 {
     const size_t chunks = (n + CHUNK - 1) / CHUNK;
@@ -241,21 +228,13 @@ double complex wd_mg_dot(const double complex *x, const double complex *y, size_
     double complex sum = 0;
     if (!part) {
         /* no memory for the partial sums: the same order, one thread */
-        for (size_t c = 0; c < chunks; ++c) {
-            double complex acc = 0;
-            for (size_t i = c * CHUNK; i < n && i < (c + 1) * CHUNK; ++i)
-                acc += conj(x[i]) * y[i];
-            sum += acc;
-        }
+        for (size_t c = 0; c < chunks; ++c)
+            sum += chunk_dot(x, y, c, n);
         return sum;
     }
 #pragma omp parallel for schedule(static) if (n >= WD_MG_PARALLEL_MIN)
-    for (size_t c = 0; c < chunks; ++c) {
-        double complex acc = 0;
-        for (size_t i = c * CHUNK; i < n && i < (c + 1) * CHUNK; ++i)
-            acc += conj(x[i]) * y[i];
-        part[c] = acc;
-    }
+    for (size_t c = 0; c < chunks; ++c)
+        part[c] = chunk_dot(x, y, c, n);
     for (size_t c = 0; c < chunks; ++c)
         sum += part[c];
     if (part != stack)
