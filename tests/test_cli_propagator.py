@@ -10,7 +10,7 @@ Without MPIEXEC (one process):
     invariance of the free field), the JSON, CSV and PNG are written, the
     CSV holds the JSON's numbers, --out's propagator has the documented
     shape and order and sums to the pseudoscalar C(t);
-  - --mg (2 levels, 2^4 blocks, 4 null vectors, one setup for the 12
+  - --mg (2 levels, 2^4 blocks, 8 null vectors, one setup for the 12
     columns): the same FFT pseudoscalar to 1e-8, every column to tol, the
     JSON's setup record and per-column per-level iterations;
   - bad input: a site outside the lattice, an existing output without
@@ -112,7 +112,7 @@ def main():
               r.returncode == 0 and np.max(np.abs(cl - got) / got) <= 1e-10,
               f"max rel {np.max(np.abs(cl - got) / got):.1e} {r.stderr.strip()[-120:]}")
         # the multigrid, tiny: one thread, as a 4x4x4x8 lattice gains nothing from two
-        mg = ["--mg", "--mg-block", "2", "--mg-nvec", "4", "--mg-setup-iter", "30"]
+        mg = ["--mg", "--mg-block", "2", "--mg-nvec", "8", "--mg-setup-iter", "30"]
         env1 = dict(os.environ, OMP_NUM_THREADS="1")
         jm = os.path.join(tmp, "mg.json")
         r = subprocess.run(base + mg + ["--json", jm], capture_output=True, text=True, env=env1)
@@ -130,7 +130,7 @@ def main():
                   f"outer {[c['iterations'] for c in cols]}")
             su = rec["mg"]["setup"]
             check("free field --mg: one setup recorded (seconds, cost, 2x2x2x4 coarse)",
-                  rec["solver"] == "mg" and rec["mg"]["nvec"] == [4] and su["seconds"] > 0
+                  rec["solver"] == "mg" and rec["mg"]["nvec"] == [8] and su["seconds"] > 0
                   and su["fine_applies"] > 0 and su["dims"] == [[4, 4, 4, 8], [2, 2, 2, 4]]
                   and abs(rec["seconds_with_setup"] - rec["seconds"] - su["seconds"]) < 1e-9,
                   f"setup {su['seconds']:.3f} s, {su['fine_applies']} fine applications")
@@ -205,7 +205,7 @@ def main():
         try:
             r = subprocess.run(mpi + ["-n", "2", wdirac] + common +
                                ["--grid", "1", "1", "1", "2", "--mg", "--mg-block", "2",
-                                "--mg-nvec", "4", "--json", jm],
+                                "--mg-nvec", "8", "--json", jm],
                                capture_output=True, text=True, timeout=120)
             ok = (r.returncode == 2 and "multigrid runs on one process" in r.stderr
                   and not os.path.exists(jm))

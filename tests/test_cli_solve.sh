@@ -99,16 +99,16 @@ check "... --quiet prints nothing" 0 $?
 numpy_check "... numpy M x = b" "$dir/c4.log" check --unit 4 4 4 4 --source "$dir/b4.npy" \
     --solution "$dir/x4.npy" --mass 0.2 --tol 1e-9
 
-# multigrid: 2 levels, 2^4 blocks (coarse 2x2x2x4), 4 null vectors.  One
+# multigrid: 2 levels, 2^4 blocks (coarse 2x2x2x4), 8 null vectors.  One
 # thread: a lattice this small gains nothing from two, and threads spinning
 # on a busy machine cost seconds.
-mg="--mg --mg-block 2 --mg-nvec 4 --mg-setup-iter 30"
+mg="--mg --mg-block 2 --mg-nvec 8 --mg-setup-iter 30"
 # shellcheck disable=SC2086
 OMP_NUM_THREADS=1 "$wdirac" solve --gauge "$g" --random "$seed" --mass 0.05 --tol 1e-10 \
     --backend cpu $mg --save-source "$dir/b7.npy" --out "$dir/x7.npy" --json "$dir/r7.json" \
     > "$dir/s7.log" 2>&1
 rc=$?
-check "solve --mg (2 levels, blocks 2^4, 4 null vectors), random source" 0 $rc
+check "solve --mg (2 levels, blocks 2^4, 8 null vectors), random source" 0 $rc
 [ $rc = 0 ] || show "$dir/s7.log"
 grep -q "^mg setup .*fine-operator applications" "$dir/s7.log" &&
     grep -q "^iterations [0-9]* outer (flexible GCR); per level: fine smoother [0-9]*, level 1 [0-9]*" \
@@ -121,7 +121,7 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 m, res = r['mg'], r['result']
 assert r['solver'] == 'mg', r['solver']
-assert m['levels'] == 2 and m['block'] == [[2, 2, 2, 2]] and m['nvec'] == [4], m
+assert m['levels'] == 2 and m['block'] == [[2, 2, 2, 2]] and m['nvec'] == [8], m
 assert m['setup_max_iter'] == 30 and m['cycle'] == 'k' and m['post_smooth'] == 4, m
 su = m['setup']
 assert su['seconds'] > 0 and su['fine_applies'] > 0, su

@@ -112,7 +112,7 @@ bad 4 Z 1 1 4 1
 # --mg on a grid: refused alike on every rank (wd_solver_mg_setup's
 # WD_ERR_INVALID, agreed), so mpiexec returns 2 rather than hanging
 timeout 120 "${mpi[@]}" -n 2 "$wdirac" solve --gauge "$tmp/cfg" --kappa 0.12 --random 1 \
-    --backend cpu --grid 1 1 1 2 --mg --mg-block 2 --mg-nvec 4 --mg-setup-iter 20 \
+    --backend cpu --grid 1 1 1 2 --mg --mg-block 2 --mg-nvec 8 --mg-setup-iter 20 \
     --out "$tmp/mg.npy" > "$tmp/mg.log" 2>&1
 rc=$?
 grep -q "multigrid runs on one process" "$tmp/mg.log" && [ $rc -eq 2 ] && [ ! -e "$tmp/mg.npy" ]

@@ -24,10 +24,12 @@
  *            converges, the true residual (measured here with the
  *            reference) meets tol 1e-10, x agrees with a BiCGstab
  *            solution to 1e-8, a second solve gives the same bits, and the
- *            outer iterations stay below BiCGstab's
+ *            outer iterations stay below BiCGstab's; 2 levels, and 3 (the
+ *            2^4 coarse lattice blocked by 2^4 again: Wilson with the
+ *            K-cycle, clover with the V-cycle)
  *   file     the Wilson setup saved (wd_mg_settings.save) and loaded into a
- *            second solver: the same x bit for bit; a file of other
- *            settings, a corrupted byte and an existing path refused with
+ *            second solver: the same x bit for bit; a file of another
+ *            block, a corrupted byte and an existing path refused with
  *            the cause named, the solver's multigrid kept
  *   errors   bad settings: a block that does not divide, nvec above an
  *            aggregate's dimension, 0 and 5 levels, each WD_ERR_INVALID
@@ -334,10 +336,11 @@ static void test_file(double complex *u, const int dims[4], const wd_solver_sett
                    st == WD_OK && memcmp(x, x_ref, n * sizeof *x) == 0, wd_status_string(st));
         /* a file of other settings */
         wd_mg_settings other = m;
-        other.nvec[0] = m.nvec[0] + 1;
+        for (int mu = 0; mu < 4; ++mu)
+            other.block[0][mu] = 2;
         st = wd_solver_mg_setup(c, &other, &s, NULL);
-        check_true("file: other nvec refused", st == WD_ERR_INVALID &&
-                       strstr(wd_last_error(), "nvec"), wd_last_error());
+        check_true("file: other block refused", st == WD_ERR_INVALID &&
+                       strstr(wd_last_error(), "block"), wd_last_error());
         /* one byte of the vectors changed */
         FILE *f = fopen(path, "r+b");
         int byte = -1;
@@ -358,10 +361,15 @@ static void test_file(double complex *u, const int dims[4], const wd_solver_sett
     free(x);
 }
 
-static void test_solve(uint64_t seed, double complex *u, const int dims[4], int clover)
+/* levels 3: the 2^4 coarse lattice blocked again by 2^4 into one site of
+ * 16 components, a V-cycle (vcycle) or K-cycle between levels 1 and 2 */
+static void test_solve(uint64_t seed, double complex *u, const int dims[4], int clover, int levels,
+                       int vcycle)
 {
     const size_t vol = wd_volume(dims), n = vol * 12;
-    const char *tag = clover ? "clover" : "wilson";
+    char tag[48];
+    snprintf(tag, sizeof tag, "%s%s", clover ? "clover" : "wilson",
+             levels == 3 ? (vcycle ? " 3 levels V-cycle" : " 3 levels K-cycle") : "");
     wd_solver_settings s;
     wd_solver_default_settings(&s);
     s.backend = backend;
@@ -374,6 +382,11 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     for (int mu = 0; mu < 4; ++mu)
         m.block[0][mu] = 4;
     m.nvec[0] = 8;
+    m.levels = levels;
+    m.cycle = vcycle ? WD_MG_VCYCLE : WD_MG_KCYCLE;
+    for (int mu = 0; mu < 4; ++mu)
+        m.block[1][mu] = 2;
+    m.nvec[1] = 8;
     m.setup_max_iter = setup_iter;
     m.verbosity = verbose;
     double complex *b = xalloc(n * sizeof *b), *x = xalloc(n * sizeof *x);
@@ -401,18 +414,21 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     char path[64];
     snprintf(path, sizeof path, "/tmp/test_mg_%ld.nv", (long)getpid());
     remove(path);
-    if (!clover)
+    const int saving = !clover && levels == 2;
+    if (saving)
         m.save = path;
     wd_status st = wd_solver_mg_setup(sv, &m, &s, &ss);
-    if (!clover)
+    if (saving)
         check_true("file: setup with save", st == WD_OK, path);
     m.save = NULL;
     snprintf(name, sizeof name, "mg setup %s 8^4 blocks 4^4 nvec 8 iter %d", tag, setup_iter);
+    const double orth = levels == 3 && ss.orth_error[1] > ss.orth_error[0] ? ss.orth_error[1]
+                                                                           : ss.orth_error[0];
+    const double cerr = levels == 3 && ss.coarse_error[1] > ss.coarse_error[0]
+                            ? ss.coarse_error[1] : ss.coarse_error[0];
     snprintf(detail, sizeof detail, "%s; %.2f s, %.0f fine applies, orth %.1e, coarse %.1e",
-             st == WD_OK ? "ok" : wd_last_error(), ss.seconds, ss.fine_applies, ss.orth_error[0],
-             ss.coarse_error[0]);
-    check_true(name, st == WD_OK && ss.orth_error[0] < 1e-12 && ss.coarse_error[0] < 1e-12,
-               detail);
+             st == WD_OK ? "ok" : wd_last_error(), ss.seconds, ss.fine_applies, orth, cerr);
+    check_true(name, st == WD_OK && orth < 1e-12 && cerr < 1e-12, detail);
     if (st != WD_OK) {
         wd_solver_destroy(sv);
         return;
@@ -431,7 +447,7 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     snprintf(name, sizeof name, "mg solve %s: a second solve gives the same bits", tag);
     check_true(name, st == WD_OK && memcmp(x, x2, n * sizeof *x) == 0 &&
                          mst.iterations == mst2.iterations, "memcmp of x");
-    if (!clover)
+    if (saving)
         test_file(u, dims, &s, &m, path, sv, b, x);
     remove(path);
     s.solver = WD_SOLVER_BICGSTAB;
@@ -536,7 +552,9 @@ int main(int argc, char **argv)
     check_true("heatbath configuration 8^4 beta 6.0", st == WD_OK, wd_status_string(st));
     test_errors(u, dims);
     for (int clover = 0; clover < 2; ++clover)
-        test_solve(seed, u, dims, clover);
+        test_solve(seed, u, dims, clover, 2, 0);
+    test_solve(seed, u, dims, 0, 3, 0);
+    test_solve(seed, u, dims, 1, 3, 1);
     free(u);
     printf("%d of %d failed\n", checks_failed, checks_run);
     return checks_failed ? 1 : 0;

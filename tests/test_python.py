@@ -16,7 +16,7 @@ Checks, on fresh random data:
     lock-step batch equal bit for bit to one solve each, a zero source x = 0;
   - propagator(): each column the solve of its source, bit for bit;
     meson_correlators(): the pseudoscalar is sum |S|^2 from the source slice;
-  - the multigrid, Solver(..., mg={...}) (2 levels, 2^4 blocks, 4 null
+  - the multigrid, Solver(..., mg={...}) (2 levels, 2^4 blocks, 8 null
     vectors): its setup stats (coarse extents, ||P^dag P - 1||, the coarse
     operator against P^dag A P); a solve within 1e-8 of a BiCGstab solve
     on the same solver, numpy's residual <= tol, the outer and per-level
@@ -303,7 +303,7 @@ def mg_checks(u, b, mass, krylov, rng):
     """The multigrid through Solver(mg=...), against BiCGstab and numpy."""
     shape = u.spinor_shape
     smg = wdirac.Solver(u, mass=mass, backend="cpu", tol=1e-11,
-                        mg=dict(block=2, nvec=4, setup_max_iter=30))
+                        mg=dict(block=2, nvec=8, setup_max_iter=30))
     m = smg.mg_stats
     check("mg: setup stats (coarse 2x2x2x4, P^dag P = 1, D_c = P^dag A P, cost)",
           m.levels == 2 and m.dims == [(4, 4, 4, 8), (2, 2, 2, 4)] and m.seconds > 0
@@ -337,7 +337,7 @@ def mg_checks(u, b, mass, krylov, rng):
           worst <= 1e-11 and all(p["status"] == "ok" and len(p["mg_iterations"]) == 2
                                  for p in pstats), f"worst numpy residual {worst:.1e}")
     try:
-        wdirac.Solver(u, mass=mass, backend="cpu", mg=dict(block=(4, 4, 3, 4), nvec=4))
+        wdirac.Solver(u, mass=mass, backend="cpu", mg=dict(block=(4, 4, 3, 4), nvec=8))
         check("mg: a block that does not divide raises Error naming it", False)
     except wdirac.Error as e:
         check("mg: a block that does not divide raises Error naming it",
@@ -345,7 +345,7 @@ def mg_checks(u, b, mass, krylov, rng):
     # the null vectors to a file and back: the same multigrid, bit for bit
     with tempfile.TemporaryDirectory() as tmp:
         nv = os.path.join(tmp, "mg.nv")
-        settings = dict(block=2, nvec=4, setup_max_iter=30)
+        settings = dict(block=2, nvec=8, setup_max_iter=30)
         xs1, _ = wdirac.Solver(u, mass=mass, backend="cpu", tol=1e-11,
                                mg=dict(settings, save=nv)).solve(b)
         xl, stl = wdirac.Solver(u, mass=mass, backend="cpu", tol=1e-11,

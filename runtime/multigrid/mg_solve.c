@@ -16,9 +16,13 @@
  *   the last level: GCR to coarse_tol.
  * The fine level runs on the solver's backend (mg_fine.c: the outer GCR
  * in the outer precision, the smoother on the even-odd Schur operator in
- * the sloppy precision); the transfers and the coarse levels in float64
- * on host fields (wd_mg.h).  Deterministic: the same bits from run to run
- * and for any thread count.
+ * the sloppy precision); the transfers and the coarse levels on the same
+ * backend's memory, GPU or CPU (wd_mg_dev.h: single precision, the
+ * generated coarse kernels; the coarse GCR orthogonalises by classical
+ * Gram-Schmidt, one multi-dot a step).  The setup (null vectors of coarse
+ * levels, orthonormalisation, the coarse operators, diagnostics) runs on
+ * the host in float64 (wd_mg.h) and is then uploaded.  Deterministic: the
+ * same bits from run to run and for any thread count.
  *
  * Null vectors: from nvec seeded random fields v, each relaxed on the
  * homogeneous system A v = 0 by CG on the normal equations (the fine
@@ -36,17 +40,28 @@
 
 #include "rng.h"
 #include "wd_core.h"
+#include "wd_coarse_layout.h"
+#include "wd_coarse_op.h"
 #include "wd_mg.h"
+#include "wd_mg_dev.h"
 #include "wd_solver.h"
 
 typedef struct mg_level {
     wd_mg_op op;
     wd_mg_transfer t;           /* to the next level (not on the last) */
     size_t len;                 /* complex numbers of a field: volume x n */
-    double complex *b, *x;      /* this level's right-hand side and solution, set from above */
-    double complex *w[4];       /* the cycle's work */
-    double complex *r, **z, **q;  /* GCR: residual, preconditioned directions, A z */
+    double complex *b, *x, *w[4];  /* the setup's host scratch */
     long iterations;            /* GCR iterations (coarse levels), smoother steps (fine) */
+    /* on the backend (wd_mg_dev.h): a coarse level's operator and fields,
+     * the GCR's residual, directions, their images and coefficients; every
+     * level but the last its transfer to the next */
+    wd_mg_dev_level dop;
+    wd_mg_dev_transfer dt;
+    int *dnbr, *dagg, *dsites;
+    void *dlinks;
+    float *dv;
+    float *db, *dx, *dr, *dw[4], **dz, **dq;
+    wd_complex alpha[200];
 } mg_level;
 
 typedef struct wd_mg {
@@ -55,9 +70,13 @@ typedef struct wd_mg {
     int levels;
     mg_level lv[WD_MG_MAX_LEVELS];  /* lv[0]: the fine level's host operator and transfer */
     wd_mg_fine fine;                /* the fine level's fields on the solver's backend */
-    /* where a solve's seconds go (printed under verbosity 1): the fine
-     * fields' moves to and from the host, P and P^dag, the coarse levels */
-    double t_move, t_transfer, t_coarse;
+    const wd_mg_dev_ops *dev;       /* the coarse levels' backend (wd_mg_dev.h) */
+    int on_device;                  /* its memory is the GPU's */
+    void *stage;                    /* a fine field in the host layout there (P, P^dag) */
+    size_t dev_bytes;               /* what dev holds */
+    /* where a solve's seconds go (printed under verbosity 1): from the
+     * fine residual's restriction to the prolongated correction */
+    double t_coarse;
 } wd_mg;
 
 void wd_mg_default_settings(wd_mg_settings *m)
@@ -111,11 +130,14 @@ static wd_status check_mg_settings(const wd_mg_settings *m)
     return WD_OK;
 }
 
+static void dev_free(wd_mg *mg);
+
 static void mg_free(void *state)
 {
     wd_mg *mg = state;
     if (!mg)
         return;
+    dev_free(mg);
     wd_mg_fine_free(&mg->fine);
     for (int l = 0; l < WD_MG_MAX_LEVELS; ++l) {
         mg_level *v = &mg->lv[l];
@@ -123,44 +145,31 @@ static void mg_free(void *state)
         wd_mg_transfer_free(&v->t);
         free(v->b);
         free(v->x);
-        free(v->r);
         for (int i = 0; i < 4; ++i)
             free(v->w[i]);
-        for (int i = 0; v->z && i < mg->set.gcr_nkrylov; ++i)
-            free(v->z[i]);
-        for (int i = 0; v->q && i < mg->set.gcr_nkrylov; ++i)
-            free(v->q[i]);
-
-        free(v->z);
-        free(v->q);
     }
     free(mg);
 }
 
-/* the host work fields of level l (its operator set): the fine level's
- * solver lives on the backend and needs two host fields for the transfers */
+/* the host work fields of level l (its operator set) for the setup: the
+ * fine level's null-vector start and the coarse error's fields, a coarse
+ * level's relaxation */
 static wd_status level_alloc(wd_mg *mg, int l)
 {
     mg_level *v = &mg->lv[l];
-    const int nk = l ? mg->set.gcr_nkrylov : 0;
     v->len = v->op.volume * v->op.n;
     const size_t bytes = v->len * sizeof(double complex);
     int ok = (v->w[0] = malloc(bytes)) && (v->w[1] = malloc(bytes));
     if (ok && l)
-        ok = (v->b = malloc(bytes)) && (v->x = malloc(bytes)) && (v->r = malloc(bytes)) &&
-             (v->z = calloc(nk, sizeof *v->z)) && (v->q = calloc(nk, sizeof *v->q));
+        ok = (v->b = malloc(bytes)) && (v->x = malloc(bytes));
     for (int i = 2; ok && l && i < 4; ++i)
         ok = (v->w[i] = malloc(bytes)) != NULL;
-    for (int i = 0; ok && i < nk; ++i)
-        ok = (v->z[i] = malloc(bytes)) && (v->q[i] = malloc(bytes));
     return ok ? WD_OK
               : wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate %d work fields of %zu "
-                        "bytes", l, 2 * nk + 7, bytes);
+                        "bytes", l, l ? 6 : 2, bytes);
 }
 
-/* ---- vector helpers on n complex numbers ---- */
-
-static void vzero(double complex *x, size_t n) { memset(x, 0, n * sizeof *x); }
+/* ---- host vector helpers on n complex numbers (the setup) ---- */
 
 static void vcopy(double complex *y, const double complex *x, size_t n)
 {
@@ -175,51 +184,187 @@ static void vaxpy(double complex a, const double complex *x, double complex *y, 
         y[i] += a * x[i];
 }
 
-/* y = b - y */
-static void vbminus(const double complex *b, double complex *y, size_t n)
+/* ---- the coarse levels on the backend (wd_mg_dev.h) ---- */
+
+static wd_status dev_alloc(wd_mg *mg, void *p, size_t bytes, const char *what)
 {
-#pragma omp parallel for schedule(static) if (n >= WD_MG_PARALLEL_MIN)
-    for (size_t i = 0; i < n; ++i)
-        y[i] = b[i] - y[i];
+    const wd_status st = mg->dev->alloc((void **)p, bytes, what);
+    if (st == WD_OK)
+        mg->dev_bytes += bytes;
+    return st;
+}
+
+static void dev_free(wd_mg *mg)
+{
+    const wd_mg_dev_ops *d = mg->dev;
+    if (!d)
+        return;
+    d->free(mg->stage);
+    for (int l = 0; l < WD_MG_MAX_LEVELS; ++l) {
+        mg_level *v = &mg->lv[l];
+        d->free(v->dnbr);
+        d->free(v->dlinks);
+        d->free(v->dagg);
+        d->free(v->dsites);
+        d->free(v->dv);
+        float *fields[] = {v->db, v->dx, v->dr, v->dw[0], v->dw[1], v->dw[2], v->dw[3]};
+        for (size_t i = 0; i < sizeof fields / sizeof *fields; ++i)
+            d->free(fields[i]);
+        for (int i = 0; v->dz && i < mg->set.gcr_nkrylov; ++i)
+            d->free(v->dz[i]);
+        for (int i = 0; v->dq && i < mg->set.gcr_nkrylov; ++i)
+            d->free(v->dq[i]);
+        free(v->dz);
+        free(v->dq);
+    }
+}
+
+/* level l's transfer to the next on the backend: the aggregates and the
+ * null vectors rounded to float, uploaded in pieces of CHUNK sites */
+static wd_status dev_transfer(wd_mg *mg, int l)
+{
+    enum { CHUNK = 4096 };
+    const wd_mg_dev_ops *d = mg->dev;
+    mg_level *v = &mg->lv[l];
+    const wd_mg_transfer *t = &v->t;
+    const size_t site_floats = 2 * (size_t)t->nvec * t->n_fine;
+    const size_t agg_bytes = t->fine_volume * sizeof(int);
+    wd_status st = dev_alloc(mg, &v->dagg, agg_bytes, "the aggregates");
+    if (st == WD_OK)
+        st = d->h2d(v->dagg, t->agg, agg_bytes);
+    if (st == WD_OK)
+        st = dev_alloc(mg, &v->dsites, agg_bytes, "the aggregates' sites");
+    if (st == WD_OK)
+        st = d->h2d(v->dsites, t->sites, agg_bytes);
+    if (st == WD_OK)
+        st = dev_alloc(mg, &v->dv, t->fine_volume * site_floats * sizeof(float),
+                       "the null vectors");
+    float *buf = st == WD_OK ? malloc(CHUNK * site_floats * sizeof *buf) : NULL;
+    if (st == WD_OK && !buf)
+        st = wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the null vectors' upload buffer");
+    for (size_t x0 = 0; st == WD_OK && x0 < t->fine_volume; x0 += CHUNK) {
+        const size_t sites = t->fine_volume - x0 < CHUNK ? t->fine_volume - x0 : CHUNK;
+        const double *src = (const double *)(t->v + x0 * site_floats / 2);
+        for (size_t i = 0; i < sites * site_floats; ++i)
+            buf[i] = (float)src[i];
+        st = d->h2d(v->dv + x0 * site_floats, buf, sites * site_floats * sizeof *buf);
+    }
+    free(buf);
+    v->dt = (wd_mg_dev_transfer){.fine_host = l == 0, .fine_volume = (int)t->fine_volume,
+                                 .coarse_volume = (int)t->coarse_volume,
+                                 .block_volume = t->block_volume, .n_fine = t->n_fine,
+                                 .nvec = t->nvec, .agg = v->dagg, .sites = v->dsites, .v = v->dv};
+    return st;
+}
+
+/* coarse level l's operator (links packed in single precision) and its
+ * work fields on the backend */
+static wd_status dev_level(wd_mg *mg, int l)
+{
+    const wd_mg_dev_ops *d = mg->dev;
+    mg_level *v = &mg->lv[l];
+    wd_coarse_layout *lay = &v->dop.layout;
+    wd_status st = wd_coarse_layout_make(lay, (int)v->op.volume, v->op.n / 2, 4);
+    const size_t nbr_bytes = v->op.volume * WD_MG_DIRS * sizeof(int);
+    if (st == WD_OK)
+        st = dev_alloc(mg, &v->dnbr, nbr_bytes, "a coarse neighbour table");
+    if (st == WD_OK)
+        st = d->h2d(v->dnbr, v->op.nbr, nbr_bytes);
+    void *buf = st == WD_OK ? malloc(lay->link_bytes) : NULL;
+    if (st == WD_OK && !buf)
+        st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate %zu bytes to pack the "
+                     "coarse links", l, lay->link_bytes);
+    if (st == WD_OK) {
+        wd_pack_coarse_links(lay, buf, NULL, v->op.links);
+        if ((st = dev_alloc(mg, &v->dlinks, lay->link_bytes, "the coarse links")) == WD_OK)
+            st = d->h2d(v->dlinks, buf, lay->link_bytes);
+    }
+    free(buf);
+    v->dop.nbr = v->dnbr;
+    v->dop.links = v->dlinks;
+    v->dop.link_norm = NULL;
+    const int nk = mg->set.gcr_nkrylov;
+    if (st == WD_OK && (!(v->dz = calloc(nk, sizeof *v->dz)) || !(v->dq = calloc(nk, sizeof *v->dq))))
+        st = wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the coarse GCR's bookkeeping");
+    float **fields[] = {&v->db, &v->dx, &v->dr, &v->dw[0], &v->dw[1], &v->dw[2], &v->dw[3]};
+    for (size_t i = 0; st == WD_OK && i < sizeof fields / sizeof *fields; ++i)
+        st = dev_alloc(mg, fields[i], lay->spinor_bytes, "a coarse field");
+    for (int i = 0; st == WD_OK && i < nk; ++i)
+        if ((st = dev_alloc(mg, &v->dz[i], lay->spinor_bytes, "a coarse field")) == WD_OK)
+            st = dev_alloc(mg, &v->dq[i], lay->spinor_bytes, "a coarse field");
+    return st;
+}
+
+static wd_status dev_setup(wd_mg *mg)
+{
+    wd_status st = dev_alloc(mg, &mg->stage, mg->lv[0].len * sizeof(double complex),
+                             "the fine level's transfer field");
+    for (int l = 0; st == WD_OK && l < mg->levels; ++l) {
+        if (l + 1 < mg->levels)
+            st = dev_transfer(mg, l);
+        if (st == WD_OK && l > 0)
+            st = dev_level(mg, l);
+    }
+    return st;
 }
 
 /* ---- the cycle ---- */
 
-static int gcr(wd_mg *mg, int l, double complex *x, const double complex *b, double tol,
-               int max_iter, int precondition, int verbose, double *relres, wd_status *st);
-static wd_status cycle(wd_mg *mg, int l, double complex *e, const double complex *r);
+static int gcr(wd_mg *mg, int l, float *x, const float *b, double tol, int max_iter,
+               int precondition, double *relres, wd_status *st);
+static wd_status cycle(wd_mg *mg, int l, float *e, const float *r);
 
-/* e = steps of minimal residual on A_l e = r from e = 0 (w[2], w[3] scratch) */
-static void smooth(wd_mg *mg, int l, double complex *e, const double complex *r, int steps)
+/* y += sum_i a[i] x[i] over k fields, in pieces the backend takes */
+static wd_status dev_multi_caxpy(wd_mg *mg, int l, int k, const wd_complex *a,
+                                 float *const *x, float *y)
 {
-    mg_level *v = &mg->lv[l];
-    double complex *rr = v->w[2], *q = v->w[3];
-    vzero(e, v->len);
-    vcopy(rr, r, v->len);
-    for (int i = 0; i < steps; ++i) {
-        wd_mg_op_apply(&v->op, q, rr);
-        const double qq = wd_mg_norm2(q, v->len);
-        if (!(qq > 0))
-            break;
-        const double complex alpha = wd_mg_dot(q, rr, v->len) / qq;
-        vaxpy(alpha, rr, e, v->len);
-        vaxpy(-alpha, q, rr, v->len);
+    const wd_mg_dev_level *lv = &mg->lv[l].dop;
+    wd_status st = WD_OK;
+    for (int i = 0; st == WD_OK && i < k; i += WD_MG_DEV_MULTI) {
+        const int m = k - i < WD_MG_DEV_MULTI ? k - i : WD_MG_DEV_MULTI;
+        st = mg->dev->multi_caxpy(lv->layout.volume, lv->layout.ncomp, m, a + i,
+                                  (const float *const *)(x + i), y);
     }
+    return st;
 }
 
-/* the next level's solve of c->x from c->b, within a cycle from level l */
+/* e = steps of minimal residual on A_l e = r from e = 0 (w[2], w[3] scratch) */
+static wd_status smooth(wd_mg *mg, int l, float *e, const float *r, int steps)
+{
+    const wd_mg_dev_ops *d = mg->dev;
+    mg_level *v = &mg->lv[l];
+    const int vol = v->dop.layout.volume, n = v->dop.layout.ncomp;
+    float *rr = v->dw[2], *q = v->dw[3];
+    wd_status st = d->zero(vol, n, e);
+    if (st == WD_OK)
+        st = d->copy(vol, n, rr, r);
+    for (int i = 0; st == WD_OK && i < steps; ++i) {
+        double res[3], rn;
+        if ((st = d->apply(&v->dop, q, rr)) != WD_OK ||
+            (st = d->cdot_norm2(vol, n, q, rr, res)) != WD_OK || !(res[2] > 0))
+            break;
+        const wd_complex alpha = {res[0] / res[2], res[1] / res[2]};
+        const float *rs[1] = {rr};
+        if ((st = d->multi_caxpy(vol, n, 1, &alpha, rs, e)) == WD_OK)
+            st = d->caxpy_norm2(vol, n, (wd_complex){-alpha.re, -alpha.im}, q, rr, &rn);
+    }
+    return st;
+}
+
+/* the next level's solve of c->dx from c->db, within a cycle from level l */
 static wd_status coarse_solve(wd_mg *mg, int l)
 {
     mg_level *c = &mg->lv[l + 1];
     const wd_mg_settings *m = &mg->set;
-    wd_status st = WD_OK;
-    vzero(c->x, c->len);
+    wd_status st = mg->dev->zero(c->dop.layout.volume, c->dop.layout.ncomp, c->dx);
     const int last = l + 1 == mg->levels - 1;
     double rel;
+    if (st != WD_OK)
+        return st;
     if (last || m->cycle == WD_MG_KCYCLE)
-        gcr(mg, l + 1, c->x, c->b, m->coarse_tol, m->coarse_max_iter, !last, 0, &rel, &st);
+        gcr(mg, l + 1, c->dx, c->db, m->coarse_tol, m->coarse_max_iter, !last, &rel, &st);
     else
-        st = cycle(mg, l + 1, c->x, c->b);
+        st = cycle(mg, l + 1, c->dx, c->db);
     return st;
 }
 
@@ -229,6 +374,7 @@ static wd_status cycle_fine(wd_mg *mg, wd_mg_pair *e, const wd_mg_pair *r)
 {
     wd_mg_fine *f = &mg->fine;
     wd_backend *be = f->be;
+    const wd_mg_dev_ops *d = mg->dev;
     mg_level *v = &mg->lv[0], *c = &mg->lv[1];
     const wd_mg_settings *m = &mg->set;
     const wd_complex one = {1, 0};
@@ -244,28 +390,16 @@ static wd_status cycle_fine(wd_mg *mg, wd_mg_pair *e, const wd_mg_pair *r)
         v->iterations += m->pre_smooth;
     }
     double t = now_s();
-    if ((st = wd_mg_fine_to_host(f, v->w[0], res)) != WD_OK)
+    double *stage = (double *)mg->stage;
+    wd_mg_pair *into = m->pre_smooth ? &f->u : e;
+    if ((st = wd_download_pair(be, stage, &res->e, &res->o, mg->on_device, NULL)) != WD_OK ||
+        (st = d->restrict_(&v->dt, c->db, stage)) != WD_OK || (st = coarse_solve(mg, 0)) != WD_OK ||
+        (st = d->prolong(&v->dt, stage, c->dx)) != WD_OK ||
+        (st = wd_upload_pair(be, &into->e, &into->o, stage, mg->on_device, NULL)) != WD_OK)
         return st;
-    mg->t_move += now_s() - t;
-    t = now_s();
-    wd_mg_restrict(&v->t, c->b, v->w[0]);
-    mg->t_transfer += now_s() - t;
-    t = now_s();
-    if ((st = coarse_solve(mg, 0)) != WD_OK)
-        return st;
-    mg->t_coarse += now_s() - t;
-    t = now_s();
-    wd_mg_prolong(&v->t, v->w[1], c->x);
-    mg->t_transfer += now_s() - t;
-    t = now_s();
-    if (m->pre_smooth) {
-        if ((st = wd_mg_fine_from_host(f, &f->u, v->w[1])) != WD_OK)
-            return st;
+    if (m->pre_smooth)
         wd_mg_pair_caxpy(be, one, &f->u, e);
-    } else if ((st = wd_mg_fine_from_host(f, e, v->w[1])) != WD_OK) {
-        return st;
-    }
-    mg->t_move += now_s() - t;
+    mg->t_coarse += now_s() - t;
     if (m->post_smooth) {
         /* u = r - A e, then e += the smoother's correction of u */
         if ((st = wd_mg_fine_apply(f, &f->u, e)) != WD_OK)
@@ -281,97 +415,116 @@ static wd_status cycle_fine(wd_mg *mg, wd_mg_pair *e, const wd_mg_pair *r)
 }
 
 /* e = K_l r: one cycle from a coarse level l (below the last level) */
-static wd_status cycle(wd_mg *mg, int l, double complex *e, const double complex *r)
+static wd_status cycle(wd_mg *mg, int l, float *e, const float *r)
 {
+    const wd_mg_dev_ops *d = mg->dev;
     mg_level *v = &mg->lv[l], *c = &mg->lv[l + 1];
     const wd_mg_settings *m = &mg->set;
-    double complex *res = v->w[0], *de = v->w[1];
-    wd_status st = WD_OK;
+    const int vol = v->dop.layout.volume, n = v->dop.layout.ncomp;
+    float *res = v->dw[0], *de = v->dw[1];
+    const wd_complex one = {1, 0};
+    wd_status st;
     if (m->pre_smooth) {
-        smooth(mg, l, e, r, m->pre_smooth);
-        wd_mg_op_apply(&v->op, res, e);
-        vbminus(r, res, v->len);
-    } else {
-        vzero(e, v->len);
-        vcopy(res, r, v->len);
-    }
-    wd_mg_restrict(&v->t, c->b, res);
-    if ((st = coarse_solve(mg, l)) != WD_OK)
+        if ((st = smooth(mg, l, e, r, m->pre_smooth)) != WD_OK ||
+            (st = d->apply(&v->dop, res, e)) != WD_OK || (st = d->xmy(vol, n, r, res)) != WD_OK)
+            return st;
+    } else if ((st = d->zero(vol, n, e)) != WD_OK || (st = d->copy(vol, n, res, r)) != WD_OK) {
         return st;
-    wd_mg_prolong(&v->t, de, c->x);
-    vaxpy(1, de, e, v->len);
+    }
+    if ((st = d->restrict_(&v->dt, c->db, res)) != WD_OK || (st = coarse_solve(mg, l)) != WD_OK ||
+        (st = d->prolong(&v->dt, de, c->dx)) != WD_OK ||
+        (st = dev_multi_caxpy(mg, l, 1, &one, &de, e)) != WD_OK)
+        return st;
     if (m->post_smooth) {
-        wd_mg_op_apply(&v->op, res, e);
-        vbminus(r, res, v->len);
-        smooth(mg, l, de, res, m->post_smooth);
-        vaxpy(1, de, e, v->len);
+        if ((st = d->apply(&v->dop, res, e)) != WD_OK || (st = d->xmy(vol, n, r, res)) != WD_OK ||
+            (st = smooth(mg, l, de, res, m->post_smooth)) != WD_OK ||
+            (st = dev_multi_caxpy(mg, l, 1, &one, &de, e)) != WD_OK)
+            return st;
     }
     return WD_OK;
 }
 
 /*
- * Flexible GCR(nkrylov) on A_l x = b from x's value, with the cycle of
- * level l as preconditioner (precondition) or none, to |b - A x| <= tol |b|
- * or max_iter iterations; after each restart and at the end the residual
- * is recomputed as b - A x.  Returns the iterations; *relres the last
- * relative residual; *st WD_OK, or WD_ERR_NAN / a cycle's failure.
+ * Flexible GCR(nkrylov) on coarse level l, A_l x = b from x's value, with
+ * the cycle of level l as preconditioner (precondition) or none, to
+ * |b - A x| <= tol |b| or max_iter iterations.  Each new direction is
+ * orthogonalised against the cycle's earlier ones by classical
+ * Gram-Schmidt (all projections from one multi-dot: one reduction a step);
+ * the solution is updated once per restart from the kept coefficients;
+ * after each restart and at the end the residual is recomputed as b - A x.
+ * Returns the iterations; *relres the last relative residual; *st WD_OK,
+ * or WD_ERR_NAN / a cycle's or the backend's failure.
  */
-static int gcr(wd_mg *mg, int l, double complex *x, const double complex *b, double tol,
-               int max_iter, int precondition, int verbose, double *relres, wd_status *st)
+static int gcr(wd_mg *mg, int l, float *x, const float *b, double tol, int max_iter,
+               int precondition, double *relres, wd_status *st)
 {
+    const wd_mg_dev_ops *d = mg->dev;
     mg_level *v = &mg->lv[l];
-    const size_t n = v->len;
+    const int vol = v->dop.layout.volume, n = v->dop.layout.ncomp;
     const int nk = mg->set.gcr_nkrylov;
-    const double bnorm = sqrt(wd_mg_norm2(b, n));
-    *st = WD_OK;
+    double qq[200], dots[2 * WD_MG_DEV_MULTI];
+    wd_complex coef[200];
+    double res[3];
     *relres = 0;
-    if (bnorm == 0) {
-        vzero(x, n);
+    const float *bs[1] = {b};
+    if ((*st = d->multi_cdot(vol, n, 1, bs, b, res)) != WD_OK)
         return 0;
-    }
-    wd_mg_op_apply(&v->op, v->r, x);
-    vbminus(b, v->r, n);
-    double rnorm = sqrt(wd_mg_norm2(v->r, n));
+    const double bnorm = sqrt(res[0]);
+    if (bnorm == 0)
+        return (*st = d->zero(vol, n, x)), 0;
+    if ((*st = d->apply(&v->dop, v->dr, x)) != WD_OK || (*st = d->xmy(vol, n, b, v->dr)) != WD_OK)
+        return 0;
+    const float *rs[1] = {v->dr};
+    if ((*st = d->multi_cdot(vol, n, 1, rs, v->dr, res)) != WD_OK)
+        return 0;
+    double rnorm = sqrt(res[0]);
     int it = 0;
     while (rnorm > tol * bnorm && it < max_iter) {
         int k = 0;
         for (; k < nk && it < max_iter && rnorm > tol * bnorm; ++k, ++it) {
-            if (precondition) {
-                if ((*st = cycle(mg, l, v->z[k], v->r)) != WD_OK)
-                    return it;
-            } else {
-                vcopy(v->z[k], v->r, n);
+            *st = precondition ? cycle(mg, l, v->dz[k], v->dr) : d->copy(vol, n, v->dz[k], v->dr);
+            if (*st == WD_OK)
+                *st = d->apply(&v->dop, v->dq[k], v->dz[k]);
+            /* q_k -= sum_i <q_i, q_k> / |q_i|^2 q_i, and z_k alike */
+            for (int i0 = 0; *st == WD_OK && i0 < k; i0 += WD_MG_DEV_MULTI) {
+                const int m = k - i0 < WD_MG_DEV_MULTI ? k - i0 : WD_MG_DEV_MULTI;
+                *st = d->multi_cdot(vol, n, m, (const float *const *)(v->dq + i0), v->dq[k], dots);
+                for (int i = 0; i < m; ++i)
+                    coef[i0 + i] = (wd_complex){-dots[2 * i] / qq[i0 + i],
+                                                -dots[2 * i + 1] / qq[i0 + i]};
             }
-            wd_mg_op_apply(&v->op, v->q[k], v->z[k]);
-            for (int i = 0; i < k; ++i) {
-                const double complex beta = wd_mg_dot(v->q[i], v->q[k], n);
-                vaxpy(-beta, v->q[i], v->q[k], n);
-                vaxpy(-beta, v->z[i], v->z[k], n);
-            }
-            const double qn = sqrt(wd_mg_norm2(v->q[k], n));
-            if (!isfinite(qn)) {
+            if (*st == WD_OK && k)
+                *st = dev_multi_caxpy(mg, l, k, coef, v->dq, v->dq[k]);
+            if (*st == WD_OK && k)
+                *st = dev_multi_caxpy(mg, l, k, coef, v->dz, v->dz[k]);
+            if (*st == WD_OK)
+                *st = d->cdot_norm2(vol, n, v->dq[k], v->dr, res);
+            if (*st != WD_OK)
+                return it;
+            if (!isfinite(res[0]) || !isfinite(res[1]) || !isfinite(res[2])) {
                 *st = wd_fail(WD_ERR_NAN, "multigrid: GCR on level %d met NaN or Inf after %d "
                               "iterations", l, it);
                 return it;
             }
-            if (qn == 0)
+            if (res[2] == 0)
                 break;
-            for (size_t i = 0; i < n; ++i) {
-                v->q[k][i] /= qn;
-                v->z[k][i] /= qn;
-            }
-            const double complex alpha = wd_mg_dot(v->q[k], v->r, n);
-            vaxpy(alpha, v->z[k], x, n);
-            vaxpy(-alpha, v->q[k], v->r, n);
-            rnorm = sqrt(wd_mg_norm2(v->r, n));
-            if (verbose)
-                fprintf(stderr, "wdirac multigrid: outer iteration %d: residual %.3e\n", it + 1,
-                        rnorm / bnorm);
+            qq[k] = res[2];
+            coef[k] = (wd_complex){res[0] / res[2], res[1] / res[2]};
+            /* kept in alpha[k] until the restart: coef is reused above */
+            v->alpha[k] = coef[k];
+            double rn2;
+            if ((*st = d->caxpy_norm2(vol, n, (wd_complex){-coef[k].re, -coef[k].im}, v->dq[k],
+                                      v->dr, &rn2)) != WD_OK)
+                return it;
+            rnorm = sqrt(rn2);
         }
-        /* restart, or confirm convergence, on the recomputed residual */
-        wd_mg_op_apply(&v->op, v->r, x);
-        vbminus(b, v->r, n);
-        rnorm = sqrt(wd_mg_norm2(v->r, n));
+        /* x += sum alpha_i z_i; restart, or confirm convergence, on the
+         * recomputed residual */
+        if ((*st = dev_multi_caxpy(mg, l, k, v->alpha, v->dz, x)) != WD_OK ||
+            (*st = d->apply(&v->dop, v->dr, x)) != WD_OK || (*st = d->xmy(vol, n, b, v->dr)) != WD_OK ||
+            (*st = d->multi_cdot(vol, n, 1, rs, v->dr, res)) != WD_OK)
+            return it;
+        rnorm = sqrt(res[0]);
         if (k == 0)
             break;
     }
@@ -658,7 +811,18 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
             break;
         memcpy(dims, coarse, sizeof dims);
         n = 2 * m->nvec[l];
+        if (wd_coarse_find_axes(4, m->nvec[l], 0, 0, 1) < 0)
+            st = wd_fail(WD_ERR_NOT_BUILT, "multigrid level %d: Nvec %d has no coarse kernel in "
+                         "this build (coarse_s_nv%d_dag0_xpay0_n1; the coarse levels run the "
+                         "generated kernels of docs/coarse-kernels.md, whose manifest lists the "
+                         "Nvec values built, and meson's -Dkernels selects them)", l + 1,
+                         m->nvec[l], m->nvec[l]);
     }
+    /* the coarse levels on the solver's backend: its GPU or the CPU */
+    const int on_device = st == WD_OK && strcmp(h.be->ops->name, "cuda") == 0;
+    const wd_mg_dev_ops *dev = on_device ? wd_mg_dev_cuda_ops() : &wd_mg_dev_cpu_ops;
+    if (st == WD_OK && !dev)
+        st = wd_fail(WD_ERR_NO_DEVICE, "multigrid: this build has no CUDA coarse levels");
     /* the files before anything is built: a wrong file or an unwritable
      * path costs no setup */
     mg_files io;
@@ -676,6 +840,8 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
         mg->set = *m;
         mg->set.save = mg->set.load = NULL;   /* borrowed strings: not kept */
         mg->levels = m->levels;
+        mg->dev = dev;
+        mg->on_device = on_device;
         mg->mass = s->mass;
         mg->csw = s->csw;
         const double kappa = 0.5 / (4.0 + s->mass);
@@ -687,6 +853,12 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
         memcpy(stats->coarse_dims[0], h.dims, sizeof stats->coarse_dims[0]);
         if (st == WD_OK)
             st = setup_levels(mg, m, stats, &io);
+        const double t_dev = now_s();
+        if (st == WD_OK)
+            st = dev_setup(mg);
+        if (st == WD_OK && m->verbosity >= 1)
+            fprintf(stderr, "wdirac multigrid: the coarse levels to the %s backend in %.3f s "
+                    "(%.1f MB)\n", dev->name, now_s() - t_dev, mg->dev_bytes / 1e6);
     }
     if (io.in)
         st = wd_mg_file_finish(io.in, NULL, io.in_sum, st, m->load);
@@ -727,7 +899,7 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
         host[i] = scale * bc[i];
     for (int l = 0; l < mg->levels; ++l)
         mg->lv[l].iterations = 0;
-    mg->t_move = mg->t_transfer = mg->t_coarse = 0;
+    mg->t_coarse = 0;
     wd_status st = wd_mg_fine_from_host(f, &f->b, host);
     if (st != WD_OK)
         return st;
@@ -739,10 +911,8 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
         return xst;
     if (mg->set.verbosity >= 1) {
         const double total = now_s() - t0;
-        fprintf(stderr, "wdirac multigrid: solve %.3f s: the fine level on the backend %.3f s, "
-                "fields to and from the host %.3f s, P and P^dag on the host %.3f s, the coarse "
-                "levels on the host %.3f s\n", total,
-                total - mg->t_move - mg->t_transfer - mg->t_coarse, mg->t_move, mg->t_transfer,
+        fprintf(stderr, "wdirac multigrid: solve %.3f s: the fine level %.3f s, the coarse levels "
+                "with the transfers (%s) %.3f s\n", total, total - mg->t_coarse, mg->dev->name,
                 mg->t_coarse);
     }
     stats->iterations = it;
@@ -750,11 +920,12 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
     stats->updates = 0;
     stats->solver_residual = rel;
     stats->seconds = stats->solve_seconds = now_s() - t0;
-    /* the backend's fields (the fine level and the solver's); the host
-     * fields of the transfers and coarse levels are not counted, nor are
-     * flops (the coarse levels' host arithmetic has no counter yet) */
-    stats->bytes_allocated = f->be->bytes_peak > f->be->bytes_allocated ? f->be->bytes_peak
-                                                                        : f->be->bytes_allocated;
+    /* the backend's fields (the fine level and the solver's) and the
+     * coarse levels' there; flops are not counted (the coarse levels have
+     * no counter yet) */
+    stats->bytes_allocated = (f->be->bytes_peak > f->be->bytes_allocated ? f->be->bytes_peak
+                                                                         : f->be->bytes_allocated) +
+                             mg->dev_bytes;
     stats->mg_levels = mg->levels;
     for (int l = 0; l < mg->levels; ++l)
         stats->mg_iterations[l] = (int)mg->lv[l].iterations;

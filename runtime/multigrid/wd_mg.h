@@ -7,10 +7,13 @@
  * in wdirac.h.  This header is shared by the module's files and visible to
  * the tests.
  *
- * This first step runs on one process: the fine level on the solver's
- * backend (wd_mg_fine_*), every level's host operator (the fine one for
- * the coarse build and the diagnostics), the transfers and the coarse
- * levels on host fields in float64.  The fine level is the
+ * It runs on one process: the fine level on the solver's backend
+ * (wd_mg_fine_*), the solves' transfers and coarse levels on that
+ * backend's memory too (wd_mg_dev.h: mg_dev_cpu.c, mg_dev_cuda.cu), and
+ * the setup on host fields in float64 with every level's host operator
+ * (the fine one for the coarse build and the diagnostics); the host
+ * operators and transfers below are also the references the tests judge
+ * the backends' against.  The fine level is the
  * kappa-normalised operator
  *   A = M / (4+m) = L - kappa D      (L = 1 Wilson, the clover A with c_sw)
  * of the caller's links, in the DeGrand-Rossi basis, where

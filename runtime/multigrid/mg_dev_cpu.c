@@ -1,0 +1,266 @@
+/*
+ * mg_dev_cpu.c: the coarse levels' operations on the CPU (wd_mg_dev.h):
+ * host memory, OpenMP over sites where a field is large enough
+ * (WD_MG_PARALLEL_MIN), the generated CPU coarse kernels.
+ *
+ * The externally accessible definitions are
+ *   wd_mg_dev_cpu_ops   the table
+ * Reductions: each site's terms in component order summed in double into
+ * chunks of WD_REDUCE_BLOCK sites, the chunks in chunk order (the same
+ * bits for any thread count).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "wd_coarse_op.h"
+#include "wd_core.h"
+#include "wd_mg.h"
+#include "wd_mg_dev.h"
+
+static wd_status cpu_alloc(void **p, size_t bytes, const char *what)
+{
+    *p = malloc(bytes ? bytes : 1);
+    return *p ? WD_OK
+              : wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate %zu bytes for %s", bytes, what);
+}
+
+static void cpu_free(void *p) { free(p); }
+
+static wd_status cpu_copy_bytes(void *dst, const void *src, size_t bytes)
+{
+    memcpy(dst, src, bytes);
+    return WD_OK;
+}
+
+static wd_status cpu_apply(const wd_mg_dev_level *lv, float *out, const float *in)
+{
+    const wd_coarse_args a = {.out = out, .in = in, .links = lv->links,
+                              .link_norm = lv->link_norm, .nbr = lv->nbr,
+                              .volume = lv->layout.volume};
+    return wd_coarse_apply_cpu(&lv->layout, 0, 0, &a);
+}
+
+/* whether a loop over `volume` sites of n components is worth threads */
+static int threaded(int volume, int n)
+{
+    return (size_t)volume * (size_t)n >= WD_MG_PARALLEL_MIN;
+}
+
+static wd_status cpu_zero(int volume, int n, float *y)
+{
+    memset(y, 0, (size_t)volume * 2 * n * sizeof *y);
+    return WD_OK;
+}
+
+static wd_status cpu_copy(int volume, int n, float *y, const float *x)
+{
+    if (y != x)
+        memcpy(y, x, (size_t)volume * 2 * n * sizeof *y);
+    return WD_OK;
+}
+
+static wd_status cpu_scale(int volume, int n, float a, float *x)
+{
+    const size_t len = (size_t)volume * 2 * n;
+#pragma omp parallel for schedule(static) if (threaded(volume, n))
+    for (size_t i = 0; i < len; ++i)
+        x[i] *= a;
+    return WD_OK;
+}
+
+static wd_status cpu_xmy(int volume, int n, const float *x, float *y)
+{
+    const size_t len = (size_t)volume * 2 * n;
+#pragma omp parallel for schedule(static) if (threaded(volume, n))
+    for (size_t i = 0; i < len; ++i)
+        y[i] = x[i] - y[i];
+    return WD_OK;
+}
+
+static wd_status cpu_multi_caxpy(int volume, int n, int k, const wd_complex *a,
+                                 const float *const *x, float *y)
+{
+    if (k < 1 || k > WD_MG_DEV_MULTI)
+        return wd_fail(WD_ERR_INTERNAL, "multigrid: multi_caxpy of %d fields", k);
+    float ar[WD_MG_DEV_MULTI], ai[WD_MG_DEV_MULTI];
+    for (int i = 0; i < k; ++i) {
+        ar[i] = (float)a[i].re;
+        ai[i] = (float)a[i].im;
+    }
+#pragma omp parallel for schedule(static) if (threaded(volume, n))
+    for (int s = 0; s < volume; ++s) {
+        float *yr = y + (size_t)s * 2 * n, *yi = yr + n;
+        for (int i = 0; i < k; ++i) {
+            const float *xr = x[i] + (size_t)s * 2 * n, *xi = xr + n;
+            for (int c = 0; c < n; ++c) {
+                const float re = ar[i] * xr[c] - ai[i] * xi[c];
+                const float im = ar[i] * xi[c] + ai[i] * xr[c];
+                yr[c] += re;
+                yi[c] += im;
+            }
+        }
+    }
+    return WD_OK;
+}
+
+/* chunks of the reductions */
+static int chunks(int volume)
+{
+    return (volume + WD_REDUCE_BLOCK - 1) / WD_REDUCE_BLOCK;
+}
+
+/* res[2 i + {0, 1}] = <x[i], y> over the sites of chunk c, in double */
+static void chunk_cdot(int volume, int n, int k, const float *const *x, const float *y, int c,
+                       double *res)
+{
+    const int s0 = c * WD_REDUCE_BLOCK;
+    const int s1 = s0 + WD_REDUCE_BLOCK < volume ? s0 + WD_REDUCE_BLOCK : volume;
+    for (int i = 0; i < k; ++i) {
+        double re = 0, im = 0;
+        for (int s = s0; s < s1; ++s) {
+            const float *xr = x[i] + (size_t)s * 2 * n, *xi = xr + n;
+            const float *yr = y + (size_t)s * 2 * n, *yi = yr + n;
+            for (int a = 0; a < n; ++a) {
+                re += (double)xr[a] * yr[a] + (double)xi[a] * yi[a];
+                im += (double)xr[a] * yi[a] - (double)xi[a] * yr[a];
+            }
+        }
+        res[2 * i] = re;
+        res[2 * i + 1] = im;
+    }
+}
+
+static wd_status cpu_multi_cdot(int volume, int n, int k, const float *const *x, const float *y,
+                                double *res)
+{
+    if (k < 1 || k > WD_MG_DEV_MULTI)
+        return wd_fail(WD_ERR_INTERNAL, "multigrid: multi_cdot of %d fields", k);
+    const int nc = chunks(volume);
+    double *part = malloc((size_t)nc * 2 * k * sizeof *part);
+    if (!part)
+        return wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate %d reduction chunks", nc);
+#pragma omp parallel for schedule(static) if (threaded(volume, n))
+    for (int c = 0; c < nc; ++c)
+        chunk_cdot(volume, n, k, x, y, c, part + (size_t)c * 2 * k);
+    for (int i = 0; i < 2 * k; ++i) {
+        double sum = 0;
+        for (int c = 0; c < nc; ++c)
+            sum += part[(size_t)c * 2 * k + i];
+        res[i] = sum;
+    }
+    free(part);
+    return WD_OK;
+}
+
+static wd_status cpu_cdot_norm2(int volume, int n, const float *x, const float *y, double res[3])
+{
+    const float *xs[1] = {x};
+    double xx[2];
+    wd_status st = cpu_multi_cdot(volume, n, 1, xs, y, res);
+    if (st == WD_OK)
+        st = cpu_multi_cdot(volume, n, 1, xs, x, xx);
+    res[2] = xx[0];
+    return st;
+}
+
+static wd_status cpu_caxpy_norm2(int volume, int n, wd_complex a, const float *x, float *y,
+                                 double *norm2)
+{
+    const float *xs[1] = {x};
+    wd_status st = cpu_multi_caxpy(volume, n, 1, &a, xs, y);
+    double r[2];
+    const float *ys[1] = {y};
+    if (st == WD_OK)
+        st = cpu_multi_cdot(volume, n, 1, ys, y, r);
+    *norm2 = r[0];
+    return st;
+}
+
+/* the fine field's component a of site x as float (re, im) */
+static void fine_load(const wd_mg_dev_transfer *t, const void *fine, size_t x, int a, float *re,
+                      float *im)
+{
+    if (t->fine_host) {
+        const double *f = (const double *)fine + 2 * (x * t->n_fine + a);
+        *re = (float)f[0];
+        *im = (float)f[1];
+    } else {
+        const float *f = (const float *)fine + x * 2 * t->n_fine;
+        *re = f[a];
+        *im = f[t->n_fine + a];
+    }
+}
+
+static wd_status cpu_restrict(const wd_mg_dev_transfer *t, float *coarse, const void *fine)
+{
+    const int nv = t->nvec, nf = t->n_fine, h = nf / 2, bv = t->block_volume, nc = 2 * nv;
+#pragma omp parallel for schedule(static) if (threaded(t->fine_volume, nf))
+    for (int b = 0; b < t->coarse_volume; ++b) {
+        float *cr = coarse + (size_t)b * 2 * nc, *ci = cr + nc;
+        for (int chi = 0; chi < 2; ++chi)
+            for (int k = 0; k < nv; ++k) {
+                float re = 0, im = 0;
+                for (int j = 0; j < bv; ++j) {
+                    const size_t x = (size_t)t->sites[(size_t)b * bv + j];
+                    const float *v = t->v + 2 * ((x * nv + k) * nf + chi * h);
+                    for (int a = 0; a < h; ++a) {
+                        float fr, fi;
+                        fine_load(t, fine, x, chi * h + a, &fr, &fi);
+                        re += v[2 * a] * fr + v[2 * a + 1] * fi;
+                        im += v[2 * a] * fi - v[2 * a + 1] * fr;
+                    }
+                }
+                cr[chi * nv + k] = re;
+                ci[chi * nv + k] = im;
+            }
+    }
+    return WD_OK;
+}
+
+static wd_status cpu_prolong(const wd_mg_dev_transfer *t, void *fine, const float *coarse)
+{
+    const int nv = t->nvec, nf = t->n_fine, h = nf / 2, nc = 2 * nv;
+#pragma omp parallel for schedule(static) if (threaded(t->fine_volume, nf))
+    for (int xi = 0; xi < t->fine_volume; ++xi) {
+        const size_t x = (size_t)xi;
+        const float *cr = coarse + (size_t)t->agg[x] * 2 * nc, *ci = cr + nc;
+        for (int a = 0; a < nf; ++a) {
+            const int off = (a >= h) * nv;
+            float re = 0, im = 0;
+            for (int k = 0; k < nv; ++k) {
+                const float *v = t->v + 2 * ((x * nv + k) * nf + a);
+                re += v[0] * cr[off + k] - v[1] * ci[off + k];
+                im += v[0] * ci[off + k] + v[1] * cr[off + k];
+            }
+            if (t->fine_host) {
+                double *f = (double *)fine + 2 * (x * nf + a);
+                f[0] = re;
+                f[1] = im;
+            } else {
+                float *f = (float *)fine + x * 2 * nf;
+                f[a] = re;
+                f[nf + a] = im;
+            }
+        }
+    }
+    return WD_OK;
+}
+
+const wd_mg_dev_ops wd_mg_dev_cpu_ops = {
+    .name = "cpu",
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .h2d = cpu_copy_bytes,
+    .d2h = cpu_copy_bytes,
+    .apply = cpu_apply,
+    .zero = cpu_zero,
+    .copy = cpu_copy,
+    .scale = cpu_scale,
+    .xmy = cpu_xmy,
+    .multi_caxpy = cpu_multi_caxpy,
+    .multi_cdot = cpu_multi_cdot,
+    .cdot_norm2 = cpu_cdot_norm2,
+    .caxpy_norm2 = cpu_caxpy_norm2,
+    .restrict_ = cpu_restrict,
+    .prolong = cpu_prolong,
+};

@@ -1,0 +1,122 @@
+/*
+ * wd_mg_dev.h: the multigrid's coarse levels on the solver's backend (the
+ * CPU, mg_dev_cpu.c, or the GPU, mg_dev_cuda.cu): coarse fields, the
+ * generated coarse operator, the BLAS of the coarse Krylov solvers and the
+ * transfers P and P^dag.  Plain C for gcc and nvcc (no C99 complex).
+ *
+ * The externally accessible definitions are
+ *   wd_mg_dev_ops          the operations one backend implements
+ *   wd_mg_dev_cpu_ops      the CPU's (host memory, OpenMP)
+ *   wd_mg_dev_cuda_ops     the GPU's (device memory, the backend's one
+ *                          stream; NULL in a build without CUDA)
+ *   wd_mg_dev_level        a coarse level's operator as the kernels read it
+ *   wd_mg_dev_transfer     the aggregates and null vectors between two levels
+ *
+ * Memory.  Every pointer in these structures and every field argument is
+ * the implementation's memory (alloc): device memory on the GPU, host
+ * memory on the CPU.  h2d / d2h move bytes between it and the host.
+ *
+ * Coarse fields.  A field of a level holds `volume` sites of n = 2 nvec
+ * complex components in the packed single-precision layout of
+ * wd_coarse_kernel.h: site s's n real parts at s * 2n + i, then its n
+ * imaginary parts at s * 2n + n + i.  Arithmetic is in float; reductions
+ * accumulate in double in an order the implementation fixes (never one
+ * that depends on scheduling): the same bits from run to run.
+ *
+ * Fine fields of a transfer.  On the first transfer (fine_host = 1) the
+ * fine field is the host layout of the backend's pair transfers
+ * (wd_upload_pair / wd_download_pair with on_device): complex double,
+ * site-major, n_fine = 12 components a site (spin-major, DeGrand-Rossi),
+ * interleaved (re, im).  On a coarser one (fine_host = 0) it is a packed
+ * coarse field of n_fine components a site.  Either way component a of a
+ * site has chirality 0 for a < n_fine / 2, else 1.
+ *
+ * Null vectors.  v holds nvec vectors site-major, complex float
+ * interleaved: the (re, im) of component a of vector k at fine site x at
+ * v[2 ((x nvec + k) n_fine + a)] and the next float (the host's
+ * wd_mg_transfer order, rounded to float).  Then
+ *   (P c)(x)_a = sum_k v_k(x)_a c(b(x), chi(a) nvec + k)
+ *   (P^dag f)(b, chi nvec + k) = sum_{x in b} sum_{a of chi} conj(v_k(x)_a) f(x)_a
+ * each sum in the order written (k, then the aggregate's sites in
+ * sites[] order, then a).
+ *
+ * Errors: every operation returns WD_OK or the first failure with
+ * wd_fail's message (a CUDA call's name and error string).
+ */
+#ifndef WDIRAC_MG_DEV_H
+#define WDIRAC_MG_DEV_H
+
+#include <stddef.h>
+
+#include "wd_backend.h"
+#include "wd_coarse_kernel.h"
+#include "wdirac.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* the most fields a multi-operation reads in one call; callers split
+ * longer lists */
+enum { WD_MG_DEV_MULTI = 16 };
+
+typedef struct wd_mg_dev_level {
+    wd_coarse_layout layout;     /* volume, nvec (n = 2 nvec), precision 4 */
+    const int *nbr;              /* nbr[8 s + d] */
+    const void *links;           /* packed links */
+    const float *link_norm;      /* half links: one norm a block; else NULL */
+} wd_mg_dev_level;
+
+typedef struct wd_mg_dev_transfer {
+    int fine_host;               /* the fine field's layout: 1 host complex double, 0 packed */
+    int fine_volume, coarse_volume, block_volume;
+    int n_fine, nvec;            /* the coarse field has 2 nvec components a site */
+    const int *agg;              /* agg[x]: the aggregate of fine site x */
+    const int *sites;            /* sites[b * block_volume + j]: aggregate b's fine sites */
+    const float *v;              /* the null vectors */
+} wd_mg_dev_transfer;
+
+typedef struct wd_mg_dev_ops {
+    const char *name;            /* "cpu", "cuda" */
+    wd_status (*alloc)(void **p, size_t bytes, const char *what);
+    void (*free)(void *p);       /* NULL is a no-op */
+    wd_status (*h2d)(void *dst, const void *src, size_t bytes);
+    wd_status (*d2h)(void *dst, const void *src, size_t bytes);
+    /* out = D_c in on every site through the generated coarse kernel of
+     * the level's layout (WD_ERR_NOT_BUILT naming it when the build lacks
+     * it); out may not alias in */
+    wd_status (*apply)(const wd_mg_dev_level *lv, float *out, const float *in);
+    /* the BLAS on fields of `volume` sites of n components */
+    wd_status (*zero)(int volume, int n, float *y);
+    wd_status (*copy)(int volume, int n, float *y, const float *x);
+    /* x = a x */
+    wd_status (*scale)(int volume, int n, float a, float *x);
+    /* y = x - y */
+    wd_status (*xmy)(int volume, int n, const float *x, float *y);
+    /* y += sum_{i < k} a[i] x[i], k <= WD_MG_DEV_MULTI (k = 1: caxpy);
+     * each site's sum in i order */
+    wd_status (*multi_caxpy)(int volume, int n, int k, const wd_complex *a,
+                             const float *const *x, float *y);
+    /* res[2 i], res[2 i + 1] = Re, Im <x[i], y> = sum conj(x[i]) y, for
+     * i < k <= WD_MG_DEV_MULTI */
+    wd_status (*multi_cdot)(int volume, int n, int k, const float *const *x, const float *y,
+                            double *res);
+    /* res = {Re <x, y>, Im <x, y>, |x|^2} */
+    wd_status (*cdot_norm2)(int volume, int n, const float *x, const float *y, double res[3]);
+    /* y += a x, then *norm2 = |y|^2 of y as stored */
+    wd_status (*caxpy_norm2)(int volume, int n, wd_complex a, const float *x, float *y,
+                             double *norm2);
+    /* coarse = P^dag fine, fine = P coarse (t's fine layout) */
+    wd_status (*restrict_)(const wd_mg_dev_transfer *t, float *coarse, const void *fine);
+    wd_status (*prolong)(const wd_mg_dev_transfer *t, void *fine, const float *coarse);
+} wd_mg_dev_ops;
+
+extern const wd_mg_dev_ops wd_mg_dev_cpu_ops;
+/* the CUDA implementation, or NULL in a build without CUDA */
+const wd_mg_dev_ops *wd_mg_dev_cuda_ops(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
