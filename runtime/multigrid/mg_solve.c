@@ -688,6 +688,26 @@ static double apply_flops(const wd_mg_op *op)
     return op->u ? 1368.0 + (op->clover ? 504.0 : 0.0) : 9.0 * 8.0 * op->n * op->n;
 }
 
+/* null vector k's random start on level l: Gaussian complex numbers, each
+ * piece of RANDOM_PIECE from its own stream seeded by (seed, l, k, piece),
+ * so the pieces fill in parallel and the field does not depend on the
+ * thread count */
+enum { RANDOM_PIECE = 16384 };
+static void random_start(double complex *v, size_t len, uint64_t seed, int l, int k)
+{
+    const size_t pieces = (len + RANDOM_PIECE - 1) / RANDOM_PIECE;
+#pragma omp parallel for schedule(static) if (len >= WD_MG_PARALLEL_MIN)
+    for (size_t p = 0; p < pieces; ++p) {
+        wd_rng r;
+        wd_rng_seed(&r, ((seed * 1000003u + (uint64_t)l) * 1000003u + (uint64_t)k) * 1000003u + p);
+        const size_t end = (p + 1) * RANDOM_PIECE < len ? (p + 1) * RANDOM_PIECE : len;
+        for (size_t i = p * RANDOM_PIECE; i < end; ++i) {
+            const double re = wd_rng_normal(&r);
+            v[i] = CMPLX(re, wd_rng_normal(&r));
+        }
+    }
+}
+
 /* A setup's file: the vectors read (load) or written (save) level by level */
 typedef struct mg_files {
     FILE *in;
@@ -720,8 +740,7 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
              * until the coarse error below; a coarse level's x, where
              * relax's scratch is w), then stored site-major */
             double complex *v = l ? f->x : f->w[1];
-            for (size_t i = 0; i < f->len; ++i)
-                v[i] = CMPLX(wd_rng_normal(&rng), wd_rng_normal(&rng));
+            random_start(v, f->len, m->seed, l, k);
             int its;
             double res;
             if (l == 0) {
