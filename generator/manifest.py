@@ -74,11 +74,11 @@ def manifest():
 # (16-bit fixed point halves the link bytes, which are the whole cost).
 # No double: the coarse reference is the float64 definition itself
 # (wd_mg_coarse_build), and no solver would run a double coarse level.
-# Nvec 8 in single: the small lattices of the tests (8^4 with 4^4
-# aggregates, where 24 vectors would take most of a block's 1536
-# dimensions) and a cheap level for a user's first try.
-COARSE_PAIRS = [(8, Precision.S), (24, Precision.S), (24, Precision.H), (32, Precision.S),
-                (32, Precision.H)]
+# Nvec 8: the small lattices of the tests (8^4 with 4^4 aggregates, where
+# 24 vectors would take most of a block's 1536 dimensions) and a cheap
+# level for a user's first try.
+COARSE_PAIRS = [(8, Precision.S), (8, Precision.H), (24, Precision.S), (24, Precision.H),
+                (32, Precision.S), (32, Precision.H)]
 # Right-hand sides a call applies to: one, for now (docs/coarse-kernels.md).
 COARSE_NRHS_AXIS = [1]
 

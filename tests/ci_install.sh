@@ -27,7 +27,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 src=$PWD
 what=${1:-all}
-KERNELS=${KERNELS:-'*_r12_gf0_*_n1,clover_*,coarse_s_nv8_dag0_xpay0_n1'}
+KERNELS=${KERNELS:-'*_r12_gf0_*_n1,clover_*,coarse_*_nv8_dag0_xpay0_n1'}
 tmp=$(mktemp -d /tmp/wdirac-ci-install.XXXXXX)
 trap '[ -n "${KEEP:-}" ] && echo "kept $tmp" || rm -rf "$tmp"' EXIT
 run=0

@@ -2,8 +2,8 @@
 
     python3 tests/test_coarse_generator.py SOURCE_ROOT
 
-1. names: the 20 coarse variants (single and half for Nvec 24 and 32,
-   single for Nvec 8; dagger, xpay, n1) have unique names that parse back to them; no Dslash glob
+1. names: the 24 coarse variants (single and half for Nvec 8, 24 and 32;
+   dagger, xpay, n1) have unique names that parse back to them; no Dslash glob
    selects a coarse name and `coarse_*_nv24_*` selects exactly the Nvec 24
    half; malformed coarse names are refused.
 2. determinism: two runs of `coarse all` give byte-identical files, each
@@ -46,7 +46,7 @@ def gen(*args):
 def test_names():
     vs = coarse_manifest()
     names = [v.name for v in vs]
-    check(len(vs) == 20 and len(set(names)) == 20, "20 unique coarse variant names",
+    check(len(vs) == 24 and len(set(names)) == 24, "24 unique coarse variant names",
           f"{len(vs)} variants")
     check(all(parse(n) == v for n, v in zip(names, vs)), "every coarse name parses back")
     check(not set(names) & {v.name for v in manifest()}, "no name in both manifests")

@@ -26,7 +26,8 @@
  *            solution to 1e-8, a second solve gives the same bits, and the
  *            outer iterations stay below BiCGstab's; 2 levels, and 3 (the
  *            2^4 coarse lattice blocked by 2^4 again: Wilson with the
- *            K-cycle, clover with the V-cycle)
+ *            K-cycle, clover with the V-cycle); Wilson with a half sloppy
+ *            precision (smoother, null vectors and coarse links in half)
  *   file     the Wilson setup saved (wd_mg_settings.save) and loaded into a
  *            second solver: the same x bit for bit; a file of another
  *            block, a corrupted byte and an existing path refused with
@@ -364,12 +365,13 @@ static void test_file(double complex *u, const int dims[4], const wd_solver_sett
 /* levels 3: the 2^4 coarse lattice blocked again by 2^4 into one site of
  * 16 components, a V-cycle (vcycle) or K-cycle between levels 1 and 2 */
 static void test_solve(uint64_t seed, double complex *u, const int dims[4], int clover, int levels,
-                       int vcycle)
+                       int vcycle, int half)
 {
     const size_t vol = wd_volume(dims), n = vol * 12;
     char tag[48];
-    snprintf(tag, sizeof tag, "%s%s", clover ? "clover" : "wilson",
-             levels == 3 ? (vcycle ? " 3 levels V-cycle" : " 3 levels K-cycle") : "");
+    snprintf(tag, sizeof tag, "%s%s%s", clover ? "clover" : "wilson",
+             levels == 3 ? (vcycle ? " 3 levels V-cycle" : " 3 levels K-cycle") : "",
+             half ? " sloppy half" : "");
     wd_solver_settings s;
     wd_solver_default_settings(&s);
     s.backend = backend;
@@ -377,6 +379,8 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     s.csw = clover ? 1.0 : 0;
     s.tol = 1e-10;
     s.max_iter = 20000;
+    if (half)
+        s.sloppy_precision = WD_PREC_HALF;
     wd_mg_settings m;
     wd_mg_default_settings(&m);
     for (int mu = 0; mu < 4; ++mu)
@@ -414,7 +418,7 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     char path[64];
     snprintf(path, sizeof path, "/tmp/test_mg_%ld.nv", (long)getpid());
     remove(path);
-    const int saving = !clover && levels == 2;
+    const int saving = !clover && levels == 2 && !half;
     if (saving)
         m.save = path;
     wd_status st = wd_solver_mg_setup(sv, &m, &s, &ss);
@@ -552,9 +556,10 @@ int main(int argc, char **argv)
     check_true("heatbath configuration 8^4 beta 6.0", st == WD_OK, wd_status_string(st));
     test_errors(u, dims);
     for (int clover = 0; clover < 2; ++clover)
-        test_solve(seed, u, dims, clover, 2, 0);
-    test_solve(seed, u, dims, 0, 3, 0);
-    test_solve(seed, u, dims, 1, 3, 1);
+        test_solve(seed, u, dims, clover, 2, 0, 0);
+    test_solve(seed, u, dims, 0, 3, 0, 0);
+    test_solve(seed, u, dims, 1, 3, 1, 0);
+    test_solve(seed, u, dims, 0, 2, 0, 1);
     free(u);
     printf("%d of %d failed\n", checks_failed, checks_run);
     return checks_failed ? 1 : 0;

@@ -32,12 +32,49 @@ static wd_status cpu_copy_bytes(void *dst, const void *src, size_t bytes)
     return WD_OK;
 }
 
+/* a single field to the 16-bit layout: each site scaled by its largest
+ * |real| (the generated kernels' store) */
+static void to_half(int volume, int n, const float *x, short *h, float *norm)
+{
+#pragma omp parallel for schedule(static) if ((size_t)volume * n >= WD_MG_PARALLEL_MIN)
+    for (int s = 0; s < volume; ++s) {
+        const float *xs = x + (size_t)s * 2 * n;
+        float m = 0.0f;
+        for (int i = 0; i < 2 * n; ++i)
+            m = wd_max_abs(m, xs[i]);
+        const float sc = wd_half_scale(m);
+        for (int i = 0; i < 2 * n; ++i)
+            h[(size_t)s * 2 * n + i] = wd_round_short(xs[i] * sc);
+        norm[s] = m;
+    }
+}
+
+static void from_half(int volume, int n, const short *h, const float *norm, float *x)
+{
+#pragma omp parallel for schedule(static) if ((size_t)volume * n >= WD_MG_PARALLEL_MIN)
+    for (int s = 0; s < volume; ++s) {
+        const float f = norm[s] * WD_HALF_INV_SCALE;
+        for (int i = 0; i < 2 * n; ++i)
+            x[(size_t)s * 2 * n + i] = wd_s2f(h[(size_t)s * 2 * n + i]) * f;
+    }
+}
+
 static wd_status cpu_apply(const wd_mg_dev_level *lv, float *out, const float *in)
 {
-    const wd_coarse_args a = {.out = out, .in = in, .links = lv->links,
-                              .link_norm = lv->link_norm, .nbr = lv->nbr,
-                              .volume = lv->layout.volume};
-    return wd_coarse_apply_cpu(&lv->layout, 0, 0, &a);
+    const int half = lv->layout.precision == 2, vol = lv->layout.volume, n = lv->layout.ncomp;
+    wd_coarse_args a = {.out = out, .in = in, .links = lv->links, .link_norm = lv->link_norm,
+                        .nbr = lv->nbr, .volume = vol};
+    if (half) {
+        to_half(vol, n, in, lv->hin, lv->hin_norm);
+        a.in = lv->hin;
+        a.in_norm = lv->hin_norm;
+        a.out = lv->hout;
+        a.out_norm = lv->hout_norm;
+    }
+    const wd_status st = wd_coarse_apply_cpu(&lv->layout, 0, 0, &a);
+    if (st == WD_OK && half)
+        from_half(vol, n, lv->hout, lv->hout_norm, out);
+    return st;
 }
 
 /* whether a loop over `volume` sites of n components is worth threads */

@@ -226,13 +226,15 @@ wd_status wd_mg_fine_smooth(wd_mg_fine *f, wd_mg_pair *e, const wd_mg_pair *r, i
     for (int i = 0; i < steps; ++i) {
         if ((st = wd_eo_mhat(&f->op, &f->qs, &f->h, 0)) != WD_OK)
             return st;
-        const double qq = wd_blas_norm2(be, &f->qs);
-        if (!(qq > 0))
+        /* <q, h> and |q|^2 in one pass; the last step's residual is not needed */
+        double res[3];
+        wd_blas_cdot_norm2(be, &f->qs, &f->h, res);
+        if (!(res[2] > 0))
             break;
-        const wd_complex d = wd_blas_cdot(be, &f->qs, &f->h);
-        const wd_complex a = {d.re / qq, d.im / qq};
+        const wd_complex a = {res[0] / res[2], res[1] / res[2]};
         wd_blas_caxpy(be, a, &f->h, &f->es.e);
-        wd_blas_caxpy(be, (wd_complex){-a.re, -a.im}, &f->qs, &f->h);
+        if (i + 1 < steps)
+            wd_blas_caxpy(be, (wd_complex){-a.re, -a.im}, &f->qs, &f->h);
     }
     if ((st = schur_odd(f, &f->es.o, &f->rs.o)) != WD_OK)
         return st;

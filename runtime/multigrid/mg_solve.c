@@ -59,9 +59,13 @@ typedef struct mg_level {
     wd_mg_dev_transfer dt;
     int *dnbr, *dagg, *dsites;
     void *dlinks;
-    float *dv;
+    float *dlink_norm, *dv;
     float *db, *dx, *dr, *dw[4], **dz, **dq;
-    wd_complex alpha[200];
+    /* the level's GCR (fine: the outer one): the projections
+     * beta[i nk + j], the step coefficients alpha, the back-substituted
+     * gamma and |q_i|^2 */
+    wd_complex alpha[200], beta[200 * 200], gamma[200];
+    double qq[200];
 } mg_level;
 
 typedef struct wd_mg {
@@ -72,6 +76,7 @@ typedef struct wd_mg {
     wd_mg_fine fine;                /* the fine level's fields on the solver's backend */
     const wd_mg_dev_ops *dev;       /* the coarse levels' backend (wd_mg_dev.h) */
     int on_device;                  /* its memory is the GPU's */
+    int coarse_precision;           /* the coarse links: 4 single, 2 half (the sloppy one's) */
     void *stage;                    /* a fine field in the host layout there (P, P^dag) */
     size_t dev_bytes;               /* what dev holds */
     /* where a solve's seconds go (printed under verbosity 1): from the
@@ -204,6 +209,11 @@ static void dev_free(wd_mg *mg)
         mg_level *v = &mg->lv[l];
         d->free(v->dnbr);
         d->free(v->dlinks);
+        d->free(v->dlink_norm);
+        d->free(v->dop.hin);
+        d->free(v->dop.hout);
+        d->free(v->dop.hin_norm);
+        d->free(v->dop.hout_norm);
         d->free(v->dagg);
         d->free(v->dsites);
         d->free(v->dv);
@@ -264,7 +274,7 @@ static wd_status dev_level(wd_mg *mg, int l)
     const wd_mg_dev_ops *d = mg->dev;
     mg_level *v = &mg->lv[l];
     wd_coarse_layout *lay = &v->dop.layout;
-    wd_status st = wd_coarse_layout_make(lay, (int)v->op.volume, v->op.n / 2, 4);
+    wd_status st = wd_coarse_layout_make(lay, (int)v->op.volume, v->op.n / 2, mg->coarse_precision);
     const size_t nbr_bytes = v->op.volume * WD_MG_DIRS * sizeof(int);
     if (st == WD_OK)
         st = dev_alloc(mg, &v->dnbr, nbr_bytes, "a coarse neighbour table");
@@ -274,24 +284,41 @@ static wd_status dev_level(wd_mg *mg, int l)
     if (st == WD_OK && !buf)
         st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate %zu bytes to pack the "
                      "coarse links", l, lay->link_bytes);
+    float *norm = NULL;
+    if (st == WD_OK && lay->link_norm_bytes && !(norm = malloc(lay->link_norm_bytes)))
+        st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate the link norms", l);
     if (st == WD_OK) {
-        wd_pack_coarse_links(lay, buf, NULL, v->op.links);
+        wd_pack_coarse_links(lay, buf, norm, v->op.links);
         if ((st = dev_alloc(mg, &v->dlinks, lay->link_bytes, "the coarse links")) == WD_OK)
             st = d->h2d(v->dlinks, buf, lay->link_bytes);
     }
+    if (st == WD_OK && norm &&
+        (st = dev_alloc(mg, &v->dlink_norm, lay->link_norm_bytes, "the coarse link norms")) == WD_OK)
+        st = d->h2d(v->dlink_norm, norm, lay->link_norm_bytes);
     free(buf);
+    free(norm);
     v->dop.nbr = v->dnbr;
     v->dop.links = v->dlinks;
-    v->dop.link_norm = NULL;
+    v->dop.link_norm = v->dlink_norm;
+    if (st == WD_OK && lay->precision == 2) {
+        /* the half apply's 16-bit in and out fields */
+        void **h[2] = {&v->dop.hin, &v->dop.hout};
+        float **hn[2] = {&v->dop.hin_norm, &v->dop.hout_norm};
+        for (int i = 0; i < 2 && st == WD_OK; ++i)
+            if ((st = dev_alloc(mg, h[i], lay->spinor_bytes, "a half coarse field")) == WD_OK)
+                st = dev_alloc(mg, hn[i], lay->spinor_norm_bytes, "a half coarse field's norms");
+    }
     const int nk = mg->set.gcr_nkrylov;
     if (st == WD_OK && (!(v->dz = calloc(nk, sizeof *v->dz)) || !(v->dq = calloc(nk, sizeof *v->dq))))
         st = wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the coarse GCR's bookkeeping");
+    /* the solver's fields are single whatever the links' precision */
+    const size_t bytes = v->op.volume * 2 * (size_t)v->op.n * sizeof(float);
     float **fields[] = {&v->db, &v->dx, &v->dr, &v->dw[0], &v->dw[1], &v->dw[2], &v->dw[3]};
     for (size_t i = 0; st == WD_OK && i < sizeof fields / sizeof *fields; ++i)
-        st = dev_alloc(mg, fields[i], lay->spinor_bytes, "a coarse field");
+        st = dev_alloc(mg, fields[i], bytes, "a coarse field");
     for (int i = 0; st == WD_OK && i < nk; ++i)
-        if ((st = dev_alloc(mg, &v->dz[i], lay->spinor_bytes, "a coarse field")) == WD_OK)
-            st = dev_alloc(mg, &v->dq[i], lay->spinor_bytes, "a coarse field");
+        if ((st = dev_alloc(mg, &v->dz[i], bytes, "a coarse field")) == WD_OK)
+            st = dev_alloc(mg, &v->dq[i], bytes, "a coarse field");
     return st;
 }
 
@@ -339,14 +366,15 @@ static wd_status smooth(wd_mg *mg, int l, float *e, const float *r, int steps)
     if (st == WD_OK)
         st = d->copy(vol, n, rr, r);
     for (int i = 0; st == WD_OK && i < steps; ++i) {
-        double res[3], rn;
+        double res[3];
         if ((st = d->apply(&v->dop, q, rr)) != WD_OK ||
             (st = d->cdot_norm2(vol, n, q, rr, res)) != WD_OK || !(res[2] > 0))
             break;
         const wd_complex alpha = {res[0] / res[2], res[1] / res[2]};
-        const float *rs[1] = {rr};
-        if ((st = d->multi_caxpy(vol, n, 1, &alpha, rs, e)) == WD_OK)
-            st = d->caxpy_norm2(vol, n, (wd_complex){-alpha.re, -alpha.im}, q, rr, &rn);
+        const wd_complex malpha = {-alpha.re, -alpha.im};
+        const float *rs[1] = {rr}, *qs[1] = {q};
+        if ((st = d->multi_caxpy(vol, n, 1, &alpha, rs, e)) == WD_OK && i + 1 < steps)
+            st = d->multi_caxpy(vol, n, 1, &malpha, qs, rr);
     }
     return st;
 }
@@ -444,14 +472,33 @@ static wd_status cycle(wd_mg *mg, int l, float *e, const float *r)
     return WD_OK;
 }
 
+static void gcr_backsolve(int k, const wd_complex *alpha, const wd_complex *beta, int ld,
+                          wd_complex *gamma)
+{
+    for (int j = k - 1; j >= 0; --j) {
+        double re = alpha[j].re, im = alpha[j].im;
+        for (int l = j + 1; l < k; ++l) {
+            const wd_complex b = beta[(size_t)j * ld + l], g = gamma[l];
+            re -= b.re * g.re - b.im * g.im;
+            im -= b.re * g.im + b.im * g.re;
+        }
+        gamma[j] = (wd_complex){re, im};
+    }
+}
+
 /*
  * Flexible GCR(nkrylov) on coarse level l, A_l x = b from x's value, with
  * the cycle of level l as preconditioner (precondition) or none, to
- * |b - A x| <= tol |b| or max_iter iterations.  Each new direction is
- * orthogonalised against the cycle's earlier ones by classical
- * Gram-Schmidt (all projections from one multi-dot: one reduction a step);
- * the solution is updated once per restart from the kept coefficients;
- * after each restart and at the end the residual is recomputed as b - A x.
+ * |b - A x| <= tol |b| or max_iter iterations.  As the outer GCR, but with
+ * one reduction a step: a single multi-dot of q_k = A z_k against the
+ * cycle's earlier images q_i, r and itself gives the classical
+ * Gram-Schmidt projections, and with them (the q_i orthogonal, r
+ * orthogonal to them) |q_k'|^2 = |q_k|^2 - sum_i |<q_i, q_k>|^2 / |q_i|^2
+ * of the orthogonalised image, <q_k', r> = <q_k, r> and the new |r|^2 =
+ * |r|^2 - |<q_k, r>|^2 / |q_k'|^2; where cancellation leaves |q_k'|^2
+ * below a thousandth of |q_k|^2 it is measured instead.  x is updated
+ * once a restart through the triangular system of the projections; after
+ * each restart and at the end the residual is recomputed as b - A x.
  * Returns the iterations; *relres the last relative residual; *st WD_OK,
  * or WD_ERR_NAN / a cycle's or the backend's failure.
  */
@@ -462,9 +509,9 @@ static int gcr(wd_mg *mg, int l, float *x, const float *b, double tol, int max_i
     mg_level *v = &mg->lv[l];
     const int vol = v->dop.layout.volume, n = v->dop.layout.ncomp;
     const int nk = mg->set.gcr_nkrylov;
-    double qq[200], dots[2 * WD_MG_DEV_MULTI];
-    wd_complex coef[200];
-    double res[3];
+    double dots[2 * WD_MG_DEV_MULTI], res[3];
+    wd_complex neg[WD_MG_DEV_MULTI];
+    const float *list[WD_MG_DEV_MULTI];
     *relres = 0;
     const float *bs[1] = {b};
     if ((*st = d->multi_cdot(vol, n, 1, bs, b, res)) != WD_OK)
@@ -477,68 +524,97 @@ static int gcr(wd_mg *mg, int l, float *x, const float *b, double tol, int max_i
     const float *rs[1] = {v->dr};
     if ((*st = d->multi_cdot(vol, n, 1, rs, v->dr, res)) != WD_OK)
         return 0;
-    double rnorm = sqrt(res[0]);
+    double r2 = res[0];
     int it = 0;
-    while (rnorm > tol * bnorm && it < max_iter) {
+    while (r2 > tol * tol * bnorm * bnorm && it < max_iter) {
         int k = 0;
-        for (; k < nk && it < max_iter && rnorm > tol * bnorm; ++k, ++it) {
+        for (; k < nk && it < max_iter && r2 > tol * tol * bnorm * bnorm; ++k, ++it) {
             *st = precondition ? cycle(mg, l, v->dz[k], v->dr) : d->copy(vol, n, v->dz[k], v->dr);
             if (*st == WD_OK)
                 *st = d->apply(&v->dop, v->dq[k], v->dz[k]);
-            /* q_k -= sum_i <q_i, q_k> / |q_i|^2 q_i, and z_k alike */
+            /* <q_i, q_k> (i < k), <r, q_k>, |q_k|^2 in pieces of the
+             * backend's multi-dot: one piece (one reduction) for k <= 14 */
+            double rq[2] = {0, 0}, q2 = 0;
+            for (int i0 = 0; *st == WD_OK && i0 < k + 2; i0 += WD_MG_DEV_MULTI) {
+                const int m = k + 2 - i0 < WD_MG_DEV_MULTI ? k + 2 - i0 : WD_MG_DEV_MULTI;
+                for (int i = 0; i < m; ++i)
+                    list[i] = i0 + i < k ? v->dq[i0 + i] : i0 + i == k ? v->dr : v->dq[k];
+                if ((*st = d->multi_cdot(vol, n, m, list, v->dq[k], dots)) != WD_OK)
+                    break;
+                for (int i = 0; i < m; ++i) {
+                    const int c = i0 + i;
+                    if (c < k)
+                        v->beta[(size_t)c * nk + k] =
+                            (wd_complex){dots[2 * i] / v->qq[c], dots[2 * i + 1] / v->qq[c]};
+                    else if (c == k)
+                        rq[0] = dots[2 * i], rq[1] = dots[2 * i + 1];
+                    else
+                        q2 = dots[2 * i];
+                }
+            }
+            double qo2 = q2;
+            for (int i = 0; i < k; ++i) {
+                const wd_complex bb = v->beta[(size_t)i * nk + k];
+                qo2 -= (bb.re * bb.re + bb.im * bb.im) * v->qq[i];
+            }
             for (int i0 = 0; *st == WD_OK && i0 < k; i0 += WD_MG_DEV_MULTI) {
                 const int m = k - i0 < WD_MG_DEV_MULTI ? k - i0 : WD_MG_DEV_MULTI;
-                *st = d->multi_cdot(vol, n, m, (const float *const *)(v->dq + i0), v->dq[k], dots);
-                for (int i = 0; i < m; ++i)
-                    coef[i0 + i] = (wd_complex){-dots[2 * i] / qq[i0 + i],
-                                                -dots[2 * i + 1] / qq[i0 + i]};
+                for (int i = 0; i < m; ++i) {
+                    const wd_complex bb = v->beta[(size_t)(i0 + i) * nk + k];
+                    neg[i] = (wd_complex){-bb.re, -bb.im};
+                }
+                *st = d->multi_caxpy(vol, n, m, neg, (const float *const *)(v->dq + i0), v->dq[k]);
             }
-            if (*st == WD_OK && k)
-                *st = dev_multi_caxpy(mg, l, k, coef, v->dq, v->dq[k]);
-            if (*st == WD_OK && k)
-                *st = dev_multi_caxpy(mg, l, k, coef, v->dz, v->dz[k]);
-            if (*st == WD_OK)
-                *st = d->cdot_norm2(vol, n, v->dq[k], v->dr, res);
+            if (*st == WD_OK && k && !(qo2 > 1e-3 * q2)) {
+                /* cancellation: measure the orthogonalised image */
+                const float *qs[1] = {v->dq[k]};
+                if ((*st = d->multi_cdot(vol, n, 1, qs, v->dq[k], res)) == WD_OK)
+                    qo2 = res[0];
+            }
             if (*st != WD_OK)
                 return it;
-            if (!isfinite(res[0]) || !isfinite(res[1]) || !isfinite(res[2])) {
+            if (!isfinite(qo2) || !isfinite(rq[0]) || !isfinite(rq[1])) {
                 *st = wd_fail(WD_ERR_NAN, "multigrid: GCR on level %d met NaN or Inf after %d "
                               "iterations", l, it);
                 return it;
             }
-            if (res[2] == 0)
+            if (!(qo2 > 0))
                 break;
-            qq[k] = res[2];
-            coef[k] = (wd_complex){res[0] / res[2], res[1] / res[2]};
-            /* kept in alpha[k] until the restart: coef is reused above */
-            v->alpha[k] = coef[k];
-            double rn2;
-            if ((*st = d->caxpy_norm2(vol, n, (wd_complex){-coef[k].re, -coef[k].im}, v->dq[k],
-                                      v->dr, &rn2)) != WD_OK)
+            /* <q_k, r> = conj(<r, q_k>) */
+            v->qq[k] = qo2;
+            v->alpha[k] = (wd_complex){rq[0] / qo2, -rq[1] / qo2};
+            const wd_complex ma = {-v->alpha[k].re, -v->alpha[k].im};
+            const float *qk[1] = {v->dq[k]};
+            if ((*st = d->multi_caxpy(vol, n, 1, &ma, qk, v->dr)) != WD_OK)
                 return it;
-            rnorm = sqrt(rn2);
+            r2 -= (rq[0] * rq[0] + rq[1] * rq[1]) / qo2;
         }
-        /* x += sum alpha_i z_i; restart, or confirm convergence, on the
+        /* x += sum gamma_j z_j; restart, or confirm convergence, on the
          * recomputed residual */
-        if ((*st = dev_multi_caxpy(mg, l, k, v->alpha, v->dz, x)) != WD_OK ||
+        gcr_backsolve(k, v->alpha, v->beta, nk, v->gamma);
+        if ((*st = dev_multi_caxpy(mg, l, k, v->gamma, v->dz, x)) != WD_OK ||
             (*st = d->apply(&v->dop, v->dr, x)) != WD_OK || (*st = d->xmy(vol, n, b, v->dr)) != WD_OK ||
             (*st = d->multi_cdot(vol, n, 1, rs, v->dr, res)) != WD_OK)
             return it;
-        rnorm = sqrt(res[0]);
+        r2 = res[0];
         if (k == 0)
             break;
     }
     v->iterations += it;
-    *relres = rnorm / bnorm;
+    *relres = sqrt(r2) / bnorm;
     return it;
 }
 
 /*
  * The outer flexible GCR(nk) on the fine level, on the backend: A x = b in
  * the outer precision from x = 0 (f->x, f->b), preconditioned by the
- * cycle, to |b - A x| <= tol |b| or max_iter iterations, the residual
- * recomputed as b - A x at each restart and at the end.  Returns the
- * iterations; *relres the last relative residual.
+ * cycle, to |b - A x| <= tol |b| or max_iter iterations.  As QUDA's GCR:
+ * each image q_k = A z_k is orthogonalised against the cycle's earlier
+ * ones (modified Gram-Schmidt, the projections kept in beta), z_k is not
+ * touched, and x is updated once a restart through the triangular system
+ * of the projections; the residual is recomputed as b - A x at each
+ * restart and at the end.  Returns the iterations; *relres the last
+ * relative residual.
  */
 static int gcr_fine(wd_mg *mg, double tol, int max_iter, int verbose, double *relres,
                     wd_status *st)
@@ -548,6 +624,9 @@ static int gcr_fine(wd_mg *mg, double tol, int max_iter, int verbose, double *re
     const int nk = f->nk;
     const wd_complex one = {1, 0};
     const double bnorm = sqrt(wd_mg_pair_norm2(be, &f->b));
+    mg_level *v = &mg->lv[0];
+    wd_complex *beta = v->beta, *alpha = v->alpha, *gamma = v->gamma;
+    double *qq = v->qq;
     *relres = 0;
     *st = WD_OK;
     wd_mg_pair_zero(be, &f->x);
@@ -563,30 +642,38 @@ static int gcr_fine(wd_mg *mg, double tol, int max_iter, int verbose, double *re
                 (*st = wd_mg_fine_apply(f, &f->q[k], &f->z[k])) != WD_OK)
                 return it;
             for (int i = 0; i < k; ++i) {
-                const wd_complex beta = wd_mg_pair_dot(be, &f->q[i], &f->q[k]);
-                const wd_complex mb = {-beta.re, -beta.im};
-                wd_mg_pair_caxpy(be, mb, &f->q[i], &f->q[k]);
-                wd_mg_pair_caxpy(be, mb, &f->z[i], &f->z[k]);
+                const wd_complex d = wd_mg_pair_dot(be, &f->q[i], &f->q[k]);
+                const wd_complex b = {d.re / qq[i], d.im / qq[i]};
+                beta[(size_t)i * nk + k] = b;
+                wd_mg_pair_caxpy(be, (wd_complex){-b.re, -b.im}, &f->q[i], &f->q[k]);
             }
-            const double qn = sqrt(wd_mg_pair_norm2(be, &f->q[k]));
-            if (!isfinite(qn)) {
+            /* <q_k, r> and |q_k|^2 in one pass a parity */
+            double ce[3], co[3];
+            wd_blas_cdot_norm2(be, &f->q[k].e, &f->r.e, ce);
+            wd_blas_cdot_norm2(be, &f->q[k].o, &f->r.o, co);
+            const double q2 = ce[2] + co[2];
+            if (!isfinite(q2) || !isfinite(ce[0] + co[0]) || !isfinite(ce[1] + co[1])) {
                 *st = wd_fail(WD_ERR_NAN, "multigrid: the outer GCR met NaN or Inf after %d "
                               "iterations", it);
                 return it;
             }
-            if (qn == 0)
+            if (q2 == 0)
                 break;
-            wd_mg_pair_ax(be, 1 / qn, &f->q[k]);
-            wd_mg_pair_ax(be, 1 / qn, &f->z[k]);
-            const wd_complex alpha = wd_mg_pair_dot(be, &f->q[k], &f->r);
-            wd_mg_pair_caxpy(be, alpha, &f->z[k], &f->x);
-            wd_mg_pair_caxpy(be, (wd_complex){-alpha.re, -alpha.im}, &f->q[k], &f->r);
-            rnorm = sqrt(wd_mg_pair_norm2(be, &f->r));
+            qq[k] = q2;
+            alpha[k] = (wd_complex){(ce[0] + co[0]) / q2, (ce[1] + co[1]) / q2};
+            const wd_complex ma = {-alpha[k].re, -alpha[k].im};
+            const double r2 = wd_blas_caxpy_norm2(be, ma, &f->q[k].e, &f->r.e) +
+                              wd_blas_caxpy_norm2(be, ma, &f->q[k].o, &f->r.o);
+            rnorm = sqrt(r2);
             if (verbose)
                 fprintf(stderr, "wdirac multigrid: outer iteration %d: residual %.3e\n", it + 1,
                         rnorm / bnorm);
         }
-        /* restart, or confirm convergence, on the recomputed residual */
+        /* x += sum gamma_j z_j; restart, or confirm convergence, on the
+         * recomputed residual */
+        gcr_backsolve(k, alpha, beta, nk, gamma);
+        for (int j = 0; j < k; ++j)
+            wd_mg_pair_caxpy(be, gamma[j], &f->z[j], &f->x);
         if ((*st = wd_mg_fine_apply(f, &f->r, &f->x)) != WD_OK)
             return it;
         wd_mg_pair_ax(be, -1, &f->r);
@@ -688,6 +775,24 @@ static double apply_flops(const wd_mg_op *op)
     return op->u ? 1368.0 + (op->clover ? 504.0 : 0.0) : 9.0 * 8.0 * op->n * op->n;
 }
 
+/* the first coarse operator built on the GPU from the fine level's host
+ * operator and transfer */
+static wd_status coarse_build_gpu(wd_mg_op *coarse, const wd_mg_op *fine, const wd_mg_transfer *t)
+{
+    wd_status st = wd_mg_coarse_init(coarse, t);
+    const wd_mg_build_fine bf = {.dims = {fine->dims[0], fine->dims[1], fine->dims[2],
+                                          fine->dims[3]},
+                                 .volume = fine->volume, .nbr = fine->nbr,
+                                 .u = (const double *)fine->u, .clover = fine->clover,
+                                 .kappa = fine->kappa, .tbc = fine->tbc};
+    if (st == WD_OK)
+        st = wd_mg_coarse_build_cuda(&bf, t->nvec, t->block_volume, t->coarse_volume, t->agg,
+                                     t->sites, (const double *)t->v, (double *)coarse->links);
+    if (st != WD_OK)
+        wd_mg_op_free(coarse);
+    return st;
+}
+
 /* null vector k's random start on level l: Gaussian complex numbers, each
  * piece of RANDOM_PIECE from its own stream seeded by (seed, l, k, piece),
  * so the pieces fill in parallel and the field does not depend on the
@@ -772,7 +877,9 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
             break;
         t_orth = now_s() - t_step;
         t_step = now_s();
-        if ((st = wd_mg_coarse_build(&mg->lv[l + 1].op, &f->op, &f->t)) != WD_OK)
+        const int on_gpu = l == 0 && mg->on_device;
+        if ((st = on_gpu ? coarse_build_gpu(&mg->lv[1].op, &f->op, &f->t)
+                         : wd_mg_coarse_build(&mg->lv[l + 1].op, &f->op, &f->t)) != WD_OK)
             break;
         t_build = now_s() - t_step;
         t_step = now_s();
@@ -784,9 +891,10 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         stats->coarse_error[l] = coarse_error(mg, l, &rng);
         if (m->verbosity >= 1)
             fprintf(stderr, "wdirac multigrid: level %d setup: null vectors %.3f s (%s), "
-                    "orthonormalisation %.3f s, coarse operator %.3f s, diagnostics %.3f s\n", l,
-                    t_vectors, io->in ? "read" : l ? "relaxed on the host" : "relaxed on the backend",
-                    t_orth, t_build, now_s() - t_step);
+                    "orthonormalisation %.3f s, coarse operator %.3f s (%s), diagnostics %.3f s\n",
+                    l, t_vectors,
+                    io->in ? "read" : l ? "relaxed on the host" : "relaxed on the backend", t_orth,
+                    t_build, on_gpu ? "GPU" : "host", now_s() - t_step);
         if (m->verbosity >= 1) {
             const int *cd = mg->lv[l + 1].op.dims;
             fprintf(stderr, "wdirac multigrid: level %d -> %d: coarse %dx%dx%dx%d, %d unknowns a "
@@ -821,7 +929,10 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
     if (st == WD_OK && (st = wd_solver_host_view(sv, s, &h)) == WD_OK && h.grid->size > 1)
         st = wd_fail(WD_ERR_INVALID, "wd_solver_mg_setup: the multigrid runs on one process in "
                      "this version (the grid has %d ranks)", h.grid->size);
-    /* every level's checks before anything is built */
+    /* every level's checks before anything is built; the coarse links in
+     * half when the solver's sloppy precision is half (the whole
+     * preconditioner then runs in it), else in single */
+    const int coarse_precision = st == WD_OK && h.g_sloppy->precision == 2 ? 2 : 4;
     int dims[4], n = 12;
     memcpy(dims, h.dims, sizeof dims);
     for (int l = 0; st == WD_OK && l + 1 < m->levels; ++l) {
@@ -830,12 +941,13 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
             break;
         memcpy(dims, coarse, sizeof dims);
         n = 2 * m->nvec[l];
-        if (wd_coarse_find_axes(4, m->nvec[l], 0, 0, 1) < 0)
-            st = wd_fail(WD_ERR_NOT_BUILT, "multigrid level %d: Nvec %d has no coarse kernel in "
-                         "this build (coarse_s_nv%d_dag0_xpay0_n1; the coarse levels run the "
+        if (wd_coarse_find_axes(coarse_precision, m->nvec[l], 0, 0, 1) < 0)
+            st = wd_fail(WD_ERR_NOT_BUILT, "multigrid level %d: Nvec %d has no %s coarse kernel "
+                         "in this build (coarse_%s_nv%d_dag0_xpay0_n1; the coarse levels run the "
                          "generated kernels of docs/coarse-kernels.md, whose manifest lists the "
                          "Nvec values built, and meson's -Dkernels selects them)", l + 1,
-                         m->nvec[l], m->nvec[l]);
+                         m->nvec[l], coarse_precision == 2 ? "half" : "single",
+                         coarse_precision == 2 ? "h" : "s", m->nvec[l]);
     }
     /* the coarse levels on the solver's backend: its GPU or the CPU */
     const int on_device = st == WD_OK && strcmp(h.be->ops->name, "cuda") == 0;
@@ -861,6 +973,7 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
         mg->levels = m->levels;
         mg->dev = dev;
         mg->on_device = on_device;
+        mg->coarse_precision = coarse_precision;
         mg->mass = s->mass;
         mg->csw = s->csw;
         const double kappa = 0.5 / (4.0 + s->mass);
@@ -877,7 +990,8 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
             st = dev_setup(mg);
         if (st == WD_OK && m->verbosity >= 1)
             fprintf(stderr, "wdirac multigrid: the coarse levels to the %s backend in %.3f s "
-                    "(%.1f MB)\n", dev->name, now_s() - t_dev, mg->dev_bytes / 1e6);
+                    "(%.1f MB; coarse links in %s)\n", dev->name, now_s() - t_dev,
+                    mg->dev_bytes / 1e6, coarse_precision == 2 ? "half" : "single");
     }
     if (io.in)
         st = wd_mg_file_finish(io.in, NULL, io.in_sum, st, m->load);

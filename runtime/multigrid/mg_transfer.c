@@ -10,6 +10,7 @@
  *                                 Gram-Schmidt twice, vectors in order
  *   wd_mg_prolong / wd_mg_restrict   P and P^dag on host fields
  *   wd_mg_vector_set              store one null vector from a field
+ *   wd_mg_coarse_init             a coarse operator's extents, neighbours, zero links
  *   wd_mg_coarse_build            D_c = P^dag A P by directions, aggregate by
  *                                 aggregate, each site's vectors read together
  * Notes: an aggregate is a block of block[0] x .. x block[3] fine sites;
@@ -224,9 +225,9 @@ static int leaves(const wd_mg_transfer *t, int d, size_t s)
     return (d & 1) ? x % bl == 0 : x % bl == bl - 1;
 }
 
-wd_status wd_mg_coarse_build(wd_mg_op *coarse, const wd_mg_op *fine, const wd_mg_transfer *t)
+wd_status wd_mg_coarse_init(wd_mg_op *coarse, const wd_mg_transfer *t)
 {
-    const int n = fine->n, h = n / 2, nv = t->nvec, nc = 2 * nv, bv = t->block_volume;
+    const int nc = 2 * t->nvec;
     memset(coarse, 0, sizeof *coarse);
     memcpy(coarse->dims, t->coarse_dims, sizeof coarse->dims);
     coarse->volume = t->coarse_volume;
@@ -258,6 +259,15 @@ wd_status wd_mg_coarse_build(wd_mg_op *coarse, const wd_mg_op *fine, const wd_mg
         }
     }
     coarse->nbr = nbr;
+    return WD_OK;
+}
+
+wd_status wd_mg_coarse_build(wd_mg_op *coarse, const wd_mg_op *fine, const wd_mg_transfer *t)
+{
+    const int n = fine->n, h = n / 2, nv = t->nvec, nc = 2 * nv, bv = t->block_volume;
+    const wd_status st = wd_mg_coarse_init(coarse, t);
+    if (st != WD_OK)
+        return st;
     /* Entry (i, j) of aggregate b's link for term d, i = (chi', k'), j =
      * (chi, k): the sum over the aggregate's sites x whose term d leaves
      * it (d < 8; else the local block) of v_k'(x)^dag restricted to chi'

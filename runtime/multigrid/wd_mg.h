@@ -37,6 +37,7 @@
  *                      twice, in a fixed order: deterministic)
  *   wd_mg_prolong      fine = P coarse
  *   wd_mg_restrict     coarse = P^dag fine
+ *   wd_mg_coarse_init  a coarse operator's extents, neighbours, zero links
  *   wd_mg_coarse_build D_c = P^dag A P, direction by direction from the
  *                      level's hops and the null vectors
  *   wd_mg_dot, wd_mg_norm2  deterministic reductions on host vectors
@@ -151,6 +152,9 @@ void wd_mg_restrict(const wd_mg_transfer *t, double complex *coarse, const doubl
  * that leaves an aggregate goes to that direction's link, one that stays
  * inside it to the local block.  coarse is allocated here. */
 wd_status wd_mg_coarse_build(wd_mg_op *coarse, const wd_mg_op *fine, const wd_mg_transfer *t);
+/* coarse's extents, neighbour table and zeroed links for t's coarse level
+ * (what wd_mg_coarse_build fills; WD_ERR_NOMEM) */
+wd_status wd_mg_coarse_init(wd_mg_op *coarse, const wd_mg_transfer *t);
 
 /* <x, y> = sum conj(x) y and |x|^2 over n complex numbers, summed in
  * fixed chunks and then in chunk order: the same bits for any thread count */

@@ -61,10 +61,15 @@ extern "C" {
 enum { WD_MG_DEV_MULTI = 16 };
 
 typedef struct wd_mg_dev_level {
-    wd_coarse_layout layout;     /* volume, nvec (n = 2 nvec), precision 4 */
+    wd_coarse_layout layout;     /* volume, nvec (n = 2 nvec), precision 4 or 2 */
     const int *nbr;              /* nbr[8 s + d] */
     const void *links;           /* packed links */
     const float *link_norm;      /* half links: one norm a block; else NULL */
+    /* half (precision 2): two 16-bit fields of the layout with their site
+     * norms, into which apply rounds its single input and from which it
+     * reads the half kernel's output back to single */
+    void *hin, *hout;
+    float *hin_norm, *hout_norm;
 } wd_mg_dev_level;
 
 typedef struct wd_mg_dev_transfer {
@@ -84,7 +89,9 @@ typedef struct wd_mg_dev_ops {
     wd_status (*d2h)(void *dst, const void *src, size_t bytes);
     /* out = D_c in on every site through the generated coarse kernel of
      * the level's layout (WD_ERR_NOT_BUILT naming it when the build lacks
-     * it); out may not alias in */
+     * it); out may not alias in.  Half links: in rounded to the 16-bit
+     * layout first (a site's norm its largest |real|, as the kernels
+     * store), the half kernel, its output widened to single. */
     wd_status (*apply)(const wd_mg_dev_level *lv, float *out, const float *in);
     /* the BLAS on fields of `volume` sites of n components */
     wd_status (*zero)(int volume, int n, float *y);
@@ -114,6 +121,38 @@ typedef struct wd_mg_dev_ops {
 extern const wd_mg_dev_ops wd_mg_dev_cpu_ops;
 /* the CUDA implementation, or NULL in a build without CUDA */
 const wd_mg_dev_ops *wd_mg_dev_cuda_ops(void);
+
+/*
+ * The first coarse operator D_c = P^dag A P built on the GPU in float64
+ * (mg_build_cuda.cu): the same links as wd_mg_coarse_build (wd_mg.h) of
+ * the fine level (12 components a site) to rounding, from host arrays:
+ *   fine:  dims, volume, nbr[8 x + d] (wd_mg_op's neighbour table), the
+ *          links u ([site][mu][3][3] complex double, interleaved), the
+ *          clover blocks (clover_field.h's host format, WD_CLOVER_SITE_REALS
+ *          doubles a site) or NULL, kappa, tbc (+1 / -1): wd_mg_op's
+ *          fine fields;
+ *   the transfer: nvec, block_volume, coarse_volume, agg[x], sites[b bv +
+ *          j], v (site-major complex double, wd_mg_transfer's v);
+ *   links: out, host, coarse_volume x 9 x (2 nvec)^2 complex double in
+ *          wd_mg_op's coarse order (8 hops then the local block, each
+ *          row-major, row (chi', k') and column (chi, k)), every entry
+ *          written.
+ * The device memory it takes is freed before it returns.  WD_ERR_NO_DEVICE
+ * in a build without CUDA (mg_build_cuda_none.c).
+ */
+typedef struct wd_mg_build_fine {
+    int dims[4];
+    size_t volume;
+    const int *nbr;
+    const double *u;
+    const double *clover;
+    double kappa;
+    int tbc;
+} wd_mg_build_fine;
+
+wd_status wd_mg_coarse_build_cuda(const wd_mg_build_fine *fine, int nvec, int block_volume,
+                                  size_t coarse_volume, const int *agg, const int *sites,
+                                  const double *v, double *links);
 
 #ifdef __cplusplus
 }

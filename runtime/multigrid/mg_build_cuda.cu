@@ -1,0 +1,452 @@
+/*
+ * mg_build_cuda.cu: the first coarse operator D_c = P^dag A P built on the
+ * GPU in float64 (wd_mg_dev.h).
+ *
+ * The externally accessible functions are
+ *   wd_mg_coarse_build_cuda   wd_mg_coarse_build's links (wd_mg.h) from the
+ *                             fine level's host arrays, on the backend's
+ *                             stream; the device memory freed on return
+ *
+ * Notes.  "UV then VUV", as QUDA builds its coarse operators: one thread
+ * block a coarse site b, its threads owning entries (i, j) = ((chi', k'),
+ * (chi, k)) of the (2 nvec)^2 blocks.  For each term d (the 8 hops, then
+ * the local term) and each fine site x of the aggregate in sites[] order
+ * the block first writes to shared memory v_k(x) and the 2 nvec vectors
+ *   y_(chi,k) = H_d(x) P_chi v_k(x + d)     (the local term: L(x) P_chi v_k(x))
+ * then each thread adds sum_{a of chi'} conj(v_k'(x)_a) y_(chi,k)_a to its
+ * entries.  The shared buffers are double: one barrier a site.
+ *
+ * Slots.  A hop goes to its direction's link when it leaves the aggregate
+ * (the neighbour lies in another aggregate, or across the lattice's edge:
+ * a coarse extent of 1 keeps its periodic self-link, as the host's block
+ * geometry does) and to the local block otherwise.  Per term the leaving
+ * sites are summed first (to slot d), then the staying ones, whose sum is
+ * added to the local block, in term order.  Every sum has a fixed order
+ * and nothing is atomic: the same bits on every run (not the host's bits:
+ * the host adds each site to the local block, and nvcc contracts into FMA).
+ *
+ * Memory: links u, the clover blocks, nbr, agg, sites and v on the device
+ * (about 576 + 576 + 40 + 192 nvec bytes a fine site), the links out; the
+ * host arrays move through two pinned chunks copied by several threads.
+ */
+#include <cuda_runtime.h>
+#include <limits.h>
+#include <string.h>
+#include <thread>
+
+#include "clover_field.h"
+#include "cuda_rt.h"
+#include "wd_core.h"
+#include "wd_mg_dev.h"
+
+/* ref_wilson.h's ref_gamma (operator module): its C99 double complex is
+ * two doubles, as declared here for C++, which has no C99 complex */
+extern "C" void ref_gamma(int mu, double g[4][4][2]);
+
+namespace {
+
+/* 512 threads of at most 8 entries each: nvec <= 32 in one chunk, 128
+ * registers a thread and 16 warps an SM (measured on an H200, 24^3x64,
+ * nvec 24: 256 threads of 12 entries took 170 registers, 8 warps, and the
+ * build 6% longer; nvcc 13 spills 6 or 12 entries under these bounds) */
+enum { THREADS = 512, DIRS = 8, LOCAL = 8, TERMS = 9, HALF = 6, NFINE = 12 };
+
+/*
+ * Staging of the host arrays: 16 MB chunks filled by 8 threads, the
+ * choice backend_cuda_host.c measured on the H100 machine (43-45 GB/s
+ * against 8-10 for cudaMemcpy from pageable memory).
+ */
+enum { STAGED_CHUNK = 16 << 20, COPY_THREADS = 8 };
+
+struct build_args {
+    const double2 *u;            /* [site][mu][3][3] */
+    const double *clover;        /* [site][2][WD_CLOVER_BLOCK_REALS], or NULL: L = 1 */
+    const double2 *v;            /* [site][k][12] */
+    const int *nbr, *agg, *sites;
+    double2 *links;              /* [b][9][2 nvec][2 nvec] */
+    size_t slice;                /* sites of a time slice */
+    int dims[4];
+    int nvec, bv;
+    double bsign;                /* the sign of a hop across t = T-1 <-> 0 */
+    double2 spin[DIRS][4][4];    /* -kappa (1 -+ g_mu), as wd_mg_op_fine */
+    /* A[r][c] of a clover block, r != c: the offset of the stored lower
+     * entry, negated where A[r][c] is its conjugate (r < c) */
+    int clover_at[HALF][HALF];
+};
+
+/* the shared memory of a thread block: spin (128) and two buffers of
+ * v(x) (12 nvec) and y (12 x 2 nvec, component-major: consecutive threads
+ * read consecutive columns) in double2, then the clover table, the
+ * aggregate's sites and a byte a site of its leaving hops */
+__host__ __device__ inline size_t buffer_len(int nvec)
+{
+    return (size_t)36 * nvec;
+}
+
+size_t shared_bytes(int nvec, int bv)
+{
+    return (4 * 4 * DIRS + 2 * buffer_len(nvec)) * sizeof(double2) +
+           (HALF * HALF + (size_t)bv) * sizeof(int) + (size_t)bv;
+}
+
+__device__ inline double2 cmadd(double2 acc, double2 a, double2 b)
+{
+    acc.x += a.x * b.x - a.y * b.y;
+    acc.y += a.x * b.y + a.y * b.x;
+    return acc;
+}
+
+/* whether hop d from fine site x leaves x's aggregate */
+__device__ int hop_leaves(const build_args &a, int d, int x)
+{
+    const int mu = d >> 1;
+    size_t stride = 1;
+    for (int nu = 0; nu < mu; ++nu)
+        stride *= (size_t)a.dims[nu];
+    const int c = (int)((size_t)x / stride % (size_t)a.dims[mu]);
+    const int wraps = (d & 1) ? c == 0 : c == a.dims[mu] - 1;
+    return wraps || a.agg[a.nbr[(size_t)DIRS * x + d]] != a.agg[x];
+}
+
+/* v(x) and y_(chi,k) = H_d(x) P_chi v_k(x + d) of term d < 8 into one buffer */
+__device__ void fill_hop(const build_args &a, const double2 *spin, int d, int x, double2 *vx,
+                         double2 *y)
+{
+    const int nv = a.nvec, nc = 2 * nv;
+    const double2 *vsite = a.v + (size_t)x * nv * NFINE;
+    for (int w = threadIdx.x; w < NFINE * nv; w += THREADS)
+        vx[w] = vsite[w];
+    const int mu = d >> 1, back = d & 1;
+    const int src = a.nbr[(size_t)DIRS * x + d];
+    const double2 *link = a.u + (size_t)36 * (back ? src : x) + 9 * mu;
+    const size_t t = (size_t)x / a.slice;
+    const double sign =
+        (d == 6 && t == (size_t)a.dims[3] - 1) || (d == 7 && t == 0) ? a.bsign : 1.0;
+    const double2 *sp = spin + 16 * d;
+    /* item (spin row i, column j): the 3 colours of spin i of y_j */
+    for (int w = threadIdx.x; w < 4 * nc; w += THREADS) {
+        const int i = w / nc, j = w % nc, chi = j / nv, k = j % nv;
+        const double2 *psi = a.v + ((size_t)src * nv + k) * NFINE + HALF * chi;
+        const double2 g0 = sp[4 * i + 2 * chi], g1 = sp[4 * i + 2 * chi + 1];
+        double2 h[3];
+        for (int b = 0; b < 3; ++b)
+            h[b] = cmadd(cmadd(make_double2(0, 0), g0, psi[b]), g1, psi[3 + b]);
+        for (int c = 0; c < 3; ++c) {
+            double2 acc = make_double2(0, 0);
+            for (int b = 0; b < 3; ++b) {
+                double2 m = back ? link[3 * b + c] : link[3 * c + b];
+                if (back)
+                    m.y = -m.y;
+                acc = cmadd(acc, m, h[b]);
+            }
+            y[(3 * i + c) * nc + j] = make_double2(sign * acc.x, sign * acc.y);
+        }
+    }
+}
+
+/* v(x) and y_(chi,k) = L(x) P_chi v_k(x) (L = 1 or the clover A) */
+__device__ void fill_local(const build_args &a, const int *clover_at, int x, double2 *vx,
+                           double2 *y)
+{
+    const int nv = a.nvec, nc = 2 * nv;
+    const double2 *vsite = a.v + (size_t)x * nv * NFINE;
+    for (int w = threadIdx.x; w < NFINE * nv; w += THREADS)
+        vx[w] = vsite[w];
+    /* item (row r of chirality chi's block, column j) */
+    for (int w = threadIdx.x; w < HALF * nc; w += THREADS) {
+        const int r = w / nc, j = w % nc, chi = j / nv, k = j % nv;
+        const double2 *psi = vsite + k * NFINE + HALF * chi;
+        double2 out = psi[r];
+        if (a.clover) {
+            /* wd_clover_apply_host's row: the diagonal, then c in order */
+            const double *blk = a.clover + (size_t)WD_CLOVER_SITE_REALS * x +
+                                WD_CLOVER_BLOCK_REALS * chi;
+            out = make_double2(blk[r] * psi[r].x, blk[r] * psi[r].y);
+            for (int c = 0; c < HALF; ++c) {
+                if (c == r)
+                    continue;
+                const int o = clover_at[HALF * r + c];
+                const double ar = blk[o < 0 ? -o : o];
+                const double ai = o < 0 ? -blk[1 - o] : blk[o + 1];
+                out = cmadd(out, make_double2(ar, ai), psi[c]);
+            }
+        }
+        y[(HALF * chi + r) * nc + j] = out;
+        y[(HALF * (1 - chi) + r) * nc + j] = make_double2(0, 0);
+    }
+}
+
+/*
+ * One coarse site a block.  Thread entries e = base + threadIdx.x +
+ * THREADS m, m < E, for each chunk of THREADS E entries; `at[m]` packs the
+ * entry's offsets into a buffer's v(x) (ki 12 + ci 6) and y (ci 6 nc + j),
+ * or is -1 past the last entry.
+ */
+template <int E>
+__global__ void __launch_bounds__(THREADS)
+    coarse_build_kernel(const __grid_constant__ build_args a)
+{
+    extern __shared__ double2 shared[];
+    double2 *spin = shared, *buf = shared + 4 * 4 * DIRS;
+    const int nv = a.nvec, nc = 2 * nv, nc2 = nc * nc, bv = a.bv;
+    int *clover_at = (int *)(buf + 2 * buffer_len(nv));
+    int *site = clover_at + HALF * HALF;
+    unsigned char *leaving = (unsigned char *)(site + bv);
+    const size_t b = blockIdx.x;
+
+    for (int w = threadIdx.x; w < 4 * 4 * DIRS; w += THREADS)
+        spin[w] = a.spin[w / 16][w / 4 % 4][w % 4];
+    for (int w = threadIdx.x; w < HALF * HALF; w += THREADS)
+        clover_at[w] = a.clover_at[w / HALF][w % HALF];
+    for (int n = threadIdx.x; n < bv; n += THREADS) {
+        const int x = a.sites[b * bv + n];
+        int mask = 0;
+        for (int d = 0; d < DIRS; ++d)
+            mask |= hop_leaves(a, d, x) << d;
+        site[n] = x;
+        leaving[n] = (unsigned char)mask;
+    }
+    __syncthreads();
+
+    double2 *out = a.links + b * TERMS * nc2, *local = out + (size_t)LOCAL * nc2;
+    int step = 0;
+    for (int base = 0; base < nc2; base += THREADS * E) {
+        int at[E];
+#pragma unroll
+        for (int m = 0; m < E; ++m) {
+            const int e = base + threadIdx.x + THREADS * m;
+            const int i = e / nc, j = e % nc, ci = i / nv, ki = i % nv;
+            at[m] = e < nc2 ? (NFINE * ki + HALF * ci) | (HALF * ci * nc + j) << 16 : -1;
+            if (e < nc2)
+                local[e] = make_double2(0, 0);
+        }
+        for (int term = 0; term < TERMS; ++term)
+            /* pass 0: the sites whose hop leaves (to slot term); 1: the others */
+            for (int pass = term < DIRS ? 0 : 1; pass < 2; ++pass) {
+                double2 acc[E];
+#pragma unroll
+                for (int m = 0; m < E; ++m)
+                    acc[m] = make_double2(0, 0);
+                for (int n = 0; n < bv; ++n) {
+                    const int lv = term < DIRS && (leaving[n] >> term & 1);
+                    if (lv != (pass == 0))
+                        continue;
+                    double2 *vx = buf + (step++ & 1) * buffer_len(nv), *y = vx + NFINE * nv;
+                    if (term < DIRS)
+                        fill_hop(a, spin, term, site[n], vx, y);
+                    else
+                        fill_local(a, clover_at, site[n], vx, y);
+                    __syncthreads();
+#pragma unroll
+                    for (int m = 0; m < E; ++m) {
+                        if (at[m] < 0)
+                            continue;
+                        const double2 *pv = vx + (at[m] & 0xffff), *py = y + (at[m] >> 16);
+                        double2 s = acc[m];
+                        for (int c = 0; c < HALF; ++c) {
+                            const double2 p = pv[c], q = py[c * nc];
+                            s.x += p.x * q.x + p.y * q.y;
+                            s.y += p.x * q.y - p.y * q.x;
+                        }
+                        acc[m] = s;
+                    }
+                }
+#pragma unroll
+                for (int m = 0; m < E; ++m) {
+                    const int e = base + threadIdx.x + THREADS * m;
+                    if (at[m] < 0)
+                        continue;
+                    if (pass == 0) {
+                        out[(size_t)term * nc2 + e] = acc[m];
+                    } else {
+                        const double2 l = local[e];
+                        local[e] = make_double2(l.x + acc[m].x, l.y + acc[m].y);
+                    }
+                }
+            }
+    }
+}
+
+/* the entries a thread holds: the smallest E of 1, 2, 4, 8 with THREADS E
+ * >= (2 nvec)^2, else 8 in chunks (each chunk runs every site again) */
+typedef void (*kernel_fn)(build_args);
+kernel_fn pick_kernel(int nvec, int *entries)
+{
+    const long nc2 = 4L * nvec * nvec;
+    const long need = (nc2 + THREADS - 1) / THREADS;
+    *entries = need <= 1 ? 1 : need <= 2 ? 2 : need <= 4 ? 4 : 8;
+    switch (*entries) {
+    case 1:
+        return coarse_build_kernel<1>;
+    case 2:
+        return coarse_build_kernel<2>;
+    case 4:
+        return coarse_build_kernel<4>;
+    default:
+        return coarse_build_kernel<8>;
+    }
+}
+
+void copy_part(void *dst, const void *src, size_t bytes, int k, int parts)
+{
+    const size_t lo = bytes * k / parts, hi = bytes * (k + 1) / parts;
+    memcpy((char *)dst + lo, (const char *)src + lo, hi - lo);
+}
+
+/* memcpy by COPY_THREADS threads (a part whose thread cannot start is
+ * copied here) */
+void copy_threaded(void *dst, const void *src, size_t bytes)
+{
+    std::thread t[COPY_THREADS];
+    for (int k = 1; k < COPY_THREADS; ++k) {
+        try {
+            t[k] = std::thread(copy_part, dst, src, bytes, k, (int)COPY_THREADS);
+        } catch (...) {
+            copy_part(dst, src, bytes, k, COPY_THREADS);
+        }
+    }
+    copy_part(dst, src, bytes, 0, COPY_THREADS);
+    for (int k = 1; k < COPY_THREADS; ++k)
+        if (t[k].joinable())
+            t[k].join();
+}
+
+/* what the build holds: freed by release on every path */
+struct build_mem {
+    void *u, *clover, *v, *nbr, *agg, *sites, *links;
+    void *pinned;
+};
+
+void release(build_mem *m)
+{
+    void *dev[] = {m->u, m->clover, m->v, m->nbr, m->agg, m->sites, m->links};
+    for (void *p : dev)
+        wd_cuda_free(p);
+    if (m->pinned)
+        cudaFreeHost(m->pinned);
+    memset(m, 0, sizeof *m);
+}
+
+wd_status upload(build_mem *m, void **dst, const void *src, size_t bytes, const char *what)
+{
+    wd_status st = wd_cuda_malloc(dst, bytes, what);
+    if (st == WD_OK)
+        st = wd_cuda_h2d_staged(*dst, src, bytes, m->pinned, STAGED_CHUNK, copy_threaded);
+    return st;
+}
+
+wd_status build(build_mem *m, const wd_mg_build_fine *f, int nvec, int bv, size_t coarse_volume,
+                const int *agg, const int *sites, const double *v, double *links)
+{
+    const size_t vol = f->volume, nc2 = 4 * (size_t)nvec * nvec;
+    build_args a;
+    memset(&a, 0, sizeof a);
+    a.slice = vol / (size_t)f->dims[3];
+    memcpy(a.dims, f->dims, sizeof a.dims);
+    a.nvec = nvec;
+    a.bv = bv;
+    a.bsign = f->tbc == 1 ? 1.0 : -1.0;
+    for (int mu = 0; mu < 4; ++mu) {
+        double g[4][4][2];
+        ref_gamma(mu, g);
+        for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < 4; ++j) {
+                const double one = i == j;
+                a.spin[2 * mu][i][j] =
+                    make_double2(-f->kappa * (one - g[i][j][0]), -f->kappa * (0.0 - g[i][j][1]));
+                a.spin[2 * mu + 1][i][j] =
+                    make_double2(-f->kappa * (one + g[i][j][0]), -f->kappa * (0.0 + g[i][j][1]));
+            }
+    }
+    for (int r = 0; r < HALF; ++r)
+        for (int c = 0; c < HALF; ++c)
+            a.clover_at[r][c] = r == c ? 0 : r > c ? wd_clover_lower(r, c) : -wd_clover_lower(c, r);
+
+    int entries = 0;
+    const kernel_fn kernel = pick_kernel(nvec, &entries);
+    const size_t smem = shared_bytes(nvec, bv);
+    int dev = 0, optin = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (e != cudaSuccess)
+        return wd_fail(WD_ERR_CUDA, "multigrid GPU coarse build: cudaDeviceGetAttribute: %s",
+                       cudaGetErrorString(e));
+    if (smem > (size_t)optin)
+        return wd_fail(WD_ERR_INVALID, "multigrid GPU coarse build: nvec %d with aggregates of %d "
+                       "sites needs %zu bytes of shared memory a thread block; this GPU has %d",
+                       nvec, bv, smem, optin);
+    if ((e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  (int)smem)) != cudaSuccess)
+        return wd_fail(WD_ERR_CUDA, "multigrid GPU coarse build: cudaFuncSetAttribute: %s",
+                       cudaGetErrorString(e));
+
+    if ((e = cudaMallocHost(&m->pinned, 2 * (size_t)STAGED_CHUNK)) != cudaSuccess) {
+        m->pinned = NULL;
+        return wd_fail(WD_ERR_CUDA, "multigrid GPU coarse build: cudaMallocHost of %d bytes: %s",
+                       2 * STAGED_CHUNK, cudaGetErrorString(e));
+    }
+    wd_status st = upload(m, &m->u, f->u, vol * 36 * sizeof(double2),
+                          "the multigrid coarse build's fine links");
+    if (st == WD_OK && f->clover)
+        st = upload(m, &m->clover, f->clover, vol * WD_CLOVER_SITE_REALS * sizeof(double),
+                    "the multigrid coarse build's clover blocks");
+    if (st == WD_OK)
+        st = upload(m, &m->v, v, vol * (size_t)nvec * NFINE * sizeof(double2),
+                    "the multigrid coarse build's null vectors");
+    if (st == WD_OK)
+        st = upload(m, &m->nbr, f->nbr, vol * DIRS * sizeof(int),
+                    "the multigrid coarse build's neighbour table");
+    if (st == WD_OK)
+        st = upload(m, &m->agg, agg, vol * sizeof(int), "the multigrid coarse build's aggregates");
+    if (st == WD_OK)
+        st = upload(m, &m->sites, sites, vol * sizeof(int),
+                    "the multigrid coarse build's aggregate sites");
+    const size_t link_bytes = coarse_volume * TERMS * nc2 * sizeof(double2);
+    if (st == WD_OK)
+        st = wd_cuda_malloc(&m->links, link_bytes, "the multigrid coarse links");
+    if (st != WD_OK)
+        return st;
+
+    a.u = (const double2 *)m->u;
+    a.clover = (const double *)m->clover;
+    a.v = (const double2 *)m->v;
+    a.nbr = (const int *)m->nbr;
+    a.agg = (const int *)m->agg;
+    a.sites = (const int *)m->sites;
+    a.links = (double2 *)m->links;
+    const cudaStream_t s = (cudaStream_t)wd_cuda_stream();
+    if (!s)
+        return wd_fail(WD_ERR_CUDA, "multigrid GPU coarse build: no CUDA stream");
+    kernel<<<(unsigned)coarse_volume, THREADS, smem, s>>>(a);
+    if ((e = cudaGetLastError()) != cudaSuccess)
+        return wd_fail(WD_ERR_CUDA, "multigrid GPU coarse build: kernel launch (%d entries a "
+                       "thread): %s", entries, cudaGetErrorString(e));
+    if ((e = cudaStreamSynchronize(s)) != cudaSuccess)
+        return wd_fail(WD_ERR_CUDA, "multigrid GPU coarse build: kernel: %s",
+                       cudaGetErrorString(e));
+    return wd_cuda_d2h_staged(links, m->links, link_bytes, m->pinned, STAGED_CHUNK,
+                              copy_threaded);
+}
+
+} /* namespace */
+
+extern "C" wd_status wd_mg_coarse_build_cuda(const wd_mg_build_fine *fine, int nvec,
+                                             int block_volume, size_t coarse_volume,
+                                             const int *agg, const int *sites, const double *v,
+                                             double *links)
+{
+    if (!fine || !fine->nbr || !fine->u || !agg || !sites || !v || !links)
+        return wd_fail(WD_ERR_INVALID, "multigrid GPU coarse build: a null argument");
+    if (nvec < 1 || block_volume < 1 || coarse_volume < 1 || coarse_volume > INT_MAX ||
+        fine->volume > INT_MAX || coarse_volume * (size_t)block_volume != fine->volume ||
+        fine->dims[3] < 1 || fine->volume != wd_volume(fine->dims) || 14L * nvec >= 1 << 15)
+        return wd_fail(WD_ERR_INVALID, "multigrid GPU coarse build: %zu fine sites, %zu "
+                       "aggregates of %d, nvec %d do not fit together", fine->volume,
+                       coarse_volume, block_volume, nvec);
+    build_mem m;
+    memset(&m, 0, sizeof m);
+    const wd_status st = build(&m, fine, nvec, block_volume, coarse_volume, agg, sites, v, links);
+    release(&m);
+    return st;
+}

@@ -1,0 +1,17 @@
+/*
+ * mg_build_cuda_none.c: a build without CUDA has no GPU coarse build.
+ *
+ * The externally accessible functions are
+ *   wd_mg_coarse_build_cuda   WD_ERR_NO_DEVICE (wd_mg_dev.h)
+ */
+#include "wd_core.h"
+#include "wd_mg_dev.h"
+
+wd_status wd_mg_coarse_build_cuda(const wd_mg_build_fine *fine, int nvec, int block_volume,
+                                  size_t coarse_volume, const int *agg, const int *sites,
+                                  const double *v, double *links)
+{
+    (void)fine, (void)nvec, (void)block_volume, (void)coarse_volume, (void)agg, (void)sites,
+        (void)v, (void)links;
+    return wd_fail(WD_ERR_NO_DEVICE, "multigrid: the GPU coarse build needs a build with CUDA");
+}

@@ -1,0 +1,453 @@
+/*
+ * mg_dev_cuda.cu: the coarse levels' operations on the GPU (wd_mg_dev.h):
+ * device memory through the thin CUDA layer (cuda_rt.h), every kernel on
+ * the backend's one stream, the generated coarse kernels for D_c.
+ *
+ * The externally accessible functions are
+ *   wd_mg_dev_cuda_ops   the table
+ * Reductions: a fixed grid (at most RED_BLOCKS blocks of RED_THREADS
+ * threads, fixed by the field's size), each thread summing its elements
+ * in a fixed stride in double, a fixed tree in each block (warp shuffles,
+ * then the warps in order),
+ * the blocks' partials read back (pinned memory) and summed on the host in
+ * block order: the same bits on every call, no atomics.
+ * Transfers: P^dag one block an aggregate, a thread a coarse component
+ * summing its aggregate's sites and its chirality's components in order;
+ * P a thread a fine component summing the vectors in order.  Arithmetic in
+ * float (the fine host-layout doubles rounded on load).
+ */
+#include <cuda_runtime.h>
+
+#include "cuda_rt.h"
+#include "wd_coarse_op.h"
+#include "wd_core.h"
+#include "wd_mg_dev.h"
+
+namespace {
+
+/* the reductions' grid: at most RED_BLOCKS blocks (two an SM of an H100),
+ * fewer for small fields (a block per RED_THREADS elements) */
+enum { THREADS = 256, RED_THREADS = 256, RED_BLOCKS = 264 };
+
+wd_status launched(const char *what)
+{
+    const cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? WD_OK
+                            : wd_fail(WD_ERR_CUDA, "multigrid %s kernel: %s", what,
+                                      cudaGetErrorString(e));
+}
+
+cudaStream_t stream_of()
+{
+    return (cudaStream_t)wd_cuda_stream();
+}
+
+unsigned grid_for(size_t threads)
+{
+    return (unsigned)((threads + THREADS - 1) / THREADS);
+}
+
+/* complex element j of a packed field of n components a site: its real
+ * part's offset (the imaginary part n further) */
+__device__ __forceinline__ size_t re_at(size_t j, int n)
+{
+    return (j / n) * 2 * n + j % n;
+}
+
+__global__ void k_scale(size_t len, float a, float *x)
+{
+    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < len)
+        x[i] *= a;
+}
+
+__global__ void k_xmy(size_t len, const float *x, float *y)
+{
+    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < len)
+        y[i] = x[i] - y[i];
+}
+
+struct multi {
+    const float *x[WD_MG_DEV_MULTI];
+    float2 a[WD_MG_DEV_MULTI];
+    int k;
+};
+
+__global__ void k_multi_caxpy(size_t count, int n, multi m, float *y)
+{
+    const size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (j >= count)
+        return;
+    const size_t r = re_at(j, n);
+    float yr = y[r], yi = y[r + n];
+    for (int i = 0; i < m.k; ++i) {
+        const float xr = m.x[i][r], xi = m.x[i][r + n];
+        yr += m.a[i].x * xr - m.a[i].y * xi;
+        yi += m.a[i].x * xi + m.a[i].y * xr;
+    }
+    y[r] = yr;
+    y[r + n] = yi;
+}
+
+/* part[b * 2K + 2i + {0,1}] = block b's share of <x[i], y>, for K fields
+ * (a template: the accumulators stay in registers) */
+template <int K>
+__global__ void k_multi_cdot(size_t count, int n, multi m, const float *y, double *part)
+{
+    __shared__ double sh[2 * K][RED_THREADS / 32];
+    double acc[2 * K];
+#pragma unroll
+    for (int i = 0; i < 2 * K; ++i)
+        acc[i] = 0;
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < count; j += stride) {
+        const size_t r = re_at(j, n);
+        const double yr = y[r], yi = y[r + n];
+#pragma unroll
+        for (int i = 0; i < K; ++i) {
+            const double xr = m.x[i][r], xi = m.x[i][r + n];
+            acc[2 * i] += xr * yr + xi * yi;
+            acc[2 * i + 1] += xr * yi - xi * yr;
+        }
+    }
+    /* a fixed tree: the warp's shuffle tree, then the warps in order */
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+    for (int i = 0; i < 2 * K; ++i) {
+        double v = acc[i];
+        for (int o = 16; o > 0; o /= 2)
+            v += __shfl_down_sync(0xffffffffu, v, o);
+        if (lane == 0)
+            sh[i][warp] = v;
+    }
+    __syncthreads();
+    if (threadIdx.x < 2 * K) {
+        double v = 0;
+        for (int w = 0; w < RED_THREADS / 32; ++w)
+            v += sh[threadIdx.x][w];
+        part[(size_t)blockIdx.x * 2 * K + threadIdx.x] = v;
+    }
+}
+
+template <int K>
+void launch_cdot(unsigned blocks, cudaStream_t s, size_t count, int n, const multi &m,
+                 const float *y, double *part)
+{
+    k_multi_cdot<K><<<blocks, RED_THREADS, 0, s>>>(count, n, m, y, part);
+}
+
+typedef void (*cdot_launcher)(unsigned, cudaStream_t, size_t, int, const multi &, const float *,
+                              double *);
+const cdot_launcher cdot_launchers[WD_MG_DEV_MULTI] = {
+    launch_cdot<1>,  launch_cdot<2>,  launch_cdot<3>,  launch_cdot<4>,
+    launch_cdot<5>,  launch_cdot<6>,  launch_cdot<7>,  launch_cdot<8>,
+    launch_cdot<9>,  launch_cdot<10>, launch_cdot<11>, launch_cdot<12>,
+    launch_cdot<13>, launch_cdot<14>, launch_cdot<15>, launch_cdot<16>};
+
+/* single -> 16-bit, one block a site (blockDim.x = 2 n reals, up to 1024):
+ * the site's largest |real| reduced in shared memory, as the kernels'
+ * store */
+__global__ void k_to_half(int n, const float *x, short *h, float *norm)
+{
+    extern __shared__ float mx[];
+    const size_t s = blockIdx.x;
+    const int i = threadIdx.x;
+    const float v = x[s * 2 * n + i];
+    mx[i] = fabsf(v);
+    __syncthreads();
+    if (i == 0) {
+        float m = 0.0f;
+        for (int k = 0; k < 2 * n; ++k)
+            m = fmaxf(m, mx[k]);
+        mx[2 * n] = m;
+        norm[s] = m;
+    }
+    __syncthreads();
+    h[s * 2 * n + i] = wd_round_short(v * wd_half_scale(mx[2 * n]));
+}
+
+__global__ void k_from_half(size_t len, int n, const short *h, const float *norm, float *x)
+{
+    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < len)
+        x[i] = wd_s2f(h[i]) * (norm[i / (2 * n)] * WD_HALF_INV_SCALE);
+}
+
+/* the fine field's component a of site x, as float */
+template <bool HOST>
+__device__ __forceinline__ float2 fine_load(const void *fine, size_t x, int a, int nf)
+{
+    if (HOST) {
+        const double2 f = ((const double2 *)fine)[x * nf + a];
+        return make_float2((float)f.x, (float)f.y);
+    }
+    const float *f = (const float *)fine + x * 2 * nf;
+    return make_float2(f[a], f[nf + a]);
+}
+
+/* one block an aggregate, thread t = chi nvec + k */
+template <bool HOST>
+__global__ void k_restrict(wd_mg_dev_transfer t, float *coarse, const void *fine)
+{
+    const int b = blockIdx.x, c = threadIdx.x, nv = t.nvec, nf = t.n_fine, h = nf / 2;
+    if (c >= 2 * nv)
+        return;
+    const int chi = c / nv, k = c % nv;
+    const float2 *v = (const float2 *)t.v;
+    float re = 0, im = 0;
+    for (int j = 0; j < t.block_volume; ++j) {
+        const size_t x = (size_t)t.sites[(size_t)b * t.block_volume + j];
+        const float2 *vk = v + (x * nv + k) * nf + chi * h;
+        for (int a = 0; a < h; ++a) {
+            const float2 w = vk[a], f = fine_load<HOST>(fine, x, chi * h + a, nf);
+            re += w.x * f.x + w.y * f.y;
+            im += w.x * f.y - w.y * f.x;
+        }
+    }
+    float *out = coarse + (size_t)b * 4 * nv;
+    out[c] = re;
+    out[2 * nv + c] = im;
+}
+
+/* a thread a fine component (x, a) */
+template <bool HOST>
+__global__ void k_prolong(wd_mg_dev_transfer t, void *fine, const float *coarse)
+{
+    const int nv = t.nvec, nf = t.n_fine;
+    const size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (idx >= (size_t)t.fine_volume * nf)
+        return;
+    const size_t x = idx / nf;
+    const int a = (int)(idx % nf), off = (a >= nf / 2) * nv;
+    const float *cr = coarse + (size_t)t.agg[x] * 4 * nv, *ci = cr + 2 * nv;
+    const float2 *v = (const float2 *)t.v + x * nv * nf + a;
+    float re = 0, im = 0;
+    for (int k = 0; k < nv; ++k) {
+        const float2 w = v[(size_t)k * nf];
+        re += w.x * cr[off + k] - w.y * ci[off + k];
+        im += w.x * ci[off + k] + w.y * cr[off + k];
+    }
+    if (HOST) {
+        ((double2 *)fine)[idx] = make_double2(re, im);
+    } else {
+        float *f = (float *)fine + x * 2 * nf;
+        f[a] = re;
+        f[nf + a] = im;
+    }
+}
+
+/* ---- the table ---- */
+
+size_t reals(int volume, int n)
+{
+    return (size_t)volume * 2 * n;
+}
+
+wd_status cuda_alloc(void **p, size_t bytes, const char *what)
+{
+    return wd_cuda_malloc(p, bytes, what);
+}
+
+void cuda_free(void *p)
+{
+    wd_cuda_free(p);
+}
+
+wd_status cuda_h2d(void *dst, const void *src, size_t bytes)
+{
+    return wd_cuda_h2d(dst, src, bytes);
+}
+
+wd_status cuda_d2h(void *dst, const void *src, size_t bytes)
+{
+    return wd_cuda_d2h(dst, src, bytes);
+}
+
+wd_status cuda_apply(const wd_mg_dev_level *lv, float *out, const float *in)
+{
+    const int half = lv->layout.precision == 2, vol = lv->layout.volume, n = lv->layout.ncomp;
+    cudaStream_t s = stream_of();
+    wd_coarse_args a = {};
+    a.out = out;
+    a.in = in;
+    a.links = lv->links;
+    a.link_norm = lv->link_norm;
+    a.nbr = lv->nbr;
+    a.volume = vol;
+    wd_status st;
+    if (half) {
+        if (2 * n > 1024)
+            return wd_fail(WD_ERR_INVALID, "multigrid: half coarse fields of %d components a "
+                           "site (at most 512)", n);
+        k_to_half<<<vol, 2 * n, (2 * n + 1) * sizeof(float), s>>>(n, in, (short *)lv->hin,
+                                                                  lv->hin_norm);
+        if ((st = launched("to_half")) != WD_OK)
+            return st;
+        a.in = lv->hin;
+        a.in_norm = lv->hin_norm;
+        a.out = lv->hout;
+        a.out_norm = lv->hout_norm;
+    }
+    if ((st = wd_coarse_apply_cuda(&lv->layout, 0, 0, &a, 0, s)) != WD_OK || !half)
+        return st;
+    const size_t len = reals(vol, n);
+    k_from_half<<<grid_for(len), THREADS, 0, s>>>(len, n, (const short *)lv->hout, lv->hout_norm,
+                                                 out);
+    return launched("from_half");
+}
+
+wd_status cuda_zero(int volume, int n, float *y)
+{
+    if (cudaMemsetAsync(y, 0, reals(volume, n) * sizeof *y, stream_of()) != cudaSuccess)
+        return launched("zero");
+    return WD_OK;
+}
+
+wd_status cuda_copy(int volume, int n, float *y, const float *x)
+{
+    if (y == x)
+        return WD_OK;
+    if (cudaMemcpyAsync(y, x, reals(volume, n) * sizeof *y, cudaMemcpyDeviceToDevice,
+                        stream_of()) != cudaSuccess)
+        return launched("copy");
+    return WD_OK;
+}
+
+wd_status cuda_scale(int volume, int n, float a, float *x)
+{
+    const size_t len = reals(volume, n);
+    k_scale<<<grid_for(len), THREADS, 0, stream_of()>>>(len, a, x);
+    return launched("scale");
+}
+
+wd_status cuda_xmy(int volume, int n, const float *x, float *y)
+{
+    const size_t len = reals(volume, n);
+    k_xmy<<<grid_for(len), THREADS, 0, stream_of()>>>(len, x, y);
+    return launched("xmy");
+}
+
+wd_status multi_of(int k, const float *const *x, multi *m, const char *what)
+{
+    if (k < 1 || k > WD_MG_DEV_MULTI)
+        return wd_fail(WD_ERR_INTERNAL, "multigrid %s of %d fields (1 to %d)", what, k,
+                       WD_MG_DEV_MULTI);
+    *m = multi{};
+    m->k = k;
+    for (int i = 0; i < k; ++i)
+        m->x[i] = x[i];
+    return WD_OK;
+}
+
+wd_status cuda_multi_caxpy(int volume, int n, int k, const wd_complex *a, const float *const *x,
+                           float *y)
+{
+    multi m;
+    wd_status st = multi_of(k, x, &m, "multi_caxpy");
+    if (st != WD_OK)
+        return st;
+    for (int i = 0; i < k; ++i)
+        m.a[i] = make_float2((float)a[i].re, (float)a[i].im);
+    const size_t count = (size_t)volume * n;
+    k_multi_caxpy<<<grid_for(count), THREADS, 0, stream_of()>>>(count, n, m, y);
+    return launched("multi_caxpy");
+}
+
+/* the partials' device and pinned host buffers, made once a process */
+double *part_dev, *part_host;
+
+wd_status cuda_multi_cdot(int volume, int n, int k, const float *const *x, const float *y,
+                          double *res)
+{
+    multi m;
+    wd_status st = multi_of(k, x, &m, "multi_cdot");
+    if (st != WD_OK)
+        return st;
+    const size_t bytes = (size_t)RED_BLOCKS * 2 * WD_MG_DEV_MULTI * sizeof(double);
+    if (!part_dev && (st = wd_cuda_malloc((void **)&part_dev, bytes, "the reductions' partials")) !=
+                         WD_OK)
+        return st;
+    if (!part_host && cudaMallocHost((void **)&part_host, bytes) != cudaSuccess) {
+        part_host = NULL;
+        return launched("pinned partials");
+    }
+    const size_t count = (size_t)volume * n;
+    size_t blocks = (count + RED_THREADS - 1) / RED_THREADS;
+    if (blocks > RED_BLOCKS)
+        blocks = RED_BLOCKS;
+    cudaStream_t s = stream_of();
+    cdot_launchers[k - 1]((unsigned)blocks, s, count, n, m, y, part_dev);
+    if ((st = launched("multi_cdot")) != WD_OK)
+        return st;
+    cudaError_t e = cudaMemcpyAsync(part_host, part_dev, blocks * 2 * k * sizeof(double),
+                                    cudaMemcpyDeviceToHost, s);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(s);
+    if (e != cudaSuccess)
+        return wd_fail(WD_ERR_CUDA, "multigrid multi_cdot read-back: %s", cudaGetErrorString(e));
+    for (int i = 0; i < 2 * k; ++i) {
+        double sum = 0;
+        for (size_t b = 0; b < blocks; ++b)
+            sum += part_host[b * 2 * k + i];
+        res[i] = sum;
+    }
+    return WD_OK;
+}
+
+wd_status cuda_cdot_norm2(int volume, int n, const float *x, const float *y, double res[3])
+{
+    const float *xs[1] = {x};
+    double xx[2];
+    wd_status st = cuda_multi_cdot(volume, n, 1, xs, y, res);
+    if (st == WD_OK)
+        st = cuda_multi_cdot(volume, n, 1, xs, x, xx);
+    res[2] = xx[0];
+    return st;
+}
+
+wd_status cuda_caxpy_norm2(int volume, int n, wd_complex a, const float *x, float *y,
+                           double *norm2)
+{
+    const float *xs[1] = {x}, *ys[1] = {y};
+    double r[2];
+    wd_status st = cuda_multi_caxpy(volume, n, 1, &a, xs, y);
+    if (st == WD_OK)
+        st = cuda_multi_cdot(volume, n, 1, ys, y, r);
+    *norm2 = r[0];
+    return st;
+}
+
+wd_status cuda_restrict(const wd_mg_dev_transfer *t, float *coarse, const void *fine)
+{
+    const int threads = 2 * t->nvec;
+    if (t->fine_host)
+        k_restrict<true><<<t->coarse_volume, threads, 0, stream_of()>>>(*t, coarse, fine);
+    else
+        k_restrict<false><<<t->coarse_volume, threads, 0, stream_of()>>>(*t, coarse, fine);
+    return launched("restrict");
+}
+
+wd_status cuda_prolong(const wd_mg_dev_transfer *t, void *fine, const float *coarse)
+{
+    const size_t count = (size_t)t->fine_volume * t->n_fine;
+    if (t->fine_host)
+        k_prolong<true><<<grid_for(count), THREADS, 0, stream_of()>>>(*t, fine, coarse);
+    else
+        k_prolong<false><<<grid_for(count), THREADS, 0, stream_of()>>>(*t, fine, coarse);
+    return launched("prolong");
+}
+
+const wd_mg_dev_ops ops = {
+    "cuda",          cuda_alloc,      cuda_free,        cuda_h2d,        cuda_d2h,
+    cuda_apply,      cuda_zero,       cuda_copy,        cuda_scale,      cuda_xmy,
+    cuda_multi_caxpy, cuda_multi_cdot, cuda_cdot_norm2, cuda_caxpy_norm2, cuda_restrict,
+    cuda_prolong,
+};
+
+} // namespace
+
+extern "C" const wd_mg_dev_ops *wd_mg_dev_cuda_ops(void)
+{
+    return &ops;
+}
