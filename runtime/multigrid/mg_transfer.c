@@ -121,51 +121,66 @@ void wd_mg_vector_set(wd_mg_transfer *t, int k, const double complex *field)
 
 wd_status wd_mg_orthonormalise(wd_mg_transfer *t, int level)
 {
-    const int h = t->n_fine / 2, bv = t->block_volume;
+    const int h = t->n_fine / 2, bv = t->block_volume, nv = t->nvec;
+    const size_t len = (size_t)bv * h;      /* one vector's restriction to an aggregate and chirality */
     long bad = -1;
-#pragma omp parallel for schedule(static)
-    for (size_t b = 0; b < t->coarse_volume; ++b) {
-        const int *sites = t->sites + b * bv;
-        for (int chi = 0; chi < 2; ++chi)
-            for (int k = 0; k < t->nvec; ++k) {
-                for (int pass = 0; pass < 2; ++pass)
-                    for (int j = 0; j < k; ++j) {
-                        double complex dot = 0;
-                        for (int i = 0; i < bv; ++i) {
-                            const double complex *vj = vec(t, j, sites[i]) + chi * h;
-                            const double complex *vk = vec(t, k, sites[i]) + chi * h;
-                            for (int a = 0; a < h; ++a)
+    int nomem = 0;
+#pragma omp parallel
+    {
+        /* each aggregate and chirality's vectors gathered into contiguous
+         * rows (site, then component: the order of every sum below) */
+        double complex *rows = malloc((size_t)nv * len * sizeof *rows);
+        if (!rows) {
+#pragma omp atomic write
+            nomem = 1;
+        }
+#pragma omp for schedule(static)
+        for (size_t b = 0; b < t->coarse_volume; ++b) {
+            if (!rows)
+                continue;
+            const int *sites = t->sites + b * bv;
+            for (int chi = 0; chi < 2; ++chi) {
+                for (int k = 0; k < nv; ++k)
+                    for (int i = 0; i < bv; ++i)
+                        memcpy(rows + k * len + (size_t)i * h, vec(t, k, sites[i]) + chi * h,
+                               (size_t)h * sizeof *rows);
+                for (int k = 0; k < nv; ++k) {
+                    double complex *vk = rows + k * len;
+                    for (int pass = 0; pass < 2; ++pass)
+                        for (int j = 0; j < k; ++j) {
+                            const double complex *vj = rows + j * len;
+                            double complex dot = 0;
+                            for (size_t a = 0; a < len; ++a)
                                 dot += conj(vj[a]) * vk[a];
-                        }
-                        for (int i = 0; i < bv; ++i) {
-                            const double complex *vj = vec(t, j, sites[i]) + chi * h;
-                            double complex *vk = vec(t, k, sites[i]) + chi * h;
-                            for (int a = 0; a < h; ++a)
+                            for (size_t a = 0; a < len; ++a)
                                 vk[a] -= dot * vj[a];
                         }
-                    }
-                double norm2 = 0, before = 0;
-                for (int i = 0; i < bv; ++i) {
-                    const double complex *vk = vec(t, k, sites[i]) + chi * h;
-                    for (int a = 0; a < h; ++a)
+                    double norm2 = 0;
+                    for (size_t a = 0; a < len; ++a)
                         norm2 += creal(vk[a]) * creal(vk[a]) + cimag(vk[a]) * cimag(vk[a]);
-                }
-                before = norm2;
-                if (!(norm2 > 1e-28) || !isfinite(norm2)) {
-                    /* the lowest failing aggregate is reported */
+                    if (!(norm2 > 1e-28) || !isfinite(norm2)) {
+                        /* the lowest failing aggregate is reported */
 #pragma omp critical(mg_orth)
-                    if (bad < 0 || (long)(b * 2 * t->nvec + chi * t->nvec + k) < bad)
-                        bad = (long)(b * 2 * t->nvec + chi * t->nvec + k);
-                    continue;
-                }
-                const double scale = 1 / sqrt(before);
-                for (int i = 0; i < bv; ++i) {
-                    double complex *vk = vec(t, k, sites[i]) + chi * h;
-                    for (int a = 0; a < h; ++a)
+                        if (bad < 0 || (long)(b * 2 * nv + chi * nv + k) < bad)
+                            bad = (long)(b * 2 * nv + chi * nv + k);
+                        continue;
+                    }
+                    const double scale = 1 / sqrt(norm2);
+                    for (size_t a = 0; a < len; ++a)
                         vk[a] *= scale;
                 }
+                for (int k = 0; k < nv; ++k)
+                    for (int i = 0; i < bv; ++i)
+                        memcpy(vec(t, k, sites[i]) + chi * h, rows + k * len + (size_t)i * h,
+                               (size_t)h * sizeof *rows);
             }
+        }
+        free(rows);
     }
+    if (nomem)
+        return wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate the "
+                       "orthonormalisation's rows (%zu bytes a thread)", level,
+                       (size_t)nv * len * sizeof(double complex));
     if (bad >= 0)
         return wd_fail(WD_ERR_INVALID, "multigrid level %d: null vector %ld is zero or dependent "
                        "on the earlier ones in aggregate %ld, chirality %ld (a setup that found "

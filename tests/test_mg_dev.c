@@ -1,0 +1,544 @@
+/*
+ * test_mg_dev: the multigrid's coarse-level operations (wd_mg_dev.h) of one
+ * backend against float64 host computations, on fresh random data.
+ *
+ *   test_mg_dev [--seed N] [--backend cpu|cuda]
+ *           (default seed: the time, printed; cuda exits 77 without a GPU
+ *           or a CUDA build)
+ *
+ * Checks, each with its tolerance (float arithmetic: relative 1e-5 for
+ * sums of a few terms, more for long sums), outputs poisoned with NaN
+ * before each call:
+ *   blas      zero, copy, scale, xmy, multi_caxpy (k = 1, 5, 16),
+ *             multi_cdot (k = 1, 5, 16), cdot_norm2, caxpy_norm2 against
+ *             the same operations in double on the float inputs, on
+ *             fields of 37 x 48, 3456 x 48 and 16 x 16 (sizes that are no
+ *             multiple of a block); every reduction run twice gives the
+ *             same bits
+ *   transfer  restrict_ and prolong against wd_mg_restrict / wd_mg_prolong
+ *             of the host (float64) on an 8^4 lattice, blocks 4^4 and
+ *             2^4, nvec 8 and 24: from the host layout (12 components a
+ *             site) and from packed coarse fields (16 and 48 components)
+ *   apply     the coarse operator of a random gauge field (wd_mg_coarse_build
+ *             of orthonormalised random vectors) against wd_mg_op_apply, in
+ *             single and half links (nvec 8 and, where built, 24): 1e-5 and
+ *             1e-3 (16-bit links and fields) relative to the largest entry
+ * One line per check; "N of M failed" last; exit 0 when all pass.
+ */
+#include <complex.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gauge_tools.h"
+#include "rng.h"
+#include "test_backend.h"
+#include "wd_coarse_layout.h"
+#include "wd_coarse_op.h"
+#include "wd_mg.h"
+#include "wd_mg_dev.h"
+#include "wdirac.h"
+#include "wdirac_gauge.h"
+
+static int checks_run, checks_failed;
+static const wd_mg_dev_ops *ops;
+static wd_rng rng;
+
+static void *xalloc(size_t n)
+{
+    void *p = calloc(1, n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "test_mg_dev: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+static void check(const char *name, double err, double tol)
+{
+    ++checks_run;
+    const int ok = err <= tol && isfinite(err);
+    checks_failed += !ok;
+    printf("%-62s %s  err=%.2e tol=%.0e\n", name, ok ? "OK  " : "FAIL", err, tol);
+}
+
+static void check_true(const char *name, int ok, const char *detail)
+{
+    ++checks_run;
+    checks_failed += !ok;
+    printf("%-62s %s  %s\n", name, ok ? "OK  " : "FAIL", detail);
+}
+
+/* the backend's memory */
+static void *dev_alloc(size_t bytes)
+{
+    void *p = NULL;
+    if (ops->alloc(&p, bytes, "a test field") != WD_OK) {
+        fprintf(stderr, "test_mg_dev: %s\n", wd_last_error());
+        exit(1);
+    }
+    return p;
+}
+
+static void up(void *dev, const void *host, size_t bytes)
+{
+    if (ops->h2d(dev, host, bytes) != WD_OK) {
+        fprintf(stderr, "test_mg_dev: %s\n", wd_last_error());
+        exit(1);
+    }
+}
+
+static void down(void *host, const void *dev, size_t bytes)
+{
+    if (ops->d2h(host, dev, bytes) != WD_OK) {
+        fprintf(stderr, "test_mg_dev: %s\n", wd_last_error());
+        exit(1);
+    }
+}
+
+static void fill_float(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; ++i)
+        x[i] = (float)wd_rng_normal(&rng);
+}
+
+static void poison(void *dev, size_t floats)
+{
+    float *p = xalloc(floats * sizeof *p);
+    for (size_t i = 0; i < floats; ++i)
+        p[i] = NAN;
+    up(dev, p, floats * sizeof *p);
+    free(p);
+}
+
+/* max |a - b| / max |b| over n floats */
+static double rel_diff_f(const float *a, const double *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const double d = fabs((double)a[i] - b[i]);
+        num = d > num || isnan(d) ? d : num;
+        den = fabs(b[i]) > den ? fabs(b[i]) : den;
+    }
+    return den > 0 ? num / den : num;
+}
+
+/* component i of site s of a packed field as a complex double */
+static double complex packed(const float *x, int n, size_t j)
+{
+    const size_t s = j / n, i = j % n;
+    return CMPLX(x[s * 2 * n + i], x[s * 2 * n + n + i]);
+}
+
+static void test_blas(int volume, int n)
+{
+    const size_t len = (size_t)volume * 2 * n, count = (size_t)volume * n;
+    const size_t bytes = len * sizeof(float);
+    char name[96];
+    enum { K = 16 };
+    float *hx[K], *hy = xalloc(bytes), *out = xalloc(bytes);
+    double *want = xalloc(len * sizeof *want);
+    float *dx[K], *dy = dev_alloc(bytes);
+    for (int i = 0; i < K; ++i) {
+        hx[i] = xalloc(bytes);
+        fill_float(hx[i], len);
+        dx[i] = dev_alloc(bytes);
+        up(dx[i], hx[i], bytes);
+    }
+    fill_float(hy, len);
+
+    /* zero, copy, scale, xmy */
+    poison(dy, len);
+    ops->zero(volume, n, dy);
+    down(out, dy, bytes);
+    memset(want, 0, len * sizeof *want);
+    snprintf(name, sizeof name, "blas %dx%d: zero", volume, n);
+    check(name, rel_diff_f(out, want, len) + (out[0] != 0), 0);
+    poison(dy, len);
+    ops->copy(volume, n, dy, dx[0]);
+    down(out, dy, bytes);
+    for (size_t i = 0; i < len; ++i)
+        want[i] = hx[0][i];
+    snprintf(name, sizeof name, "blas %dx%d: copy", volume, n);
+    check(name, rel_diff_f(out, want, len), 0);
+    up(dy, hy, bytes);
+    ops->scale(volume, n, -0.75f, dy);
+    down(out, dy, bytes);
+    for (size_t i = 0; i < len; ++i)
+        want[i] = -0.75 * hy[i];
+    snprintf(name, sizeof name, "blas %dx%d: scale", volume, n);
+    check(name, rel_diff_f(out, want, len), 1e-6);
+    up(dy, hy, bytes);
+    ops->xmy(volume, n, dx[1], dy);
+    down(out, dy, bytes);
+    for (size_t i = 0; i < len; ++i)
+        want[i] = (double)hx[1][i] - hy[i];
+    snprintf(name, sizeof name, "blas %dx%d: xmy", volume, n);
+    check(name, rel_diff_f(out, want, len), 1e-6);
+
+    /* multi_caxpy and multi_cdot */
+    const int ks[3] = {1, 5, K};
+    for (int t = 0; t < 3; ++t) {
+        const int k = ks[t];
+        wd_complex a[K];
+        for (int i = 0; i < k; ++i)
+            a[i] = (wd_complex){wd_rng_normal(&rng), wd_rng_normal(&rng)};
+        up(dy, hy, bytes);
+        ops->multi_caxpy(volume, n, k, a, (const float *const *)dx, dy);
+        down(out, dy, bytes);
+        for (size_t j = 0; j < count; ++j) {
+            double complex y = packed(hy, n, j);
+            for (int i = 0; i < k; ++i)
+                y += CMPLX(a[i].re, a[i].im) * packed(hx[i], n, j);
+            const size_t s = j / n, c = j % n;
+            want[s * 2 * n + c] = creal(y);
+            want[s * 2 * n + n + c] = cimag(y);
+        }
+        snprintf(name, sizeof name, "blas %dx%d: multi_caxpy k=%d", volume, n, k);
+        check(name, rel_diff_f(out, want, len), 1e-5);
+
+        double res[2 * K], res2[2 * K], ref[2 * K], scale = 0;
+        up(dy, hy, bytes);
+        for (int i = 0; i < 2 * k; ++i)
+            res[i] = res2[i] = NAN;
+        ops->multi_cdot(volume, n, k, (const float *const *)dx, dy, res);
+        ops->multi_cdot(volume, n, k, (const float *const *)dx, dy, res2);
+        for (int i = 0; i < k; ++i) {
+            double complex d = 0;
+            double nx = 0, ny = 0;
+            for (size_t j = 0; j < count; ++j) {
+                d += conj(packed(hx[i], n, j)) * packed(hy, n, j);
+                nx += cabs(packed(hx[i], n, j)) * cabs(packed(hx[i], n, j));
+                ny += cabs(packed(hy, n, j)) * cabs(packed(hy, n, j));
+            }
+            ref[2 * i] = creal(d);
+            ref[2 * i + 1] = cimag(d);
+            scale = fmax(scale, sqrt(nx * ny));
+        }
+        double err = 0;
+        for (int i = 0; i < 2 * k; ++i)
+            err = fmax(err, fabs(res[i] - ref[i]) / scale);
+        snprintf(name, sizeof name, "blas %dx%d: multi_cdot k=%d (|err| / |x||y|)", volume, n, k);
+        check(name, isnan(err) ? INFINITY : err, 1e-12);
+        snprintf(name, sizeof name, "blas %dx%d: multi_cdot k=%d twice: the same bits", volume, n,
+                 k);
+        check_true(name, memcmp(res, res2, 2 * k * sizeof *res) == 0, "memcmp");
+    }
+
+    /* cdot_norm2, caxpy_norm2 */
+    double r3[3];
+    up(dy, hy, bytes);
+    ops->cdot_norm2(volume, n, dx[2], dy, r3);
+    double complex d = 0;
+    double xx = 0, yy = 0;
+    for (size_t j = 0; j < count; ++j) {
+        d += conj(packed(hx[2], n, j)) * packed(hy, n, j);
+        xx += creal(packed(hx[2], n, j) * conj(packed(hx[2], n, j)));
+        yy += creal(packed(hy, n, j) * conj(packed(hy, n, j)));
+    }
+    const double sc = sqrt(xx * yy);
+    snprintf(name, sizeof name, "blas %dx%d: cdot_norm2", volume, n);
+    check(name, fmax(fmax(fabs(r3[0] - creal(d)), fabs(r3[1] - cimag(d))) / sc,
+                     fabs(r3[2] - xx) / xx), 1e-12);
+    const wd_complex a = {0.5, -1.25};
+    double n2 = NAN;
+    up(dy, hy, bytes);
+    ops->caxpy_norm2(volume, n, a, dx[3], dy, &n2);
+    down(out, dy, bytes);
+    double want2 = 0;
+    for (size_t j = 0; j < count; ++j) {
+        const double complex y = packed(out, n, j);
+        want2 += creal(y * conj(y));
+    }
+    snprintf(name, sizeof name, "blas %dx%d: caxpy_norm2 (the norm of y as stored)", volume, n);
+    check(name, fabs(n2 - want2) / want2, 1e-12);
+
+    for (int i = 0; i < K; ++i) {
+        free(hx[i]);
+        ops->free(dx[i]);
+    }
+    ops->free(dy);
+    free(hy);
+    free(out);
+    free(want);
+}
+
+/* a level's transfer on the backend from the host one (v rounded to float) */
+static wd_mg_dev_transfer dev_transfer(const wd_mg_transfer *t, int fine_host, void **mem)
+{
+    const size_t nvf = (size_t)t->nvec * t->fine_volume * t->n_fine * 2;
+    float *v = xalloc(nvf * sizeof *v);
+    for (size_t i = 0; i < nvf; ++i)
+        v[i] = (float)((const double *)t->v)[i];
+    mem[0] = dev_alloc(nvf * sizeof *v);
+    up(mem[0], v, nvf * sizeof *v);
+    mem[1] = dev_alloc(t->fine_volume * sizeof(int));
+    up(mem[1], t->agg, t->fine_volume * sizeof(int));
+    mem[2] = dev_alloc(t->fine_volume * sizeof(int));
+    up(mem[2], t->sites, t->fine_volume * sizeof(int));
+    free(v);
+    return (wd_mg_dev_transfer){.fine_host = fine_host, .fine_volume = (int)t->fine_volume,
+                                .coarse_volume = (int)t->coarse_volume,
+                                .block_volume = t->block_volume, .n_fine = t->n_fine,
+                                .nvec = t->nvec, .agg = mem[1], .sites = mem[2], .v = mem[0]};
+}
+
+static double complex *random_field(size_t n)
+{
+    double complex *x = xalloc(n * sizeof *x);
+    for (size_t i = 0; i < n; ++i) {
+        const double re = wd_rng_normal(&rng);
+        x[i] = CMPLX(re, wd_rng_normal(&rng));
+    }
+    return x;
+}
+
+/* a host field of volume x n complex as a packed float field (rounded) */
+static float *to_packed(const double complex *x, size_t volume, int n)
+{
+    float *p = xalloc(volume * 2 * n * sizeof *p);
+    for (size_t j = 0; j < volume * n; ++j) {
+        const size_t s = j / n, i = j % n;
+        p[s * 2 * n + i] = (float)creal(x[j]);
+        p[s * 2 * n + n + i] = (float)cimag(x[j]);
+    }
+    return p;
+}
+
+static void to_doubles(double *d, const float *p, size_t volume, int n)
+{
+    for (size_t j = 0; j < volume * n; ++j) {
+        const size_t s = j / n, i = j % n;
+        d[2 * j] = p[s * 2 * n + i];
+        d[2 * j + 1] = p[s * 2 * n + n + i];
+    }
+}
+
+/* restrict_ and prolong of a transfer with n_fine components: the host
+ * layout when fine_host, else packed */
+static void test_transfer(const int dims[4], int n_fine, const int block[4], int nvec,
+                          int fine_host)
+{
+    char name[128];
+    wd_mg_transfer t;
+    if (wd_mg_transfer_init(&t, 0, dims, n_fine, block, nvec) != WD_OK) {
+        check_true("transfer init", 0, wd_last_error());
+        return;
+    }
+    const size_t fn = t.fine_volume * n_fine, cn = t.coarse_volume * 2 * nvec;
+    for (int k = 0; k < nvec; ++k) {
+        double complex *f = random_field(fn);
+        wd_mg_vector_set(&t, k, f);
+        free(f);
+    }
+    if (wd_mg_orthonormalise(&t, 0) != WD_OK) {
+        check_true("transfer orthonormalise", 0, wd_last_error());
+        wd_mg_transfer_free(&t);
+        return;
+    }
+    void *mem[3];
+    const wd_mg_dev_transfer dt = dev_transfer(&t, fine_host, mem);
+    /* P^dag: the same (float-rounded) fine field on both sides */
+    double complex *f = random_field(fn), *c_ref = xalloc(cn * sizeof *c_ref);
+    float *fp = to_packed(f, t.fine_volume, n_fine);
+    if (!fine_host)
+        to_doubles((double *)f, fp, t.fine_volume, n_fine);
+    const size_t fbytes = fine_host ? fn * sizeof(double complex) : fn * 2 * sizeof(float);
+    void *dfine = dev_alloc(fbytes);
+    float *dcoarse = dev_alloc(cn * 2 * sizeof(float));
+    up(dfine, fine_host ? (const void *)f : (const void *)fp, fbytes);
+    poison(dcoarse, cn * 2);
+    ops->restrict_(&dt, dcoarse, dfine);
+    float *cout = xalloc(cn * 2 * sizeof *cout);
+    down(cout, dcoarse, cn * 2 * sizeof(float));
+    wd_mg_restrict(&t, c_ref, f);
+    double *cref_packed = xalloc(cn * 2 * sizeof *cref_packed);
+    for (size_t j = 0; j < cn; ++j) {
+        const int n = 2 * nvec;
+        const size_t s = j / n, i = j % n;
+        cref_packed[s * 2 * n + i] = creal(c_ref[j]);
+        cref_packed[s * 2 * n + n + i] = cimag(c_ref[j]);
+    }
+    snprintf(name, sizeof name, "transfer %s nf %d block %d nvec %d: P^dag",
+             fine_host ? "host layout" : "packed", n_fine, block[0], nvec);
+    check(name, rel_diff_f(cout, cref_packed, cn * 2), 2e-5);
+
+    /* P: a random coarse field (float) to the fine layout */
+    double complex *c = random_field(cn), *f_ref = xalloc(fn * sizeof *f_ref);
+    float *cp = to_packed(c, t.coarse_volume, 2 * nvec);
+    to_doubles((double *)c, cp, t.coarse_volume, 2 * nvec);
+    up(dcoarse, cp, cn * 2 * sizeof(float));
+    poison(dfine, fbytes / sizeof(float));
+    ops->prolong(&dt, dfine, dcoarse);
+    wd_mg_prolong(&t, f_ref, c);
+    double *fout = xalloc(fn * 2 * sizeof *fout);
+    if (fine_host) {
+        down(fout, dfine, fbytes);
+    } else {
+        float *tmp = xalloc(fbytes);
+        down(tmp, dfine, fbytes);
+        to_doubles(fout, tmp, t.fine_volume, n_fine);
+        free(tmp);
+    }
+    double num = 0, den = 0;
+    for (size_t i = 0; i < 2 * fn; ++i) {
+        const double d = fabs(fout[i] - ((const double *)f_ref)[i]);
+        num = d > num || isnan(d) ? d : num;
+        den = fmax(den, fabs(((const double *)f_ref)[i]));
+    }
+    snprintf(name, sizeof name, "transfer %s nf %d block %d nvec %d: P",
+             fine_host ? "host layout" : "packed", n_fine, block[0], nvec);
+    check(name, num / den, 2e-5);
+    for (int i = 0; i < 3; ++i)
+        ops->free(mem[i]);
+    ops->free(dfine);
+    ops->free(dcoarse);
+    free(f);
+    free(fp);
+    free(c_ref);
+    free(cout);
+    free(cref_packed);
+    free(c);
+    free(f_ref);
+    free(cp);
+    free(fout);
+    wd_mg_transfer_free(&t);
+}
+
+/* the coarse operator of a random gauge field, applied by the backend in
+ * single or half links against wd_mg_op_apply */
+static void test_apply(const double complex *u, const int dims[4], int nvec, int precision)
+{
+    char name[96];
+    if (wd_coarse_find_axes(precision, nvec, 0, 0, 1) < 0) {
+        printf("(apply nvec %d %s: kernel not in this build, skipped)\n", nvec,
+               precision == 2 ? "half" : "single");
+        return;
+    }
+    wd_mg_op fine, coarse;
+    wd_mg_transfer t;
+    const int block[4] = {4, 4, 4, 4};
+    if (wd_mg_op_fine(&fine, dims, (const double *)u, NULL, 0.124, -1) != WD_OK ||
+        wd_mg_transfer_init(&t, 0, dims, 12, block, nvec) != WD_OK) {
+        check_true("apply: operator", 0, wd_last_error());
+        return;
+    }
+    const size_t fn = t.fine_volume * 12;
+    for (int k = 0; k < nvec; ++k) {
+        double complex *f = random_field(fn);
+        wd_mg_vector_set(&t, k, f);
+        free(f);
+    }
+    if (wd_mg_orthonormalise(&t, 0) != WD_OK || wd_mg_coarse_build(&coarse, &fine, &t) != WD_OK) {
+        check_true("apply: coarse build", 0, wd_last_error());
+        return;
+    }
+    const int n = coarse.n;
+    wd_coarse_layout lay;
+    wd_coarse_layout_make(&lay, (int)coarse.volume, nvec, precision);
+    void *links = xalloc(lay.link_bytes);
+    float *lnorm = lay.link_norm_bytes ? xalloc(lay.link_norm_bytes) : NULL;
+    wd_pack_coarse_links(&lay, links, lnorm, coarse.links);
+    wd_mg_dev_level lv = {.layout = lay};
+    void *dl = dev_alloc(lay.link_bytes), *dn = dev_alloc(coarse.volume * 8 * sizeof(int));
+    up(dl, links, lay.link_bytes);
+    up(dn, coarse.nbr, coarse.volume * 8 * sizeof(int));
+    lv.links = dl;
+    lv.nbr = dn;
+    float *dln = NULL;
+    if (lnorm) {
+        dln = dev_alloc(lay.link_norm_bytes);
+        up(dln, lnorm, lay.link_norm_bytes);
+        lv.link_norm = dln;
+        lv.hin = dev_alloc(lay.spinor_bytes);
+        lv.hout = dev_alloc(lay.spinor_bytes);
+        lv.hin_norm = dev_alloc(lay.spinor_norm_bytes);
+        lv.hout_norm = dev_alloc(lay.spinor_norm_bytes);
+    }
+    const size_t cn = coarse.volume * n;
+    double complex *c = random_field(cn), *want = xalloc(cn * sizeof *want);
+    float *cp = to_packed(c, coarse.volume, n), *out = xalloc(cn * 2 * sizeof *out);
+    to_doubles((double *)c, cp, coarse.volume, n);
+    float *din = dev_alloc(cn * 2 * sizeof(float)), *dout = dev_alloc(cn * 2 * sizeof(float));
+    up(din, cp, cn * 2 * sizeof(float));
+    poison(dout, cn * 2);
+    const wd_status st = ops->apply(&lv, dout, din);
+    down(out, dout, cn * 2 * sizeof(float));
+    wd_mg_op_apply(&coarse, want, c);
+    double *wp = xalloc(cn * 2 * sizeof *wp);
+    for (size_t j = 0; j < cn; ++j) {
+        const size_t s = j / n, i = j % n;
+        wp[s * 2 * n + i] = creal(want[j]);
+        wp[s * 2 * n + n + i] = cimag(want[j]);
+    }
+    snprintf(name, sizeof name, "apply nvec %d %s links vs wd_mg_op_apply", nvec,
+             precision == 2 ? "half" : "single");
+    check(name, st == WD_OK ? rel_diff_f(out, wp, cn * 2) : INFINITY, precision == 2 ? 1e-3 : 1e-5);
+    ops->free(dl);
+    ops->free(dn);
+    ops->free(dln);
+    ops->free(lv.hin);
+    ops->free(lv.hout);
+    ops->free(lv.hin_norm);
+    ops->free(lv.hout_norm);
+    ops->free(din);
+    ops->free(dout);
+    free(links);
+    free(lnorm);
+    free(c);
+    free(want);
+    free(cp);
+    free(out);
+    free(wp);
+    wd_mg_op_free(&fine);
+    wd_mg_op_free(&coarse);
+    wd_mg_transfer_free(&t);
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t seed = (uint64_t)time(NULL);
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+            ++i;
+        else {
+            fprintf(stderr, "usage: test_mg_dev [--seed N] [--backend cpu|cuda]\n");
+            return 2;
+        }
+    }
+    const wd_backend_kind kind = test_backend_arg(argc, argv);
+    ops = kind == WD_BACKEND_CUDA ? wd_mg_dev_cuda_ops() : &wd_mg_dev_cpu_ops;
+    if (!ops) {
+        printf("SKIP: this build has no CUDA coarse levels\n");
+        return 77;
+    }
+    printf("test_mg_dev: seed %llu, backend %s\n", (unsigned long long)seed, ops->name);
+    wd_rng_seed(&rng, seed);
+    test_blas(37, 48);
+    test_blas(3456, 48);
+    test_blas(16, 16);
+    const int dims[4] = {8, 8, 8, 8}, b4[4] = {4, 4, 4, 4}, b2[4] = {2, 2, 2, 2};
+    test_transfer(dims, 12, b4, 8, 1);
+    test_transfer(dims, 12, b4, 24, 1);
+    test_transfer(dims, 12, b2, 8, 1);
+    test_transfer(dims, 16, b2, 8, 0);
+    const int cdims[4] = {4, 4, 4, 4};
+    test_transfer(cdims, 48, b2, 24, 0);
+    double complex *u = xalloc(wd_volume(dims) * 36 * sizeof *u);
+    if (wd_gauge_init((double *)u, dims, WD_START_HOT, seed) != WD_OK) {
+        check_true("random gauge field", 0, wd_last_error());
+    } else {
+        test_apply(u, dims, 8, 4);
+        test_apply(u, dims, 8, 2);
+        test_apply(u, dims, 24, 4);
+        test_apply(u, dims, 24, 2);
+    }
+    free(u);
+    printf("%d of %d failed\n", checks_failed, checks_run);
+    return checks_failed ? 1 : 0;
+}
