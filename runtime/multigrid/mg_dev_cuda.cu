@@ -8,9 +8,9 @@
  * Reductions: a fixed grid (at most RED_BLOCKS blocks of RED_THREADS
  * threads, fixed by the field's size), each thread summing its elements
  * in a fixed stride in double, a fixed tree in each block (warp shuffles,
- * then the warps in order),
- * the blocks' partials read back (pinned memory) and summed on the host in
- * block order: the same bits on every call, no atomics.
+ * then the warps in order), the blocks' partials read back (pinned memory,
+ * allocated once a process and kept) and summed on the host in block
+ * order: the same bits on every call, no atomics.
  * Transfers: P^dag one block an aggregate, a thread a coarse component
  * summing its aggregate's sites and its chirality's components in order;
  * P a thread a fine component summing the vectors in order.  Arithmetic in
@@ -368,9 +368,13 @@ wd_status cuda_multi_cdot(int volume, int n, int k, const float *const *x, const
     if (!part_dev && (st = wd_cuda_malloc((void **)&part_dev, bytes, "the reductions' partials")) !=
                          WD_OK)
         return st;
-    if (!part_host && cudaMallocHost((void **)&part_host, bytes) != cudaSuccess) {
-        part_host = NULL;
-        return launched("pinned partials");
+    if (!part_host) {
+        const cudaError_t e = cudaMallocHost((void **)&part_host, bytes);
+        if (e != cudaSuccess) {
+            part_host = NULL;
+            return wd_fail(WD_ERR_CUDA, "multigrid: cudaMallocHost of the reductions' %zu bytes "
+                           "of partials: %s", bytes, cudaGetErrorString(e));
+        }
     }
     const size_t count = (size_t)volume * n;
     size_t blocks = (count + RED_THREADS - 1) / RED_THREADS;

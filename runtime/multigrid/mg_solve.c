@@ -267,7 +267,7 @@ static wd_status dev_transfer(wd_mg *mg, int l)
     return st;
 }
 
-/* coarse level l's operator (links packed in single precision) and its
+/* coarse level l's operator (links packed in single, or half: mg->coarse_precision) and its
  * work fields on the backend */
 static wd_status dev_level(wd_mg *mg, int l)
 {
@@ -472,6 +472,10 @@ static wd_status cycle(wd_mg *mg, int l, float *e, const float *r)
     return WD_OK;
 }
 
+/* gamma = B^-1 alpha for the unit upper triangular B of a GCR cycle's k
+ * directions (B[i][j] = beta[i nk + j], i < j: A z_j = q_j + sum_i beta_ij
+ * q_i with the q orthogonal): the coefficients of x += sum gamma_j z_j that
+ * give r -= sum alpha_j q_j */
 static void gcr_backsolve(int k, const wd_complex *alpha, const wd_complex *beta, int ld,
                           wd_complex *gamma)
 {
