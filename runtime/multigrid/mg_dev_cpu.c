@@ -228,20 +228,6 @@ static void fine_load(const wd_mg_dev_transfer *t, const void *fine, size_t x, i
     }
 }
 
-/* component a of null vector k at fine site x as float (re, im) */
-static void vec_load(const wd_mg_dev_transfer *t, size_t x, int k, int a, float *re, float *im)
-{
-    const size_t i = (x * t->nvec + k) * t->n_fine + a;
-    if (t->vh) {
-        const float f = t->vnorm[x * t->nvec + k] * WD_HALF_INV_SCALE;
-        *re = wd_s2f(t->vh[2 * i]) * f;
-        *im = wd_s2f(t->vh[2 * i + 1]) * f;
-    } else {
-        *re = t->v[2 * i];
-        *im = t->v[2 * i + 1];
-    }
-}
-
 static wd_status cpu_restrict(const wd_mg_dev_transfer *t, float *coarse, const void *fine)
 {
     const int nv = t->nvec, nf = t->n_fine, h = nf / 2, bv = t->block_volume, nc = 2 * nv;
@@ -253,12 +239,12 @@ static wd_status cpu_restrict(const wd_mg_dev_transfer *t, float *coarse, const 
                 float re = 0, im = 0;
                 for (int j = 0; j < bv; ++j) {
                     const size_t x = (size_t)t->sites[(size_t)b * bv + j];
+                    const float *v = t->v + 2 * ((x * nv + k) * nf + chi * h);
                     for (int a = 0; a < h; ++a) {
-                        float fr, fi, vr, vi;
+                        float fr, fi;
                         fine_load(t, fine, x, chi * h + a, &fr, &fi);
-                        vec_load(t, x, k, chi * h + a, &vr, &vi);
-                        re += vr * fr + vi * fi;
-                        im += vr * fi - vi * fr;
+                        re += v[2 * a] * fr + v[2 * a + 1] * fi;
+                        im += v[2 * a] * fi - v[2 * a + 1] * fr;
                     }
                 }
                 cr[chi * nv + k] = re;
@@ -279,10 +265,9 @@ static wd_status cpu_prolong(const wd_mg_dev_transfer *t, void *fine, const floa
             const int off = (a >= h) * nv;
             float re = 0, im = 0;
             for (int k = 0; k < nv; ++k) {
-                float vr, vi;
-                vec_load(t, x, k, a, &vr, &vi);
-                re += vr * cr[off + k] - vi * ci[off + k];
-                im += vr * ci[off + k] + vi * cr[off + k];
+                const float *v = t->v + 2 * ((x * nv + k) * nf + a);
+                re += v[0] * cr[off + k] - v[1] * ci[off + k];
+                im += v[0] * ci[off + k] + v[1] * cr[off + k];
             }
             if (t->fine_host) {
                 double *f = (double *)fine + 2 * (x * nf + a);

@@ -186,18 +186,6 @@ __device__ __forceinline__ float2 fine_load(const void *fine, size_t x, int a, i
     return make_float2(f[a], f[nf + a]);
 }
 
-/* component a of null vector k at fine site x (single or half) */
-__device__ __forceinline__ float2 vec_load(const wd_mg_dev_transfer &t, size_t x, int k, int a)
-{
-    const size_t i = (x * t.nvec + k) * t.n_fine + a;
-    if (t.vh) {
-        const float f = t.vnorm[x * t.nvec + k] * WD_HALF_INV_SCALE;
-        const short2 h = ((const short2 *)t.vh)[i];
-        return make_float2(wd_s2f(h.x) * f, wd_s2f(h.y) * f);
-    }
-    return ((const float2 *)t.v)[i];
-}
-
 /* one block an aggregate, thread t = chi nvec + k */
 template <bool HOST>
 __global__ void k_restrict(wd_mg_dev_transfer t, float *coarse, const void *fine)
@@ -206,12 +194,13 @@ __global__ void k_restrict(wd_mg_dev_transfer t, float *coarse, const void *fine
     if (c >= 2 * nv)
         return;
     const int chi = c / nv, k = c % nv;
+    const float2 *v = (const float2 *)t.v;
     float re = 0, im = 0;
     for (int j = 0; j < t.block_volume; ++j) {
         const size_t x = (size_t)t.sites[(size_t)b * t.block_volume + j];
+        const float2 *vk = v + (x * nv + k) * nf + chi * h;
         for (int a = 0; a < h; ++a) {
-            const float2 w = vec_load(t, x, k, chi * h + a),
-                         f = fine_load<HOST>(fine, x, chi * h + a, nf);
+            const float2 w = vk[a], f = fine_load<HOST>(fine, x, chi * h + a, nf);
             re += w.x * f.x + w.y * f.y;
             im += w.x * f.y - w.y * f.x;
         }
@@ -232,9 +221,10 @@ __global__ void k_prolong(wd_mg_dev_transfer t, void *fine, const float *coarse)
     const size_t x = idx / nf;
     const int a = (int)(idx % nf), off = (a >= nf / 2) * nv;
     const float *cr = coarse + (size_t)t.agg[x] * 4 * nv, *ci = cr + 2 * nv;
+    const float2 *v = (const float2 *)t.v + x * nv * nf + a;
     float re = 0, im = 0;
     for (int k = 0; k < nv; ++k) {
-        const float2 w = vec_load(t, x, k, a);
+        const float2 w = v[(size_t)k * nf];
         re += w.x * cr[off + k] - w.y * ci[off + k];
         im += w.x * ci[off + k] + w.y * cr[off + k];
     }

@@ -59,8 +59,7 @@ typedef struct mg_level {
     wd_mg_dev_transfer dt;
     int *dnbr, *dagg, *dsites;
     void *dlinks;
-    float *dlink_norm, *dv, *dvnorm;
-    short *dvh;
+    float *dlink_norm, *dv;
     float *db, *dx, *dr, *dw[4], **dz, **dq;
     /* the level's GCR (fine: the outer one): the projections
      * beta[i nk + j], the step coefficients alpha, the back-substituted
@@ -218,8 +217,6 @@ static void dev_free(wd_mg *mg)
         d->free(v->dagg);
         d->free(v->dsites);
         d->free(v->dv);
-        d->free(v->dvh);
-        d->free(v->dvnorm);
         float *fields[] = {v->db, v->dx, v->dr, v->dw[0], v->dw[1], v->dw[2], v->dw[3]};
         for (size_t i = 0; i < sizeof fields / sizeof *fields; ++i)
             d->free(fields[i]);
@@ -233,16 +230,14 @@ static void dev_free(wd_mg *mg)
 }
 
 /* level l's transfer to the next on the backend: the aggregates and the
- * null vectors rounded to float, or to 16 bits with a norm a site and
- * vector (half), uploaded in pieces of CHUNK sites */
-static wd_status dev_transfer(wd_mg *mg, int l, int half)
+ * null vectors rounded to float, uploaded in pieces of CHUNK sites */
+static wd_status dev_transfer(wd_mg *mg, int l)
 {
     enum { CHUNK = 4096 };
     const wd_mg_dev_ops *d = mg->dev;
     mg_level *v = &mg->lv[l];
     const wd_mg_transfer *t = &v->t;
-    const int nv = t->nvec, nf = t->n_fine;
-    const size_t site_reals = 2 * (size_t)nv * nf, real_bytes = half ? 2 : 4;
+    const size_t site_floats = 2 * (size_t)t->nvec * t->n_fine;
     const size_t agg_bytes = t->fine_volume * sizeof(int);
     wd_status st = dev_alloc(mg, &v->dagg, agg_bytes, "the aggregates");
     if (st == WD_OK)
@@ -251,48 +246,24 @@ static wd_status dev_transfer(wd_mg *mg, int l, int half)
         st = dev_alloc(mg, &v->dsites, agg_bytes, "the aggregates' sites");
     if (st == WD_OK)
         st = d->h2d(v->dsites, t->sites, agg_bytes);
-    void *dv = NULL;
     if (st == WD_OK)
-        st = dev_alloc(mg, &dv, t->fine_volume * site_reals * real_bytes, "the null vectors");
-    if (st == WD_OK && half)
-        st = dev_alloc(mg, &v->dvnorm, t->fine_volume * nv * sizeof(float),
-                       "the null vectors' norms");
-    *(half ? (void **)&v->dvh : (void **)&v->dv) = dv;
-    void *buf = st == WD_OK ? malloc(CHUNK * site_reals * real_bytes) : NULL;
-    float *norm = st == WD_OK && half ? malloc(CHUNK * nv * sizeof *norm) : NULL;
-    if (st == WD_OK && (!buf || (half && !norm)))
+        st = dev_alloc(mg, &v->dv, t->fine_volume * site_floats * sizeof(float),
+                       "the null vectors");
+    float *buf = st == WD_OK ? malloc(CHUNK * site_floats * sizeof *buf) : NULL;
+    if (st == WD_OK && !buf)
         st = wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the null vectors' upload buffer");
     for (size_t x0 = 0; st == WD_OK && x0 < t->fine_volume; x0 += CHUNK) {
         const size_t sites = t->fine_volume - x0 < CHUNK ? t->fine_volume - x0 : CHUNK;
-        const double *src = (const double *)(t->v + x0 * site_reals / 2);
-        if (!half) {
-            for (size_t i = 0; i < sites * site_reals; ++i)
-                ((float *)buf)[i] = (float)src[i];
-        } else {
-            /* each (site, vector) scaled by its largest |real|, as the
-             * kernels' half fields */
-            for (size_t q = 0; q < sites * nv; ++q) {
-                const double *w = src + q * 2 * nf;
-                float m = 0.0f;
-                for (int i = 0; i < 2 * nf; ++i)
-                    m = wd_max_abs(m, (float)w[i]);
-                const float sc = wd_half_scale(m);
-                for (int i = 0; i < 2 * nf; ++i)
-                    ((short *)buf)[q * 2 * nf + i] = wd_round_short((float)w[i] * sc);
-                norm[q] = m;
-            }
-            if ((st = d->h2d(v->dvnorm + x0 * nv, norm, sites * nv * sizeof *norm)) != WD_OK)
-                break;
-        }
-        st = d->h2d((char *)dv + x0 * site_reals * real_bytes, buf, sites * site_reals * real_bytes);
+        const double *src = (const double *)(t->v + x0 * site_floats / 2);
+        for (size_t i = 0; i < sites * site_floats; ++i)
+            buf[i] = (float)src[i];
+        st = d->h2d(v->dv + x0 * site_floats, buf, sites * site_floats * sizeof *buf);
     }
     free(buf);
-    free(norm);
     v->dt = (wd_mg_dev_transfer){.fine_host = l == 0, .fine_volume = (int)t->fine_volume,
                                  .coarse_volume = (int)t->coarse_volume,
-                                 .block_volume = t->block_volume, .n_fine = nf, .nvec = nv,
-                                 .agg = v->dagg, .sites = v->dsites, .v = v->dv, .vh = v->dvh,
-                                 .vnorm = v->dvnorm};
+                                 .block_volume = t->block_volume, .n_fine = t->n_fine,
+                                 .nvec = t->nvec, .agg = v->dagg, .sites = v->dsites, .v = v->dv};
     return st;
 }
 
@@ -357,7 +328,7 @@ static wd_status dev_setup(wd_mg *mg)
                              "the fine level's transfer field");
     for (int l = 0; st == WD_OK && l < mg->levels; ++l) {
         if (l + 1 < mg->levels)
-            st = dev_transfer(mg, l, mg->coarse_precision == 2);
+            st = dev_transfer(mg, l);
         if (st == WD_OK && l > 0)
             st = dev_level(mg, l);
     }

@@ -34,10 +34,7 @@
  * Null vectors.  v holds nvec vectors site-major, complex float
  * interleaved: the (re, im) of component a of vector k at fine site x at
  * v[2 ((x nvec + k) n_fine + a)] and the next float (the host's
- * wd_mg_transfer order, rounded to float).  Or, in half (vh not NULL),
- * the same order in 16-bit fixed point, vector k at site x scaled by
- * vnorm[x nvec + k], its largest |real| there: a real is
- * vh[...] vnorm / 32767, as the kernels' half fields.  Then
+ * wd_mg_transfer order, rounded to float).  Then
  *   (P c)(x)_a = sum_k v_k(x)_a c(b(x), chi(a) nvec + k)
  *   (P^dag f)(b, chi nvec + k) = sum_{x in b} sum_{a of chi} conj(v_k(x)_a) f(x)_a
  * each sum in the order written (k, then the aggregate's sites in
@@ -81,9 +78,7 @@ typedef struct wd_mg_dev_transfer {
     int n_fine, nvec;            /* the coarse field has 2 nvec components a site */
     const int *agg;              /* agg[x]: the aggregate of fine site x */
     const int *sites;            /* sites[b * block_volume + j]: aggregate b's fine sites */
-    const float *v;              /* the null vectors in single, or NULL */
-    const short *vh;             /* ... in half, or NULL */
-    const float *vnorm;          /* half: one norm a site and vector */
+    const float *v;              /* the null vectors */
 } wd_mg_dev_transfer;
 
 typedef struct wd_mg_dev_ops {
