@@ -194,9 +194,8 @@ static wd_status cpu_cdot_norm2(int volume, int n, const float *x, const float *
     const float *xs[1] = {x};
     double xx[2];
     wd_status st = cpu_multi_cdot(volume, n, 1, xs, y, res);
-    if (st == WD_OK)
-        st = cpu_multi_cdot(volume, n, 1, xs, x, xx);
-    res[2] = xx[0];
+    if (st == WD_OK && (st = cpu_multi_cdot(volume, n, 1, xs, x, xx)) == WD_OK)
+        res[2] = xx[0];
     return st;
 }
 
@@ -207,9 +206,8 @@ static wd_status cpu_caxpy_norm2(int volume, int n, wd_complex a, const float *x
     wd_status st = cpu_multi_caxpy(volume, n, 1, &a, xs, y);
     double r[2];
     const float *ys[1] = {y};
-    if (st == WD_OK)
-        st = cpu_multi_cdot(volume, n, 1, ys, y, r);
-    *norm2 = r[0];
+    if (st == WD_OK && (st = cpu_multi_cdot(volume, n, 1, ys, y, r)) == WD_OK)
+        *norm2 = r[0];
     return st;
 }
 

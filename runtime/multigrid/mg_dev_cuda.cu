@@ -299,19 +299,21 @@ wd_status cuda_apply(const wd_mg_dev_level *lv, float *out, const float *in)
 
 wd_status cuda_zero(int volume, int n, float *y)
 {
-    if (cudaMemsetAsync(y, 0, reals(volume, n) * sizeof *y, stream_of()) != cudaSuccess)
-        return launched("zero");
-    return WD_OK;
+    const cudaError_t e = cudaMemsetAsync(y, 0, reals(volume, n) * sizeof *y, stream_of());
+    return e == cudaSuccess ? WD_OK
+                            : wd_fail(WD_ERR_CUDA, "multigrid zero: cudaMemsetAsync: %s",
+                                      cudaGetErrorString(e));
 }
 
 wd_status cuda_copy(int volume, int n, float *y, const float *x)
 {
     if (y == x)
         return WD_OK;
-    if (cudaMemcpyAsync(y, x, reals(volume, n) * sizeof *y, cudaMemcpyDeviceToDevice,
-                        stream_of()) != cudaSuccess)
-        return launched("copy");
-    return WD_OK;
+    const cudaError_t e = cudaMemcpyAsync(y, x, reals(volume, n) * sizeof *y,
+                                          cudaMemcpyDeviceToDevice, stream_of());
+    return e == cudaSuccess ? WD_OK
+                            : wd_fail(WD_ERR_CUDA, "multigrid copy: cudaMemcpyAsync: %s",
+                                      cudaGetErrorString(e));
 }
 
 wd_status cuda_scale(int volume, int n, float a, float *x)
@@ -404,9 +406,8 @@ wd_status cuda_cdot_norm2(int volume, int n, const float *x, const float *y, dou
     const float *xs[1] = {x};
     double xx[2];
     wd_status st = cuda_multi_cdot(volume, n, 1, xs, y, res);
-    if (st == WD_OK)
-        st = cuda_multi_cdot(volume, n, 1, xs, x, xx);
-    res[2] = xx[0];
+    if (st == WD_OK && (st = cuda_multi_cdot(volume, n, 1, xs, x, xx)) == WD_OK)
+        res[2] = xx[0];
     return st;
 }
 
@@ -416,9 +417,8 @@ wd_status cuda_caxpy_norm2(int volume, int n, wd_complex a, const float *x, floa
     const float *xs[1] = {x}, *ys[1] = {y};
     double r[2];
     wd_status st = cuda_multi_caxpy(volume, n, 1, &a, xs, y);
-    if (st == WD_OK)
-        st = cuda_multi_cdot(volume, n, 1, ys, y, r);
-    *norm2 = r[0];
+    if (st == WD_OK && (st = cuda_multi_cdot(volume, n, 1, ys, y, r)) == WD_OK)
+        *norm2 = r[0];
     return st;
 }
 

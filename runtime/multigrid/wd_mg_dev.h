@@ -21,10 +21,14 @@
  * wd_coarse_kernel.h: site s's n real parts at s * 2n + i, then its n
  * imaginary parts at s * 2n + n + i.  Arithmetic is in float; reductions
  * accumulate in double in an order the implementation fixes (never one
- * that depends on scheduling): the same bits from run to run.
+ * that depends on scheduling): the same bits from run to run.  The BLAS
+ * operands may alias one another (each element is read before it is
+ * written); apply's and the transfers' may not.  Fields of no sites are
+ * not supported (every level has at least one).
  *
- * Fine fields of a transfer.  On the first transfer (fine_host = 1) the
- * fine field is the host layout of the backend's pair transfers
+ * Fine fields of a transfer (rounded to float before the arithmetic).
+ * On the first transfer (fine_host = 1) the fine field is the host
+ * layout of the backend's pair transfers
  * (wd_upload_pair / wd_download_pair with on_device): complex double,
  * site-major, n_fine = 12 components a site (spin-major, DeGrand-Rossi),
  * interleaved (re, im).  On a coarser one (fine_host = 0) it is a packed
