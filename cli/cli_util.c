@@ -115,7 +115,7 @@ void wd_cli_mg_usage(FILE *f)
     wd_mg_default_settings(&d);
     fprintf(f,
             "multigrid (adaptive aggregation, runtime/multigrid/; on the solver's backend, one\n"
-            "process; coarse kernels for Nvec 8 (single), 24 and 32 in a full build):\n"
+            "process; coarse kernels for Nvec 8, 24 and 32 in a full build):\n"
             "  --mg                  solve with flexible GCR preconditioned by a multigrid cycle,\n"
             "                        set up once (null vectors, transfers, coarse operators)\n"
             "  --mg-levels N         levels, the fine one included, 2-%d (default %d)\n"
