@@ -179,7 +179,7 @@ def solver_checks(wdirac, tmp):
 
 def mg_checks(wdirac, tmp):
     path = os.path.join(tmp, "solver-mg.json")
-    mg = ["--mg-block", "2", "--mg-nvec", "4", "--mg-setup-iter", "30"]
+    mg = ["--mg-block", "2", "--mg-nvec", "8", "--mg-setup-iter", "30"]
     p = run(wdirac, "bench", "solver", "--backend", "cpu", *DIMS, "--sweeps", "5",
             "--kappas", "0.12,0.13", "--configs", "d-s,mg", "--solvers", "bicgstab", "--tol",
             str(TOL), "--seed", "4", *mg, "--json", path)
