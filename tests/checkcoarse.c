@@ -144,9 +144,9 @@ static int level_make(level *lv, int nvec, int clover, wd_rng *rng)
             wd_clover_field(lv->blocks, (const double *)lv->u, &grid, csw / (4.0 + mass)) != WD_OK)
             return 0;
     }
-    if (wd_mg_op_fine(&lv->fine, fine_dims, (const double *)lv->u, lv->blocks,
+    if (wd_mg_op_fine(&lv->fine, fine_dims, NULL, (const double *)lv->u, lv->blocks,
                       0.5 / (4.0 + mass), lv->tbc) != WD_OK ||
-        wd_mg_transfer_init(&lv->tr, 0, fine_dims, 12, block, nvec) != WD_OK)
+        wd_mg_transfer_init(&lv->tr, 0, fine_dims, 12, block, nvec, 0) != WD_OK)
         return 0;
     fill_random(lv->tr.v, (size_t)nvec * vol * 12, rng);
     return wd_mg_orthonormalise(&lv->tr, 0) == WD_OK &&

@@ -167,7 +167,7 @@ static void test_operators(uint64_t seed, int clover, int tbc)
 
     /* the fine operator */
     wd_mg_op fine;
-    if (wd_mg_op_fine(&fine, dims, (const double *)u, blocks, 0.5 / (4.0 + mass), tbc) != WD_OK) {
+    if (wd_mg_op_fine(&fine, dims, NULL, (const double *)u, blocks, 0.5 / (4.0 + mass), tbc) != WD_OK) {
         check_true("fine operator", 0, wd_last_error());
         return;
     }
@@ -186,7 +186,7 @@ static void test_operators(uint64_t seed, int clover, int tbc)
     const int block0[4] = {2, 2, 2, 2}, block1[4] = {1, 1, 2, 2};
     const int nv0 = 6, nv1 = 5;
     wd_mg_transfer t0, t1;
-    if (wd_mg_transfer_init(&t0, 0, dims, 12, block0, nv0) != WD_OK) {
+    if (wd_mg_transfer_init(&t0, 0, dims, 12, block0, nv0, 0) != WD_OK) {
         check_true("transfer 0", 0, wd_last_error());
         return;
     }
@@ -246,7 +246,7 @@ static void test_operators(uint64_t seed, int clover, int tbc)
     check(name, cabs(lhs - rhs) / cabs(lhs), 1e-12);
 
     /* the third level */
-    if (wd_mg_transfer_init(&t1, 1, c1.dims, c1.n, block1, nv1) != WD_OK) {
+    if (wd_mg_transfer_init(&t1, 1, c1.dims, c1.n, block1, nv1, 0) != WD_OK) {
         check_true("transfer 1", 0, wd_last_error());
         return;
     }

@@ -112,9 +112,9 @@ static void test_case(uint64_t seed, const int dims[4], const int block[4], int 
     wd_mg_transfer t;
     memset(&coarse, 0, sizeof coarse);
     memset(&t, 0, sizeof t);
-    wd_status st = wd_mg_op_fine(&fine, dims, (const double *)u, blocks, kappa, tbc);
+    wd_status st = wd_mg_op_fine(&fine, dims, NULL, (const double *)u, blocks, kappa, tbc);
     if (st == WD_OK)
-        st = wd_mg_transfer_init(&t, 0, dims, 12, block, nvec);
+        st = wd_mg_transfer_init(&t, 0, dims, 12, block, nvec, 0);
     if (st == WD_OK) {
         const size_t n = (size_t)nvec * vol * 12;
         for (size_t i = 0; i < n; ++i)

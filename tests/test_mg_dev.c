@@ -324,7 +324,7 @@ static void test_transfer(const int dims[4], int n_fine, const int block[4], int
 {
     char name[128];
     wd_mg_transfer t;
-    if (wd_mg_transfer_init(&t, 0, dims, n_fine, block, nvec) != WD_OK) {
+    if (wd_mg_transfer_init(&t, 0, dims, n_fine, block, nvec, 0) != WD_OK) {
         check_true("transfer init", 0, wd_last_error());
         return;
     }
@@ -421,8 +421,8 @@ static void test_apply(const double complex *u, const int dims[4], int nvec, int
     wd_mg_op fine, coarse;
     wd_mg_transfer t;
     const int block[4] = {4, 4, 4, 4};
-    if (wd_mg_op_fine(&fine, dims, (const double *)u, NULL, 0.124, -1) != WD_OK ||
-        wd_mg_transfer_init(&t, 0, dims, 12, block, nvec) != WD_OK) {
+    if (wd_mg_op_fine(&fine, dims, NULL, (const double *)u, NULL, 0.124, -1) != WD_OK ||
+        wd_mg_transfer_init(&t, 0, dims, 12, block, nvec, 0) != WD_OK) {
         check_true("apply: operator", 0, wd_last_error());
         return;
     }

@@ -17,6 +17,7 @@
  *                                     later failing rank appends its own)
  *   wd_comm_sum                       n <= 64 doubles summed over ranks in
  *                                     rank order: the same bits everywhere
+ *   wd_comm_max                       n <= 64 doubles' maxima over ranks
  *   wd_comm_halo_start / _wait        one dimension's two faces to and from
  *                                     the two neighbours, nonblocking
  *   wd_comm_bcast                     bytes from one rank to all
@@ -272,6 +273,23 @@ wd_status wd_comm_sum(double *v, int n)
                 s += gathered[(size_t)r * (size_t)n + (size_t)i];
             v[i] = s;
         }
+    }
+#else
+    (void)v;
+#endif
+    return WD_OK;
+}
+
+wd_status wd_comm_max(double *v, int n)
+{
+    if (n < 0 || n > SUM_MAX)
+        return wd_fail(WD_ERR_INVALID, "wd_comm_max: n = %d, must be 0..%d", n, SUM_MAX);
+#ifdef WD_HAVE_MPI
+    if (n_ranks > 1 && n > 0) {
+        /* a maximum is exact: MPI's own reduction gives the same bits everywhere */
+        const int rc = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, comm);
+        if (rc != MPI_SUCCESS)
+            return mpi_fail(rc, "MPI_Allreduce (global maximum of %d doubles)", n);
     }
 #else
     (void)v;

@@ -25,6 +25,8 @@
  *                                     n doubles (per-rank partials combined
  *                                     in rank order: the same bits on every
  *                                     rank and from run to run)
+ *   wd_comm_max                       collective: the maxima over ranks of
+ *                                     n doubles (NaN-free input)
  *   wd_comm_halo_start / _wait        nonblocking exchange of one dimension's
  *                                     two faces with the two neighbours
  *   wd_comm_bcast                     collective: bytes from one rank to all
@@ -99,6 +101,9 @@ wd_status wd_comm_agree(wd_status st);
 /* Collective: v[0..n) = the sum over ranks of every rank's v[0..n),
  * added in rank order in double (n <= 64). */
 wd_status wd_comm_sum(double *v, int n);
+
+/* Collective: v[i] = the largest of every rank's v[i] (n <= 64). */
+wd_status wd_comm_max(double *v, int n);
 
 /* One dimension's halo exchange: send[WD_FWD] (bytes) goes to the forward
  * neighbour in mu, send[WD_BWD] to the backward one; recv[WD_FWD] receives

@@ -66,6 +66,7 @@ struct build_args {
     double2 *links;              /* [b][9][2 nvec][2 nvec] */
     size_t slice;                /* sites of a time slice */
     int dims[4];
+    int t0, nt;                  /* the block's first global time slice, the global T */
     int nvec, bv;
     double bsign;                /* the sign of a hop across t = T-1 <-> 0 */
     double2 spin[DIRS][4][4];    /* -kappa (1 -+ g_mu), as wd_mg_op_fine */
@@ -119,9 +120,8 @@ __device__ void fill_hop(const build_args &a, const double2 *spin, int d, int x,
     const int mu = d >> 1, back = d & 1;
     const int src = a.nbr[(size_t)DIRS * x + d];
     const double2 *link = a.u + (size_t)36 * (back ? src : x) + 9 * mu;
-    const size_t t = (size_t)x / a.slice;
-    const double sign =
-        (d == 6 && t == (size_t)a.dims[3] - 1) || (d == 7 && t == 0) ? a.bsign : 1.0;
+    const int t = a.t0 + (int)((size_t)x / a.slice);
+    const double sign = (d == 6 && t == a.nt - 1) || (d == 7 && t == 0) ? a.bsign : 1.0;
     const double2 *sp = spin + 16 * d;
     /* item (spin row i, column j): the 3 colours of spin i of y_j */
     for (int w = threadIdx.x; w < 4 * nc; w += THREADS) {
@@ -339,10 +339,14 @@ wd_status build(build_mem *m, const wd_mg_build_fine *f, int nvec, int bv, size_
                 const int *agg, const int *sites, const double *v, double *links)
 {
     const size_t vol = f->volume, nc2 = 4 * (size_t)nvec * nvec;
+    /* the links and null vectors with their ghost sites (a hop's source) */
+    const size_t ext = vol + f->nghost;
     build_args a;
     memset(&a, 0, sizeof a);
     a.slice = vol / (size_t)f->dims[3];
     memcpy(a.dims, f->dims, sizeof a.dims);
+    a.t0 = f->t0;
+    a.nt = f->nt;
     a.nvec = nvec;
     a.bv = bv;
     a.bsign = f->tbc == 1 ? 1.0 : -1.0;
@@ -386,13 +390,13 @@ wd_status build(build_mem *m, const wd_mg_build_fine *f, int nvec, int bv, size_
         return wd_fail(WD_ERR_CUDA, "multigrid GPU coarse build: cudaMallocHost of %d bytes: %s",
                        2 * STAGED_CHUNK, cudaGetErrorString(e));
     }
-    wd_status st = upload(m, &m->u, f->u, vol * 36 * sizeof(double2),
+    wd_status st = upload(m, &m->u, f->u, ext * 36 * sizeof(double2),
                           "the multigrid coarse build's fine links");
     if (st == WD_OK && f->clover)
         st = upload(m, &m->clover, f->clover, vol * WD_CLOVER_SITE_REALS * sizeof(double),
                     "the multigrid coarse build's clover blocks");
     if (st == WD_OK)
-        st = upload(m, &m->v, v, vol * (size_t)nvec * NFINE * sizeof(double2),
+        st = upload(m, &m->v, v, ext * (size_t)nvec * NFINE * sizeof(double2),
                     "the multigrid coarse build's null vectors");
     if (st == WD_OK)
         st = upload(m, &m->nbr, f->nbr, vol * DIRS * sizeof(int),
@@ -440,7 +444,8 @@ extern "C" wd_status wd_mg_coarse_build_cuda(const wd_mg_build_fine *fine, int n
         return wd_fail(WD_ERR_INVALID, "multigrid GPU coarse build: a null argument");
     if (nvec < 1 || block_volume < 1 || coarse_volume < 1 || coarse_volume > INT_MAX ||
         fine->volume > INT_MAX || coarse_volume * (size_t)block_volume != fine->volume ||
-        fine->dims[3] < 1 || fine->volume != wd_volume(fine->dims) || 14L * nvec >= 1 << 15)
+        fine->dims[3] < 1 || fine->volume != wd_volume(fine->dims) || 14L * nvec >= 1 << 15 ||
+        fine->nt < fine->dims[3] || fine->t0 < 0 || fine->t0 + fine->dims[3] > fine->nt)
         return wd_fail(WD_ERR_INVALID, "multigrid GPU coarse build: %zu fine sites, %zu "
                        "aggregates of %d, nvec %d do not fit together", fine->volume,
                        coarse_volume, block_volume, nvec);

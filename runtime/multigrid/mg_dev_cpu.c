@@ -65,7 +65,7 @@ static wd_status cpu_apply(const wd_mg_dev_level *lv, float *out, const float *i
     wd_coarse_args a = {.out = out, .in = in, .links = lv->links, .link_norm = lv->link_norm,
                         .nbr = lv->nbr, .volume = vol};
     if (half) {
-        to_half(vol, n, in, lv->hin, lv->hin_norm);
+        to_half(vol + lv->nghost, n, in, lv->hin, lv->hin_norm);
         a.in = lv->hin;
         a.in_norm = lv->hin_norm;
         a.out = lv->hout;
@@ -211,6 +211,14 @@ static wd_status cpu_caxpy_norm2(int volume, int n, wd_complex a, const float *x
     return st;
 }
 
+static wd_status cpu_gather(int count, int floats, const int *sites, const float *in, float *out)
+{
+#pragma omp parallel for schedule(static) if ((size_t)count * floats >= WD_MG_PARALLEL_MIN)
+    for (int i = 0; i < count; ++i)
+        memcpy(out + (size_t)i * floats, in + (size_t)sites[i] * floats, floats * sizeof *out);
+    return WD_OK;
+}
+
 /* the fine field's component a of site x as float (re, im) */
 static void fine_load(const wd_mg_dev_transfer *t, const void *fine, size_t x, int a, float *re,
                       float *im)
@@ -288,6 +296,7 @@ const wd_mg_dev_ops wd_mg_dev_cpu_ops = {
     .h2d = cpu_copy_bytes,
     .d2h = cpu_copy_bytes,
     .apply = cpu_apply,
+    .gather = cpu_gather,
     .zero = cpu_zero,
     .copy = cpu_copy,
     .scale = cpu_scale,

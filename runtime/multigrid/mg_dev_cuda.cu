@@ -280,8 +280,9 @@ wd_status cuda_apply(const wd_mg_dev_level *lv, float *out, const float *in)
         if (2 * n > 1024)
             return wd_fail(WD_ERR_INVALID, "multigrid: half coarse fields of %d components a "
                            "site (at most 512)", n);
-        k_to_half<<<vol, 2 * n, (2 * n + 1) * sizeof(float), s>>>(n, in, (short *)lv->hin,
-                                                                  lv->hin_norm);
+        /* the ghost sites too: the kernel reads them across the faces */
+        k_to_half<<<vol + lv->nghost, 2 * n, (2 * n + 1) * sizeof(float), s>>>(
+            n, in, (short *)lv->hin, lv->hin_norm);
         if ((st = launched("to_half")) != WD_OK)
             return st;
         a.in = lv->hin;
@@ -303,6 +304,22 @@ wd_status cuda_zero(int volume, int n, float *y)
     return e == cudaSuccess ? WD_OK
                             : wd_fail(WD_ERR_CUDA, "multigrid zero: cudaMemsetAsync: %s",
                                       cudaGetErrorString(e));
+}
+
+__global__ void k_gather(size_t len, int floats, const int *sites, const float *in, float *out)
+{
+    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < len)
+        out[i] = in[(size_t)sites[i / floats] * floats + i % floats];
+}
+
+wd_status cuda_gather(int count, int floats, const int *sites, const float *in, float *out)
+{
+    const size_t len = (size_t)count * floats;
+    if (!len)
+        return WD_OK;
+    k_gather<<<grid_for(len), THREADS, 0, stream_of()>>>(len, floats, sites, in, out);
+    return launched("gather");
 }
 
 wd_status cuda_copy(int volume, int n, float *y, const float *x)
@@ -445,8 +462,8 @@ wd_status cuda_prolong(const wd_mg_dev_transfer *t, void *fine, const float *coa
 const wd_mg_dev_ops ops = {
     "cuda",          cuda_alloc,      cuda_free,        cuda_h2d,        cuda_d2h,
     cuda_apply,      cuda_zero,       cuda_copy,        cuda_scale,      cuda_xmy,
-    cuda_multi_caxpy, cuda_multi_cdot, cuda_cdot_norm2, cuda_caxpy_norm2, cuda_restrict,
-    cuda_prolong,
+    cuda_multi_caxpy, cuda_multi_cdot, cuda_cdot_norm2, cuda_caxpy_norm2, cuda_gather,
+    cuda_restrict,   cuda_prolong,
 };
 
 } // namespace

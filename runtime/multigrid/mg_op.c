@@ -11,7 +11,9 @@
  *   wd_mg_op_term    one term of A at one site, on given components
  *   wd_mg_g5         out = g5 in
  *   wd_mg_dot / wd_mg_norm2   reductions in a fixed order
- * Notes: out never aliases in (wd_mg_g5 excepted).  The fine hop is its own
+ * Notes: out never aliases in (wd_mg_g5 excepted).  On a grid the hops
+ * read the input's ghost sites as they are (wd_mg_halo_exchange first);
+ * the fine level's links are copied with their ghosts once, here.  The fine hop is its own
  * code, not the float64 reference's (ref_wilson.c): the tests judge the
  * coarse operators it builds against P^dag (M (P v)) of the reference.
  * Loops over sites run under OpenMP, each iteration writing its own site.
@@ -21,40 +23,11 @@
 
 #include "clover_field.h"
 #include "ref_wilson.h"
+#include "wd_comm.h"
 #include "wd_core.h"
 #include "wd_mg.h"
 
-static size_t site_index(const int c[4], const int d[4])
-{
-    return (size_t)c[0] + (size_t)d[0] * (c[1] + (size_t)d[1] * (c[2] + (size_t)d[2] * c[3]));
-}
-
-/* nbr[8 site + d] for a lattice of extents d, periodic */
-static int *neighbours(const int d[4], size_t volume)
-{
-    int *nbr = malloc(volume * WD_MG_DIRS * sizeof *nbr);
-    if (!nbr)
-        return NULL;
-    for (size_t s = 0; s < volume; ++s) {
-        int c[4];
-        size_t r = s;
-        for (int mu = 0; mu < 4; ++mu) {
-            c[mu] = (int)(r % d[mu]);
-            r /= d[mu];
-        }
-        for (int mu = 0; mu < 4; ++mu) {
-            int e[4];
-            memcpy(e, c, sizeof e);
-            e[mu] = (c[mu] + 1) % d[mu];
-            nbr[WD_MG_DIRS * s + 2 * mu] = (int)site_index(e, d);
-            e[mu] = (c[mu] + d[mu] - 1) % d[mu];
-            nbr[WD_MG_DIRS * s + 2 * mu + 1] = (int)site_index(e, d);
-        }
-    }
-    return nbr;
-}
-
-wd_status wd_mg_op_fine(wd_mg_op *op, const int dims[4], const double *gauge,
+wd_status wd_mg_op_fine(wd_mg_op *op, const int dims[4], const wd_grid *grid, const double *gauge,
                         const double *clover, double kappa, int tbc)
 {
     memset(op, 0, sizeof *op);
@@ -65,8 +38,31 @@ wd_status wd_mg_op_fine(wd_mg_op *op, const int dims[4], const double *gauge,
     op->clover = clover;
     op->kappa = kappa;
     op->tbc = tbc;
-    if (!(op->nbr = neighbours(dims, op->volume)))
-        return wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the fine level's neighbour table");
+    op->t0 = grid ? grid->origin[3] : 0;
+    op->nt = grid ? grid->dims[3] : dims[3];
+    wd_status st = wd_mg_halo_init(&op->halo, grid, dims);
+    if (st == WD_OK && !(op->nbr = wd_mg_halo_neighbours(&op->halo)))
+        st = wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the fine level's neighbour table");
+    /* the links with their ghosts: a backward hop across a face reads
+     * U_mu(x - mu) of the neighbour's block */
+    const size_t site = 36 * sizeof(double complex);
+    if (st == WD_OK && op->halo.nghost) {
+        if (!(op->u_own = malloc((op->volume + op->halo.nghost) * site)))
+            st = wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the fine links' ghosts");
+        else
+            memcpy(op->u_own, gauge, op->volume * site);
+    }
+    /* agreed before the exchange: no rank waits for one that failed */
+    if (grid && grid->size > 1)
+        st = wd_comm_agree(st);
+    if (st == WD_OK && op->u_own) {
+        st = wd_mg_halo_exchange(&op->halo, op->u_own, site);
+        op->u = op->u_own;
+    }
+    if (st != WD_OK) {
+        wd_mg_op_free(op);
+        return st;
+    }
     for (int mu = 0; mu < 4; ++mu) {
         double complex g[4][4];
         ref_gamma(mu, g);
@@ -82,19 +78,21 @@ wd_status wd_mg_op_fine(wd_mg_op *op, const int dims[4], const double *gauge,
 
 void wd_mg_op_free(wd_mg_op *op)
 {
+    wd_mg_halo_free(&op->halo);
+    free(op->u_own);
     free(op->nbr);
     free(op->links);
     memset(op, 0, sizeof *op);
 }
 
-/* the time-boundary sign of the fine hop d from site s */
+/* the time-boundary sign of the fine hop d from site s (global time) */
 static double fine_sign(const wd_mg_op *op, int d, size_t s)
 {
     if (op->tbc == 1 || d < 6)
         return 1.0;
     const size_t slice = op->volume / op->dims[3];
-    const size_t t = s / slice;
-    return (d == 6 && t == (size_t)op->dims[3] - 1) || (d == 7 && t == 0) ? -1.0 : 1.0;
+    const int t = op->t0 + (int)(s / slice);
+    return (d == 6 && t == op->nt - 1) || (d == 7 && t == 0) ? -1.0 : 1.0;
 }
 
 /* out += H_d(s) in(s + d) at one fine site: the spin matrix first (two

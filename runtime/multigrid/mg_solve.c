@@ -24,6 +24,15 @@
  * the host in float64 (wd_mg.h) and is then uploaded.  Deterministic: the
  * same bits from run to run and for any thread count.
  *
+ * On a process grid every level is this rank's block (the aggregates
+ * inside it): an application of a level's operator first fills its
+ * input's ghost sites from the neighbours (wd_mg_halo: on the host, or
+ * gathered on the backend, moved through the host and the comm module,
+ * and put back), and every reduction is summed over the ranks in rank
+ * order (wd_comm_sum), so that every rank takes the same steps.  The
+ * null vectors' random starts are drawn per rank (seeded by the rank
+ * too): a solve's bits depend on the grid, as the Krylov solvers' do.
+ *
  * Null vectors: from nvec seeded random fields v, each relaxed on the
  * homogeneous system A v = 0 by CG on the normal equations (the fine
  * level: of the Schur operator on the backend, the odd sites from A v = 0;
@@ -58,6 +67,8 @@ typedef struct mg_level {
     wd_mg_dev_level dop;
     wd_mg_dev_transfer dt;
     int *dnbr, *dagg, *dsites;
+    int *dsend;                 /* on a grid: the faces' sites (wd_mg_halo's send) */
+    float *dface, *hface;       /* the gathered faces there and on the host, then the ghosts */
     void *dlinks;
     float *dlink_norm, *dv;
     float *db, *dx, *dr, *dw[4], **dz, **dq;
@@ -76,6 +87,8 @@ typedef struct wd_mg {
     wd_mg_fine fine;                /* the fine level's fields on the solver's backend */
     const wd_mg_dev_ops *dev;       /* the coarse levels' backend (wd_mg_dev.h) */
     int on_device;                  /* its memory is the GPU's */
+    int ranks;                      /* the grid's size: reductions summed when > 1 */
+    wd_status error;                /* the setup's first failure of a collective */
     int coarse_precision;           /* the coarse links: 4 single, 2 half (the sloppy one's) */
     void *stage;                    /* a fine field in the host layout there (P, P^dag) */
     size_t dev_bytes;               /* what dev holds */
@@ -163,7 +176,8 @@ static wd_status level_alloc(wd_mg *mg, int l)
 {
     mg_level *v = &mg->lv[l];
     v->len = v->op.volume * v->op.n;
-    const size_t bytes = v->len * sizeof(double complex);
+    /* room for the ghost sites: any of them may be an operator's input */
+    const size_t bytes = (v->op.volume + v->op.halo.nghost) * v->op.n * sizeof(double complex);
     int ok = (v->w[0] = malloc(bytes)) && (v->w[1] = malloc(bytes));
     if (ok && l)
         ok = (v->b = malloc(bytes)) && (v->x = malloc(bytes));
@@ -189,7 +203,67 @@ static void vaxpy(double complex a, const double complex *x, double complex *y, 
         y[i] += a * x[i];
 }
 
+/* ---- the grid's collectives in the setup (the first failure kept in
+ * mg->error, checked after each level) ---- */
+
+/* |x|^2 over every rank's block */
+static double gnorm2(wd_mg *mg, const double complex *x, size_t n)
+{
+    double v = wd_mg_norm2(x, n);
+    if (mg->ranks > 1) {
+        const wd_status st = wd_comm_sum(&v, 1);
+        if (st != WD_OK && mg->error == WD_OK)
+            mg->error = st;
+    }
+    return v;
+}
+
+/* st agreed over the grid (wd_comm_agree): after a step that can fail on
+ * one rank alone, before the next collective */
+static wd_status agreed(const wd_mg *mg, wd_status st)
+{
+    return mg->ranks > 1 ? wd_comm_agree(st) : st;
+}
+
+/* level l's host field's ghost sites from the neighbours */
+static void hexchange(wd_mg *mg, int l, double complex *x)
+{
+    wd_mg_op *op = &mg->lv[l].op;
+    const wd_status st = wd_mg_halo_exchange(&op->halo, x, (size_t)op->n * sizeof *x);
+    if (st != WD_OK && mg->error == WD_OK)
+        mg->error = st;
+}
+
 /* ---- the coarse levels on the backend (wd_mg_dev.h) ---- */
+
+/* out = A_l in on the backend, in's ghost sites first (gathered there,
+ * swapped with the neighbours through the host) */
+static wd_status dev_apply(wd_mg *mg, int l, float *out, float *in)
+{
+    mg_level *v = &mg->lv[l];
+    const wd_status st = wd_mg_halo_exchange_dev(&v->op.halo, mg->dev, v->dsend, v->dface,
+                                                 v->hface, in, 2 * v->dop.layout.ncomp);
+    return st == WD_OK ? mg->dev->apply(&v->dop, out, in) : st;
+}
+
+/* the backend's reductions summed over the ranks */
+static wd_status dev_multi_cdot(wd_mg *mg, int volume, int n, int k, const float *const *x,
+                                const float *y, double *res)
+{
+    wd_status st = mg->dev->multi_cdot(volume, n, k, x, y, res);
+    if (st == WD_OK && mg->ranks > 1)
+        st = wd_comm_sum(res, 2 * k);
+    return st;
+}
+
+static wd_status dev_cdot_norm2(wd_mg *mg, int volume, int n, const float *x, const float *y,
+                                double res[3])
+{
+    wd_status st = mg->dev->cdot_norm2(volume, n, x, y, res);
+    if (st == WD_OK && mg->ranks > 1)
+        st = wd_comm_sum(res, 3);
+    return st;
+}
 
 static wd_status dev_alloc(wd_mg *mg, void *p, size_t bytes, const char *what)
 {
@@ -208,6 +282,9 @@ static void dev_free(wd_mg *mg)
     for (int l = 0; l < WD_MG_MAX_LEVELS; ++l) {
         mg_level *v = &mg->lv[l];
         d->free(v->dnbr);
+        d->free(v->dsend);
+        d->free(v->dface);
+        free(v->hface);
         d->free(v->dlinks);
         d->free(v->dlink_norm);
         d->free(v->dop.hin);
@@ -274,12 +351,30 @@ static wd_status dev_level(wd_mg *mg, int l)
     const wd_mg_dev_ops *d = mg->dev;
     mg_level *v = &mg->lv[l];
     wd_coarse_layout *lay = &v->dop.layout;
+    const int nghost = (int)v->op.halo.nghost, floats = 2 * v->op.n;
+    /* the half fields' sizes with the ghost sites */
+    wd_coarse_layout ext;
     wd_status st = wd_coarse_layout_make(lay, (int)v->op.volume, v->op.n / 2, mg->coarse_precision);
+    if (st == WD_OK)
+        st = wd_coarse_layout_make(&ext, (int)v->op.volume + nghost, v->op.n / 2,
+                                   mg->coarse_precision);
+    v->dop.nghost = nghost;
     const size_t nbr_bytes = v->op.volume * WD_MG_DIRS * sizeof(int);
     if (st == WD_OK)
         st = dev_alloc(mg, &v->dnbr, nbr_bytes, "a coarse neighbour table");
     if (st == WD_OK)
         st = d->h2d(v->dnbr, v->op.nbr, nbr_bytes);
+    if (st == WD_OK && nghost) {
+        /* the faces: their sites, gathered there, moved through the host */
+        const size_t face_bytes = (size_t)nghost * floats * sizeof(float);
+        if ((st = dev_alloc(mg, &v->dsend, nghost * sizeof(int), "a coarse face list")) == WD_OK)
+            st = d->h2d(v->dsend, v->op.halo.send, nghost * sizeof(int));
+        if (st == WD_OK)
+            st = dev_alloc(mg, &v->dface, face_bytes, "a coarse level's faces");
+        if (st == WD_OK && !(v->hface = malloc(2 * face_bytes)))
+            st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate %zu bytes of faces",
+                         l, 2 * face_bytes);
+    }
     void *buf = st == WD_OK ? malloc(lay->link_bytes) : NULL;
     if (st == WD_OK && !buf)
         st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate %zu bytes to pack the "
@@ -305,14 +400,15 @@ static wd_status dev_level(wd_mg *mg, int l)
         void **h[2] = {&v->dop.hin, &v->dop.hout};
         float **hn[2] = {&v->dop.hin_norm, &v->dop.hout_norm};
         for (int i = 0; i < 2 && st == WD_OK; ++i)
-            if ((st = dev_alloc(mg, h[i], lay->spinor_bytes, "a half coarse field")) == WD_OK)
-                st = dev_alloc(mg, hn[i], lay->spinor_norm_bytes, "a half coarse field's norms");
+            if ((st = dev_alloc(mg, h[i], ext.spinor_bytes, "a half coarse field")) == WD_OK)
+                st = dev_alloc(mg, hn[i], ext.spinor_norm_bytes, "a half coarse field's norms");
     }
     const int nk = mg->set.gcr_nkrylov;
     if (st == WD_OK && (!(v->dz = calloc(nk, sizeof *v->dz)) || !(v->dq = calloc(nk, sizeof *v->dq))))
         st = wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the coarse GCR's bookkeeping");
-    /* the solver's fields are single whatever the links' precision */
-    const size_t bytes = v->op.volume * 2 * (size_t)v->op.n * sizeof(float);
+    /* the solver's fields are single whatever the links' precision, with
+     * room for the ghost sites (any may be an operator's input) */
+    const size_t bytes = (v->op.volume + nghost) * (size_t)floats * sizeof(float);
     float **fields[] = {&v->db, &v->dx, &v->dr, &v->dw[0], &v->dw[1], &v->dw[2], &v->dw[3]};
     for (size_t i = 0; st == WD_OK && i < sizeof fields / sizeof *fields; ++i)
         st = dev_alloc(mg, fields[i], bytes, "a coarse field");
@@ -367,8 +463,8 @@ static wd_status smooth(wd_mg *mg, int l, float *e, const float *r, int steps)
         st = d->copy(vol, n, rr, r);
     for (int i = 0; st == WD_OK && i < steps; ++i) {
         double res[3];
-        if ((st = d->apply(&v->dop, q, rr)) != WD_OK ||
-            (st = d->cdot_norm2(vol, n, q, rr, res)) != WD_OK || !(res[2] > 0))
+        if ((st = dev_apply(mg, l, q, rr)) != WD_OK ||
+            (st = dev_cdot_norm2(mg, vol, n, q, rr, res)) != WD_OK || !(res[2] > 0))
             break;
         const wd_complex alpha = {res[0] / res[2], res[1] / res[2]};
         const wd_complex malpha = {-alpha.re, -alpha.im};
@@ -454,7 +550,7 @@ static wd_status cycle(wd_mg *mg, int l, float *e, const float *r)
     wd_status st;
     if (m->pre_smooth) {
         if ((st = smooth(mg, l, e, r, m->pre_smooth)) != WD_OK ||
-            (st = d->apply(&v->dop, res, e)) != WD_OK || (st = d->xmy(vol, n, r, res)) != WD_OK)
+            (st = dev_apply(mg, l, res, e)) != WD_OK || (st = d->xmy(vol, n, r, res)) != WD_OK)
             return st;
     } else if ((st = d->zero(vol, n, e)) != WD_OK || (st = d->copy(vol, n, res, r)) != WD_OK) {
         return st;
@@ -464,7 +560,7 @@ static wd_status cycle(wd_mg *mg, int l, float *e, const float *r)
         (st = dev_multi_caxpy(mg, l, 1, &one, &de, e)) != WD_OK)
         return st;
     if (m->post_smooth) {
-        if ((st = d->apply(&v->dop, res, e)) != WD_OK || (st = d->xmy(vol, n, r, res)) != WD_OK ||
+        if ((st = dev_apply(mg, l, res, e)) != WD_OK || (st = d->xmy(vol, n, r, res)) != WD_OK ||
             (st = smooth(mg, l, de, res, m->post_smooth)) != WD_OK ||
             (st = dev_multi_caxpy(mg, l, 1, &one, &de, e)) != WD_OK)
             return st;
@@ -518,15 +614,15 @@ static int gcr(wd_mg *mg, int l, float *x, const float *b, double tol, int max_i
     const float *list[WD_MG_DEV_MULTI];
     *relres = 0;
     const float *bs[1] = {b};
-    if ((*st = d->multi_cdot(vol, n, 1, bs, b, res)) != WD_OK)
+    if ((*st = dev_multi_cdot(mg, vol, n, 1, bs, b, res)) != WD_OK)
         return 0;
     const double bnorm = sqrt(res[0]);
     if (bnorm == 0)
         return (*st = d->zero(vol, n, x)), 0;
-    if ((*st = d->apply(&v->dop, v->dr, x)) != WD_OK || (*st = d->xmy(vol, n, b, v->dr)) != WD_OK)
+    if ((*st = dev_apply(mg, l, v->dr, x)) != WD_OK || (*st = d->xmy(vol, n, b, v->dr)) != WD_OK)
         return 0;
     const float *rs[1] = {v->dr};
-    if ((*st = d->multi_cdot(vol, n, 1, rs, v->dr, res)) != WD_OK)
+    if ((*st = dev_multi_cdot(mg, vol, n, 1, rs, v->dr, res)) != WD_OK)
         return 0;
     double r2 = res[0];
     int it = 0;
@@ -535,7 +631,7 @@ static int gcr(wd_mg *mg, int l, float *x, const float *b, double tol, int max_i
         for (; k < nk && it < max_iter && r2 > tol * tol * bnorm * bnorm; ++k, ++it) {
             *st = precondition ? cycle(mg, l, v->dz[k], v->dr) : d->copy(vol, n, v->dz[k], v->dr);
             if (*st == WD_OK)
-                *st = d->apply(&v->dop, v->dq[k], v->dz[k]);
+                *st = dev_apply(mg, l, v->dq[k], v->dz[k]);
             /* <q_i, q_k> (i < k), <r, q_k>, |q_k|^2 in pieces of the
              * backend's multi-dot: one piece (one reduction) for k <= 14 */
             double rq[2] = {0, 0}, q2 = 0;
@@ -543,7 +639,7 @@ static int gcr(wd_mg *mg, int l, float *x, const float *b, double tol, int max_i
                 const int m = k + 2 - i0 < WD_MG_DEV_MULTI ? k + 2 - i0 : WD_MG_DEV_MULTI;
                 for (int i = 0; i < m; ++i)
                     list[i] = i0 + i < k ? v->dq[i0 + i] : i0 + i == k ? v->dr : v->dq[k];
-                if ((*st = d->multi_cdot(vol, n, m, list, v->dq[k], dots)) != WD_OK)
+                if ((*st = dev_multi_cdot(mg, vol, n, m, list, v->dq[k], dots)) != WD_OK)
                     break;
                 for (int i = 0; i < m; ++i) {
                     const int c = i0 + i;
@@ -572,7 +668,7 @@ static int gcr(wd_mg *mg, int l, float *x, const float *b, double tol, int max_i
             if (*st == WD_OK && k && !(qo2 > 1e-3 * q2)) {
                 /* cancellation: measure the orthogonalised image */
                 const float *qs[1] = {v->dq[k]};
-                if ((*st = d->multi_cdot(vol, n, 1, qs, v->dq[k], res)) == WD_OK)
+                if ((*st = dev_multi_cdot(mg, vol, n, 1, qs, v->dq[k], res)) == WD_OK)
                     qo2 = res[0];
             }
             if (*st != WD_OK)
@@ -597,8 +693,8 @@ static int gcr(wd_mg *mg, int l, float *x, const float *b, double tol, int max_i
          * recomputed residual */
         gcr_backsolve(k, v->alpha, v->beta, nk, v->gamma);
         if ((*st = dev_multi_caxpy(mg, l, k, v->gamma, v->dz, x)) != WD_OK ||
-            (*st = d->apply(&v->dop, v->dr, x)) != WD_OK || (*st = d->xmy(vol, n, b, v->dr)) != WD_OK ||
-            (*st = d->multi_cdot(vol, n, 1, rs, v->dr, res)) != WD_OK)
+            (*st = dev_apply(mg, l, v->dr, x)) != WD_OK || (*st = d->xmy(vol, n, b, v->dr)) != WD_OK ||
+            (*st = dev_multi_cdot(mg, vol, n, 1, rs, v->dr, res)) != WD_OK)
             return it;
         r2 = res[0];
         if (k == 0)
@@ -701,28 +797,32 @@ static double relax(wd_mg *mg, int l, double complex *v, double tol, int max_ite
     mg_level *lv = &mg->lv[l];
     const size_t n = lv->len;
     double complex *r = lv->w[0], *z = lv->w[1], *p = lv->w[2], *q = lv->w[3];
-    /* r = -A v; z = A^dag r = g5 A g5 r */
+    /* r = -A v; z = A^dag r = g5 A g5 r (each input's ghosts first) */
+    hexchange(mg, l, v);
     wd_mg_op_apply(&lv->op, r, v);
     for (size_t i = 0; i < n; ++i)
         r[i] = -r[i];
-    const double r0 = sqrt(wd_mg_norm2(r, n));
+    const double r0 = sqrt(gnorm2(mg, r, n));
     double rn = r0;
     wd_mg_g5(&lv->op, q, r);
+    hexchange(mg, l, q);
     wd_mg_op_apply(&lv->op, z, q);
     wd_mg_g5(&lv->op, z, z);
     vcopy(p, z, n);
-    double zz = wd_mg_norm2(z, n);
+    double zz = gnorm2(mg, z, n);
     int it = 0;
-    for (; it < max_iter && rn > tol * r0 && zz > 0; ++it) {
+    for (; it < max_iter && rn > tol * r0 && zz > 0 && mg->error == WD_OK; ++it) {
+        hexchange(mg, l, p);
         wd_mg_op_apply(&lv->op, q, p);
-        const double alpha = zz / wd_mg_norm2(q, n);
+        const double alpha = zz / gnorm2(mg, q, n);
         vaxpy(alpha, p, v, n);
         vaxpy(-alpha, q, r, n);
-        rn = sqrt(wd_mg_norm2(r, n));
+        rn = sqrt(gnorm2(mg, r, n));
         wd_mg_g5(&lv->op, q, r);
+        hexchange(mg, l, q);
         wd_mg_op_apply(&lv->op, z, q);
         wd_mg_g5(&lv->op, z, z);
-        const double zz1 = wd_mg_norm2(z, n);
+        const double zz1 = gnorm2(mg, z, n);
         const double beta = zz1 / zz;
         zz = zz1;
 #pragma omp parallel for schedule(static) if (n >= WD_MG_PARALLEL_MIN)
@@ -733,7 +833,7 @@ static double relax(wd_mg *mg, int l, double complex *v, double tol, int max_ite
     return r0 > 0 ? rn / r0 : 0;
 }
 
-/* max |P^dag P - 1| over aggregates and chiralities */
+/* max |P^dag P - 1| over aggregates and chiralities (this rank's) */
 static double orth_error(const wd_mg_transfer *t)
 {
     const int h = t->n_fine / 2, bv = t->block_volume, nv = t->nvec;
@@ -765,12 +865,14 @@ static double coarse_error(wd_mg *mg, int l, wd_rng *rng)
     for (size_t i = 0; i < c->len; ++i)
         c->b[i] = CMPLX(wd_rng_normal(rng), wd_rng_normal(rng));
     wd_mg_prolong(&f->t, f->w[0], c->b);
+    hexchange(mg, l, f->w[0]);
     wd_mg_op_apply(&f->op, f->w[1], f->w[0]);
     wd_mg_restrict(&f->t, c->x, f->w[1]);
+    hexchange(mg, l + 1, c->b);
     wd_mg_op_apply(&c->op, c->w[0], c->b);
-    const double ref = wd_mg_norm2(c->w[0], c->len);
+    const double ref = gnorm2(mg, c->w[0], c->len);
     vaxpy(-1, c->x, c->w[0], c->len);
-    return ref > 0 ? sqrt(wd_mg_norm2(c->w[0], c->len) / ref) : 0;
+    return ref > 0 ? sqrt(gnorm2(mg, c->w[0], c->len) / ref) : 0;
 }
 
 /* flops of one application of a level's operator per site */
@@ -780,17 +882,20 @@ static double apply_flops(const wd_mg_op *op)
 }
 
 /* the first coarse operator built on the GPU from the fine level's host
- * operator and transfer */
-static wd_status coarse_build_gpu(wd_mg_op *coarse, const wd_mg_op *fine, const wd_mg_transfer *t)
+ * operator and transfer (on a grid, the null vectors' ghosts first) */
+static wd_status coarse_build_gpu(wd_mg_op *coarse, wd_mg_op *fine, wd_mg_transfer *t)
 {
-    wd_status st = wd_mg_coarse_init(coarse, t);
+    wd_status st = wd_mg_halo_exchange(&fine->halo, t->v,
+                                       (size_t)t->nvec * fine->n * sizeof *t->v);
+    if (st != WD_OK || (st = wd_mg_coarse_init(coarse, t, fine->halo.grid)) != WD_OK)
+        return st;
     const wd_mg_build_fine bf = {.dims = {fine->dims[0], fine->dims[1], fine->dims[2],
                                           fine->dims[3]},
-                                 .volume = fine->volume, .nbr = fine->nbr,
+                                 .volume = fine->volume, .nghost = fine->halo.nghost,
+                                 .t0 = fine->t0, .nt = fine->nt, .nbr = fine->nbr,
                                  .u = (const double *)fine->u, .clover = fine->clover,
                                  .kappa = fine->kappa, .tbc = fine->tbc};
-    if (st == WD_OK)
-        st = wd_mg_coarse_build_cuda(&bf, t->nvec, t->block_volume, t->coarse_volume, t->agg,
+    st = wd_mg_coarse_build_cuda(&bf, t->nvec, t->block_volume, t->coarse_volume, t->agg,
                                      t->sites, (const double *)t->v, (double *)coarse->links);
     if (st != WD_OK)
         wd_mg_op_free(coarse);
@@ -798,12 +903,14 @@ static wd_status coarse_build_gpu(wd_mg_op *coarse, const wd_mg_op *fine, const 
 }
 
 /* null vector k's random start on level l: Gaussian complex numbers, each
- * piece of RANDOM_PIECE from its own stream seeded by (seed, l, k, piece),
- * so the pieces fill in parallel and the field does not depend on the
- * thread count */
+ * piece of RANDOM_PIECE from its own stream seeded by (seed, l, k, piece)
+ * and on a grid the rank, so the pieces fill in parallel and the field
+ * does not depend on the thread count */
 enum { RANDOM_PIECE = 16384 };
-static void random_start(double complex *v, size_t len, uint64_t seed, int l, int k)
+static void random_start(double complex *v, size_t len, uint64_t seed, int l, int k, int rank)
 {
+    if (rank)
+        seed = seed * 1000003u + (uint64_t)rank;
     const size_t pieces = (len + RANDOM_PIECE - 1) / RANDOM_PIECE;
 #pragma omp parallel for schedule(static) if (len >= WD_MG_PARALLEL_MIN)
     for (size_t p = 0; p < pieces; ++p) {
@@ -833,8 +940,8 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
     for (int l = 0; l + 1 < m->levels && st == WD_OK; ++l) {
         mg_level *f = &mg->lv[l];
         const double cost = apply_flops(&f->op) * f->op.volume / fine_cost;
-        if ((st = wd_mg_transfer_init(&f->t, l, f->op.dims, f->op.n, m->block[l], m->nvec[l])) !=
-            WD_OK)
+        if ((st = agreed(mg, wd_mg_transfer_init(&f->t, l, f->op.dims, f->op.n, m->block[l],
+                                                 m->nvec[l], f->op.halo.nghost))) != WD_OK)
             break;
         wd_rng rng;
         wd_rng_seed(&rng, m->seed * 1000003u + (uint64_t)l);
@@ -849,7 +956,7 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
              * until the coarse error below; a coarse level's x, where
              * relax's scratch is w), then stored site-major */
             double complex *v = l ? f->x : f->w[1];
-            random_start(v, f->len, m->seed, l, k);
+            random_start(v, f->len, m->seed, l, k, mg->ranks > 1 ? wd_comm_rank() : 0);
             int its;
             double res;
             if (l == 0) {
@@ -861,6 +968,8 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
             } else {
                 res = relax(mg, l, v, m->setup_tol, m->setup_max_iter, &its);
                 stats->fine_applies += cost * (3.0 + 2.0 * its);
+                if (mg->error != WD_OK)
+                    return mg->error;
             }
             wd_mg_vector_set(&f->t, k, v);
             if (res > worst)
@@ -877,22 +986,31 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
             break;
         t_vectors = now_s() - t_step;
         t_step = now_s();
-        if ((st = wd_mg_orthonormalise(&f->t, l)) != WD_OK)
+        if ((st = agreed(mg, wd_mg_orthonormalise(&f->t, l))) != WD_OK)
             break;
         t_orth = now_s() - t_step;
         t_step = now_s();
         const int on_gpu = l == 0 && mg->on_device;
-        if ((st = on_gpu ? coarse_build_gpu(&mg->lv[1].op, &f->op, &f->t)
-                         : wd_mg_coarse_build(&mg->lv[l + 1].op, &f->op, &f->t)) != WD_OK)
+        if ((st = agreed(mg, on_gpu ? coarse_build_gpu(&mg->lv[1].op, &f->op, &f->t)
+                                    : wd_mg_coarse_build(&mg->lv[l + 1].op, &f->op, &f->t))) !=
+            WD_OK)
             break;
         t_build = now_s() - t_step;
         t_step = now_s();
         stats->fine_applies += cost * 2.0 * m->nvec[l];
-        if ((st = level_alloc(mg, l + 1)) != WD_OK)
+        if ((st = agreed(mg, level_alloc(mg, l + 1))) != WD_OK)
             break;
-        memcpy(stats->coarse_dims[l + 1], mg->lv[l + 1].op.dims, sizeof stats->coarse_dims[0]);
-        stats->orth_error[l] = orth_error(&f->t);
+        /* the coarse lattice's global extents */
+        const wd_grid *grid = f->op.halo.grid;
+        for (int mu = 0; mu < 4; ++mu)
+            stats->coarse_dims[l + 1][mu] = mg->lv[l + 1].op.dims[mu] * (grid ? grid->procs[mu] : 1);
+        double orth = orth_error(&f->t);
+        if (mg->ranks > 1 && (st = wd_comm_max(&orth, 1)) != WD_OK)
+            break;
+        stats->orth_error[l] = orth;
         stats->coarse_error[l] = coarse_error(mg, l, &rng);
+        if ((st = mg->error) != WD_OK)
+            break;
         if (m->verbosity >= 1)
             fprintf(stderr, "wdirac multigrid: level %d setup: null vectors %.3f s (%s), "
                     "orthonormalisation %.3f s, coarse operator %.3f s (%s), diagnostics %.3f s\n",
@@ -900,7 +1018,7 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
                     io->in ? "read" : l ? "relaxed on the host" : "relaxed on the backend", t_orth,
                     t_build, on_gpu ? "GPU" : "host", now_s() - t_step);
         if (m->verbosity >= 1) {
-            const int *cd = mg->lv[l + 1].op.dims;
+            const int *cd = stats->coarse_dims[l + 1];
             fprintf(stderr, "wdirac multigrid: level %d -> %d: coarse %dx%dx%dx%d, %d unknowns a "
                     "site; null vectors |A v| / |A v0| <= %.3e (%d of %d above setup_tol %.1e%s); "
                     "||P^dag P - 1|| = %.2e; ||D_c v - P^dag A P v|| / ||D_c v|| = %.2e\n",
@@ -930,9 +1048,11 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
     memset(stats, 0, sizeof *stats);
     wd_status st = check_mg_settings(m);
     wd_solver_host h;
-    if (st == WD_OK && (st = wd_solver_host_view(sv, s, &h)) == WD_OK && h.grid->size > 1)
-        st = wd_fail(WD_ERR_INVALID, "wd_solver_mg_setup: the multigrid runs on one process in "
-                     "this version (the grid has %d ranks)", h.grid->size);
+    if (st == WD_OK && (st = wd_solver_host_view(sv, s, &h)) == WD_OK && h.grid->size > 1 &&
+        (m->save || m->load))
+        st = wd_fail(WD_ERR_INVALID, "wd_solver_mg_setup: saving and loading null vectors "
+                     "(--mg-save, --mg-load) work on one process in this version; the grid has "
+                     "%d ranks", h.grid->size);
     /* every level's checks before anything is built; the coarse links in
      * half when the solver's sloppy precision is half (the whole
      * preconditioner then runs in it), else in single */
@@ -968,30 +1088,38 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
         if ((st = wd_mg_file_create(&io.out, m->save, m->save_overwrite, m, h.dims)) == WD_OK)
             io.saving = 1;
     }
-    wd_mg *mg = st == WD_OK ? calloc(1, sizeof *mg) : NULL;
-    if (st == WD_OK && !mg)
-        st = wd_fail(WD_ERR_NOMEM, "wd_solver_mg_setup: cannot allocate the multigrid");
+    /* the checks above agree on every rank (the same settings and block
+     * extents); an allocation may fail on one rank alone */
+    wd_mg *mg = NULL;
+    if (st == WD_OK) {
+        if (!(mg = calloc(1, sizeof *mg)))
+            st = wd_fail(WD_ERR_NOMEM, "wd_solver_mg_setup: cannot allocate the multigrid");
+        if (h.grid->size > 1)
+            st = wd_comm_agree(st);
+    }
     if (st == WD_OK) {
         mg->set = *m;
         mg->set.save = mg->set.load = NULL;   /* borrowed strings: not kept */
         mg->levels = m->levels;
         mg->dev = dev;
         mg->on_device = on_device;
+        mg->ranks = h.grid->size;
         mg->coarse_precision = coarse_precision;
         mg->mass = s->mass;
         mg->csw = s->csw;
         const double kappa = 0.5 / (4.0 + s->mass);
-        st = wd_mg_fine_init(&mg->fine, &h, kappa, m->gcr_nkrylov);
+        st = agreed(mg, wd_mg_fine_init(&mg->fine, &h, kappa, m->gcr_nkrylov));
         if (st == WD_OK)
-            st = wd_mg_op_fine(&mg->lv[0].op, h.dims, h.gauge, h.clover, kappa, s->tbc);
+            st = wd_mg_op_fine(&mg->lv[0].op, h.dims, h.grid, h.gauge, h.clover, kappa, s->tbc);
         if (st == WD_OK)
             st = level_alloc(mg, 0);
-        memcpy(stats->coarse_dims[0], h.dims, sizeof stats->coarse_dims[0]);
+        st = agreed(mg, st);
+        memcpy(stats->coarse_dims[0], h.grid->dims, sizeof stats->coarse_dims[0]);
         if (st == WD_OK)
             st = setup_levels(mg, m, stats, &io);
         const double t_dev = now_s();
         if (st == WD_OK)
-            st = dev_setup(mg);
+            st = agreed(mg, dev_setup(mg));
         if (st == WD_OK && m->verbosity >= 1)
             fprintf(stderr, "wdirac multigrid: the coarse levels to the %s backend in %.3f s "
                     "(%.1f MB; coarse links in %s)\n", dev->name, now_s() - t_dev,

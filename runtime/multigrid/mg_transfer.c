@@ -53,7 +53,7 @@ wd_status wd_mg_transfer_check(int level, const int fine_dims[4], int n_fine, co
 }
 
 wd_status wd_mg_transfer_init(wd_mg_transfer *t, int level, const int fine_dims[4], int n_fine,
-                              const int block[4], int nvec)
+                              const int block[4], int nvec, size_t ghost_sites)
 {
     memset(t, 0, sizeof *t);
     const wd_status st = wd_mg_transfer_check(level, fine_dims, n_fine, block, nvec,
@@ -67,13 +67,14 @@ wd_status wd_mg_transfer_init(wd_mg_transfer *t, int level, const int fine_dims[
     t->coarse_volume = t->fine_volume / t->block_volume;
     t->n_fine = n_fine;
     t->nvec = nvec;
+    t->ghost_sites = ghost_sites;
     t->agg = malloc(t->fine_volume * sizeof *t->agg);
     t->sites = malloc(t->fine_volume * sizeof *t->sites);
-    t->v = malloc((size_t)nvec * t->fine_volume * n_fine * sizeof *t->v);
+    t->v = malloc((size_t)nvec * (t->fine_volume + ghost_sites) * n_fine * sizeof *t->v);
     if (!t->agg || !t->sites || !t->v) {
         wd_mg_transfer_free(t);
         return wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate %zu bytes for %d null "
-                       "vectors", level, (size_t)nvec * t->fine_volume * n_fine *
+                       "vectors", level, (size_t)nvec * (t->fine_volume + ghost_sites) * n_fine *
                        sizeof(double complex), nvec);
     }
     int *fill = calloc(t->coarse_volume, sizeof *fill);
@@ -240,7 +241,7 @@ static int leaves(const wd_mg_transfer *t, int d, size_t s)
     return (d & 1) ? x % bl == 0 : x % bl == bl - 1;
 }
 
-wd_status wd_mg_coarse_init(wd_mg_op *coarse, const wd_mg_transfer *t)
+wd_status wd_mg_coarse_init(wd_mg_op *coarse, const wd_mg_transfer *t, const wd_grid *grid)
 {
     const int nc = 2 * t->nvec;
     memset(coarse, 0, sizeof *coarse);
@@ -248,39 +249,30 @@ wd_status wd_mg_coarse_init(wd_mg_op *coarse, const wd_mg_transfer *t)
     coarse->volume = t->coarse_volume;
     coarse->n = nc;
     const size_t link_count = coarse->volume * 9 * (size_t)nc * nc;
-    int *nbr = malloc(coarse->volume * WD_MG_DIRS * sizeof *nbr);
-    coarse->links = calloc(link_count, sizeof *coarse->links);
-    if (!nbr || !coarse->links) {
-        free(nbr);
+    wd_status st = wd_mg_halo_init(&coarse->halo, grid, coarse->dims);
+    if (st == WD_OK) {
+        coarse->nbr = wd_mg_halo_neighbours(&coarse->halo);
+        coarse->links = calloc(link_count, sizeof *coarse->links);
+        if (!coarse->nbr || !coarse->links)
+            st = wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate %zu bytes for a coarse "
+                         "operator of %zu sites", link_count * sizeof(double complex),
+                         t->coarse_volume);
+    }
+    if (st != WD_OK)
         wd_mg_op_free(coarse);
-        return wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate %zu bytes for a coarse operator "
-                       "of %zu sites", link_count * sizeof(double complex), t->coarse_volume);
-    }
-    /* the coarse neighbour table, periodic */
-    for (size_t b = 0; b < coarse->volume; ++b) {
-        int c[4];
-        size_t r = b;
-        for (int mu = 0; mu < 4; ++mu) {
-            c[mu] = (int)(r % coarse->dims[mu]);
-            r /= coarse->dims[mu];
-        }
-        for (int d = 0; d < WD_MG_DIRS; ++d) {
-            const int mu = d / 2;
-            int e[4];
-            memcpy(e, c, sizeof e);
-            e[mu] = (c[mu] + ((d & 1) ? coarse->dims[mu] - 1 : 1)) % coarse->dims[mu];
-            nbr[WD_MG_DIRS * b + d] =
-                e[0] + coarse->dims[0] * (e[1] + coarse->dims[1] * (e[2] + coarse->dims[2] * e[3]));
-        }
-    }
-    coarse->nbr = nbr;
-    return WD_OK;
+    return st;
 }
 
-wd_status wd_mg_coarse_build(wd_mg_op *coarse, const wd_mg_op *fine, const wd_mg_transfer *t)
+wd_status wd_mg_coarse_build(wd_mg_op *coarse, wd_mg_op *fine, wd_mg_transfer *t)
 {
     const int n = fine->n, h = n / 2, nv = t->nvec, nc = 2 * nv, bv = t->block_volume;
-    const wd_status st = wd_mg_coarse_init(coarse, t);
+    if (t->ghost_sites != fine->halo.nghost)
+        return wd_fail(WD_ERR_INVALID, "multigrid: the transfer has room for %zu ghost sites, "
+                       "its fine level %zu", t->ghost_sites, fine->halo.nghost);
+    /* the null vectors at the sites across the faces (a hop's source) */
+    wd_status st = wd_mg_halo_exchange(&fine->halo, t->v, (size_t)nv * n * sizeof *t->v);
+    if (st == WD_OK)
+        st = wd_mg_coarse_init(coarse, t, fine->halo.grid);
     if (st != WD_OK)
         return st;
     /* Entry (i, j) of aggregate b's link for term d, i = (chi', k'), j =

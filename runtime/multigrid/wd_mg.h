@@ -7,13 +7,16 @@
  * in wdirac.h.  This header is shared by the module's files and visible to
  * the tests.
  *
- * It runs on one process: the fine level on the solver's backend
- * (wd_mg_fine_*), the solves' transfers and coarse levels on that
- * backend's memory too (wd_mg_dev.h: mg_dev_cpu.c, mg_dev_cuda.cu), and
- * the setup on host fields in float64 with every level's host operator
- * (the fine one for the coarse build and the diagnostics); the host
- * operators and transfers below are also the references the tests judge
- * the backends' against.  The fine level is the
+ * It runs on any process grid (each rank its block of every level: the
+ * aggregates lie inside a block, and a level's hops across the
+ * partitioned faces read ghost sites that wd_mg_halo fills through the
+ * comm module): the fine level on the solver's backend (wd_mg_fine_*),
+ * the solves' transfers and coarse levels on that backend's memory too
+ * (wd_mg_dev.h: mg_dev_cpu.c, mg_dev_cuda.cu), and the setup on host
+ * fields in float64 with every level's host operator (the fine one for
+ * the coarse build and the diagnostics); the host operators and
+ * transfers below are also the references the tests judge the backends'
+ * against.  The fine level is the
  * kappa-normalised operator
  *   A = M / (4+m) = L - kappa D      (L = 1 Wilson, the clover A with c_sw)
  * of the caller's links, in the DeGrand-Rossi basis, where
@@ -23,6 +26,7 @@
  * every level the first half of a site's components has g5 = +1.
  *
  * The externally accessible functions are
+ *   wd_mg_halo_*       a level's faces and ghost sites on a grid (mg_halo.c)
  *   wd_mg_op_fine      a level operator from host links (and clover blocks)
  *   wd_mg_op_free      release a level operator's storage
  *   wd_mg_op_apply     out = A in on a level (every site)
@@ -57,6 +61,7 @@
 #include <stdio.h>
 
 #include "wd_backend.h"
+#include "wd_comm.h"
 #include "wd_file_write.h"
 #include "wd_solver.h"
 #include "wdirac.h"
@@ -73,6 +78,45 @@ enum { WD_MG_DIRS = 8, WD_MG_LOCAL = 8 };
 #define WD_MG_PARALLEL_MIN 65536
 
 /*
+ * A level's block on a process grid (mg_halo.c).  The block's `volume`
+ * sites (lexicographic in dims, x fastest) are followed in a field by
+ * `nghost` ghost sites: for each dimension the grid partitions
+ * (grid->partitioned[mu]; face[mu] = volume / dims[mu] sites, 0 where it
+ * is not), the face (mu, WD_FWD) from ghost[mu][WD_FWD] on, holding the
+ * sites x + mu of the block's last slice in mu, then (mu, WD_BWD), the
+ * sites x - mu of its first slice; a face's sites in lexicographic order
+ * of the other three coordinates.  send[i] is the block's site whose
+ * value the neighbour holds as its ghost volume + i, so that
+ *   send_buffer[i] = field[send[i]]   (i < nghost)
+ * swapped with the neighbours is the ghost region as it lies.  grid NULL
+ * (or one that partitions nothing): no ghosts, every hop periodic inside
+ * the block.
+ */
+typedef struct wd_mg_halo {
+    const wd_grid *grid;         /* borrowed (NULL: one process) */
+    int dims[4];
+    size_t volume, nghost;
+    int face[4];
+    size_t ghost[4][2];
+    int *send;                   /* nghost sites */
+    void *buf;                   /* wd_mg_halo_exchange's faces */
+    size_t buf_bytes;
+} wd_mg_halo;
+
+wd_status wd_mg_halo_init(wd_mg_halo *h, const wd_grid *grid, const int dims[4]);
+void wd_mg_halo_free(wd_mg_halo *h);
+/* nbr[8 s + d] (malloc'ed; NULL when out of memory): the site x + d of the
+ * block or its ghost across a partitioned face */
+int *wd_mg_halo_neighbours(const wd_mg_halo *h);
+/* Collective over the grid: send (nghost sites of site_bytes, gathered by
+ * send[]) to the neighbours, their faces into recv (nghost sites, the
+ * ghost order).  Host buffers. */
+wd_status wd_mg_halo_swap(const wd_mg_halo *h, const void *send, void *recv, size_t site_bytes);
+/* Collective: a host field's (volume + nghost sites of site_bytes) ghost
+ * sites from the neighbours' blocks (a no-op without ghosts). */
+wd_status wd_mg_halo_exchange(wd_mg_halo *h, void *field, size_t site_bytes);
+
+/*
  * One level's operator on host fields of `n` complex components a site,
  * sites in lexicographic order of dims (x fastest):
  *   (A in)(x) = L(x) in(x) + sum_d H_d(x) in(x + d)
@@ -81,14 +125,22 @@ enum { WD_MG_DIRS = 8, WD_MG_LOCAL = 8 };
  * boundary sign on a hop across t = T-1 <-> 0; L = 1 or the clover A.
  * A coarse level: links[site][9][n][n], the 8 hops then the local block,
  * periodic in every direction (the fine sign is inside the links).
+ * On a grid the operator is this rank's block (dims the local extents):
+ * an input field holds volume + halo.nghost sites, and the hops across
+ * the partitioned faces read its ghost sites, which the caller fills
+ * (wd_mg_halo_exchange) before an application; the fine level keeps its
+ * own copy of the links with their ghosts (the backward hops' links).
  */
 typedef struct wd_mg_op {
     int dims[4];
     size_t volume;
     int n;
-    int *nbr;                    /* nbr[8 * site + d]: the site x + d */
+    wd_mg_halo halo;
+    int *nbr;                    /* nbr[8 * site + d]: the site x + d (a ghost across a face) */
     /* fine */
-    const double complex *u;     /* [site][mu][3][3] (borrowed) */
+    const double complex *u;     /* [site][mu][3][3] (borrowed, or u_own on a grid) */
+    double complex *u_own;       /* the links with their ghost sites */
+    int t0, nt;                  /* the block's first global time slice, the global T */
     const double *clover;        /* NULL or A's host blocks (clover_field.h; borrowed) */
     double kappa;
     int tbc;
@@ -97,7 +149,9 @@ typedef struct wd_mg_op {
     double complex *links;       /* owned */
 } wd_mg_op;
 
-wd_status wd_mg_op_fine(wd_mg_op *op, const int dims[4], const double *gauge,
+/* grid NULL: one process, dims the whole lattice; else dims = grid->local
+ * and gauge, clover the block's (collective: the links' ghosts) */
+wd_status wd_mg_op_fine(wd_mg_op *op, const int dims[4], const wd_grid *grid, const double *gauge,
                         const double *clover, double kappa, int tbc);
 void wd_mg_op_free(wd_mg_op *op);
 void wd_mg_op_apply(const wd_mg_op *op, double complex *out, const double complex *in);
@@ -126,6 +180,7 @@ typedef struct wd_mg_transfer {
     int *agg;                    /* fine site -> coarse site */
     int *sites;                  /* the fine sites of coarse site b: sites[b * bv .. + bv) */
     int block_volume;
+    size_t ghost_sites;          /* v's room for the fine level's ghosts (the coarse build's) */
     double complex *v;
 } wd_mg_transfer;
 
@@ -134,7 +189,7 @@ typedef struct wd_mg_transfer {
  * when it is < 1 or larger than an aggregate's dimension per chirality
  * (block volume x n_fine / 2); WD_ERR_NOMEM.  `level` is for messages. */
 wd_status wd_mg_transfer_init(wd_mg_transfer *t, int level, const int fine_dims[4], int n_fine,
-                              const int block[4], int nvec);
+                              const int block[4], int nvec, size_t ghost_sites);
 /* the same checks alone, and the coarse extents */
 wd_status wd_mg_transfer_check(int level, const int fine_dims[4], int n_fine, const int block[4],
                                int nvec, int coarse_dims[4]);
@@ -150,11 +205,14 @@ void wd_mg_restrict(const wd_mg_transfer *t, double complex *coarse, const doubl
 /* coarse = the operator P^dag A P of fine's level, built from fine's hops
  * and local term applied to each chirality-projected null vector: a hop
  * that leaves an aggregate goes to that direction's link, one that stays
- * inside it to the local block.  coarse is allocated here. */
-wd_status wd_mg_coarse_build(wd_mg_op *coarse, const wd_mg_op *fine, const wd_mg_transfer *t);
-/* coarse's extents, neighbour table and zeroed links for t's coarse level
- * (what wd_mg_coarse_build fills; WD_ERR_NOMEM) */
-wd_status wd_mg_coarse_init(wd_mg_op *coarse, const wd_mg_transfer *t);
+ * inside it to the local block.  coarse is allocated here, on fine's
+ * grid.  On a grid (collective) the null vectors' ghost sites are
+ * exchanged first (t->ghost_sites must be fine's halo.nghost). */
+wd_status wd_mg_coarse_build(wd_mg_op *coarse, wd_mg_op *fine, wd_mg_transfer *t);
+/* coarse's extents, neighbour table (with ghosts on a grid) and zeroed
+ * links for t's coarse level (what wd_mg_coarse_build fills;
+ * WD_ERR_NOMEM) */
+wd_status wd_mg_coarse_init(wd_mg_op *coarse, const wd_mg_transfer *t, const wd_grid *grid);
 
 /* <x, y> = sum conj(x) y and |x|^2 over n complex numbers, summed in
  * fixed chunks and then in chunk order: the same bits for any thread count */

@@ -66,12 +66,14 @@ enum { WD_MG_DEV_MULTI = 16 };
 
 typedef struct wd_mg_dev_level {
     wd_coarse_layout layout;     /* volume, nvec (n = 2 nvec), precision 4 or 2 */
-    const int *nbr;              /* nbr[8 s + d] */
+    int nghost;                  /* on a grid: the input's ghost sites after volume */
+    const int *nbr;              /* nbr[8 s + d] (volume + i: ghost i) */
     const void *links;           /* packed links */
     const float *link_norm;      /* half links: one norm a block; else NULL */
     /* half (precision 2): two 16-bit fields of the layout with their site
-     * norms, into which apply rounds its single input and from which it
-     * reads the half kernel's output back to single */
+     * norms (volume + nghost sites), into which apply rounds its single
+     * input, ghosts too, and from which it reads the half kernel's output
+     * back to single */
     void *hin, *hout;
     float *hin_norm, *hout_norm;
 } wd_mg_dev_level;
@@ -93,7 +95,8 @@ typedef struct wd_mg_dev_ops {
     wd_status (*d2h)(void *dst, const void *src, size_t bytes);
     /* out = D_c in on every site through the generated coarse kernel of
      * the level's layout (WD_ERR_NOT_BUILT naming it when the build lacks
-     * it); out may not alias in.  Half links: in rounded to the 16-bit
+     * it); out may not alias in, whose nghost ghost sites the caller has
+     * filled.  Half links: in rounded to the 16-bit
      * layout first (a site's norm its largest |real|, as the kernels
      * store), the half kernel, its output widened to single. */
     wd_status (*apply)(const wd_mg_dev_level *lv, float *out, const float *in);
@@ -117,6 +120,9 @@ typedef struct wd_mg_dev_ops {
     /* y += a x, then *norm2 = |y|^2 of y as stored */
     wd_status (*caxpy_norm2)(int volume, int n, wd_complex a, const float *x, float *y,
                              double *norm2);
+    /* out[i] = in[sites[i]] for i < count: whole sites of `floats` floats
+     * (a field's faces gathered for the neighbours) */
+    wd_status (*gather)(int count, int floats, const int *sites, const float *in, float *out);
     /* coarse = P^dag fine, fine = P coarse (t's fine layout) */
     wd_status (*restrict_)(const wd_mg_dev_transfer *t, float *coarse, const void *fine);
     wd_status (*prolong)(const wd_mg_dev_transfer *t, void *fine, const float *coarse);
@@ -126,17 +132,32 @@ extern const wd_mg_dev_ops wd_mg_dev_cpu_ops;
 /* the CUDA implementation, or NULL in a build without CUDA */
 const wd_mg_dev_ops *wd_mg_dev_cuda_ops(void);
 
+/* Collective over h's grid: the ghost sites of a field of floats floats a
+ * site in d's memory (volume + nghost sites), from the neighbours: the
+ * faces gathered there by the site list dsend (h->send uploaded) into
+ * dface (nghost sites), moved to the host (hface: 2 nghost sites, sent
+ * then received), swapped (wd_mg_halo_swap) and put into the field's
+ * ghost region.  A no-op without ghosts (mg_halo.c). */
+struct wd_mg_halo;
+wd_status wd_mg_halo_exchange_dev(const struct wd_mg_halo *h, const wd_mg_dev_ops *d,
+                                  const int *dsend, float *dface, float *hface, float *field,
+                                  int floats);
+
 /*
  * The first coarse operator D_c = P^dag A P built on the GPU in float64
  * (mg_build_cuda.cu): the same links as wd_mg_coarse_build (wd_mg.h) of
  * the fine level (12 components a site) to rounding, from host arrays:
- *   fine:  dims, volume, nbr[8 x + d] (wd_mg_op's neighbour table), the
- *          links u ([site][mu][3][3] complex double, interleaved), the
+ *   fine:  dims, volume, nghost, nbr[8 x + d] (wd_mg_op's neighbour
+ *          table, ghosts from volume on), t0 and nt (the block's first
+ *          global time slice and the global T), the links u
+ *          ([site][mu][3][3] complex double, interleaved; volume + nghost
+ *          sites, the ghosts filled), the
  *          clover blocks (clover_field.h's host format, WD_CLOVER_SITE_REALS
  *          doubles a site) or NULL, kappa, tbc (+1 / -1): wd_mg_op's
  *          fine fields;
  *   the transfer: nvec, block_volume, coarse_volume, agg[x], sites[b bv +
- *          j], v (site-major complex double, wd_mg_transfer's v);
+ *          j], v (site-major complex double, wd_mg_transfer's v, its
+ *          ghost sites filled);
  *   links: out, host, coarse_volume x 9 x (2 nvec)^2 complex double in
  *          wd_mg_op's coarse order (8 hops then the local block, each
  *          row-major, row (chi', k') and column (chi, k)), every entry
@@ -146,7 +167,8 @@ const wd_mg_dev_ops *wd_mg_dev_cuda_ops(void);
  */
 typedef struct wd_mg_build_fine {
     int dims[4];
-    size_t volume;
+    size_t volume, nghost;
+    int t0, nt;
     const int *nbr;
     const double *u;
     const double *clover;
