@@ -376,10 +376,13 @@ typedef enum wd_mg_cycle {
  * carries 2 nvec[l] unknowns.  Null vectors: nvec[l] random vectors (seeded)
  * relaxed on the homogeneous system of level l (CG on the normal equations
  * to setup_tol or setup_max_iter iterations), then block-orthonormalised.
- * This first version runs on one process: the fine level (outer GCR,
- * smoother, relaxation) on the solver's backend, the transfers and the
- * coarse levels on the host in float64; the true residual is checked as
- * for every solver.
+ * It runs on the solver's process grid (each rank its block of every
+ * level: block[l] divides the local extents): the fine level (outer
+ * GCR, smoother, relaxation), the transfers and the coarse levels on the
+ * solver's backend, the setup's orthonormalisation, coarse builds and
+ * diagnostics in float64 (the first coarse build on the GPU with the CUDA
+ * backend); the true residual is checked as for every solver.  save and
+ * load work on one process in this version.
  */
 typedef struct wd_mg_settings {
     int levels;                         ///< 2: levels, the fine one included (2 .. WD_MG_MAX_LEVELS)

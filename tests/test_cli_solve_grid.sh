@@ -10,8 +10,11 @@
 #     process's; the same grid twice: byte-identical solutions;
 #   - bad grids (not dividing, wrong product, odd local extent): exit 2 from
 #     every rank, the dimension named, no output file;
-#   - --mg on 2 ranks (the multigrid runs on one process in this version):
-#     exit 2 with the reason, within a time limit (no hang), no output file.
+#   - --mg on 1, 2 (T split) and 4 ranks (Z x T): true residual <= tol and
+#     x within 100 tol of one process's Krylov solution (the iterations
+#     may differ: each rank draws its own null vectors' starts);
+#     --mg-save on 2 ranks (one process only in this version): exit 2 with
+#     the reason, within a time limit (no hang), no output file.
 # One line per check; "N of M failed" last; exit 1 on any failure.
 set -u
 wdirac=$1
@@ -109,15 +112,46 @@ bad 2 ranks 2 2 2 1
 bad 2 T 1 1 1 8
 bad 4 Z 1 1 4 1
 
-# --mg on a grid: refused alike on every rank (wd_solver_mg_setup's
+# --mg on grids: the one-process Krylov solution (rando-1), iterations free
+mgcompare() {   # mgcompare NAME REF
+    python3 - "$tmp/$1" "$tmp/$2" <<'PY'
+import json, sys
+import numpy as np
+a, b = sys.argv[1], sys.argv[2]
+ja = json.load(open(a + ".json"))
+ra = ja["result"]
+xa, xb = np.load(a + ".npy"), np.load(b + ".npy")
+diff = np.linalg.norm(xa - xb) / np.linalg.norm(xb)
+ok = ra["status"] == "ok" and ra["true_residual"] <= ja["tol"] and diff <= 100 * ja["tol"]
+print(f"it {ra['iterations']}, true {ra['true_residual']:.2e}, |dx|/|x| {diff:.1e}, "
+      f"ranks {ja['ranks']}, grid {ja['grid']}")
+sys.exit(0 if ok else 1)
+PY
+}
+for g in "1 1 1 1 1" "2 1 1 1 2" "4 1 1 2 2"; do
+    set -- $g
+    n=$1
+    shift
+    name="mg-$n"
+    timeout 300 "${mpi[@]}" -n "$n" "$wdirac" solve --gauge "$tmp/cfg" --kappa 0.12 --tol 1e-10 \
+        --random 11 --backend cpu --quiet --grid "$@" --mg --mg-block 2 --mg-nvec 8 \
+        --mg-setup-iter 20 --out "$tmp/$name.npy" --json "$tmp/$name.json" > "$tmp/$name.log" 2>&1
+    rc=$?
+    out=$(mgcompare "$name" rando-1 2>&1)
+    crc=$?
+    check "--mg on $n rank(s), grid $*: the one-process solution" $((rc | crc)) \
+        "$out $(grep -m1 'wdirac' "$tmp/$name.log")"
+done
+# --mg-save on a grid: refused alike on every rank (wd_solver_mg_setup's
 # WD_ERR_INVALID, agreed), so mpiexec returns 2 rather than hanging
 timeout 120 "${mpi[@]}" -n 2 "$wdirac" solve --gauge "$tmp/cfg" --kappa 0.12 --random 1 \
     --backend cpu --grid 1 1 1 2 --mg --mg-block 2 --mg-nvec 8 --mg-setup-iter 20 \
-    --out "$tmp/mg.npy" > "$tmp/mg.log" 2>&1
+    --mg-save "$tmp/mg.nv" --out "$tmp/mg.npy" > "$tmp/mg.log" 2>&1
 rc=$?
-grep -q "multigrid runs on one process" "$tmp/mg.log" && [ $rc -eq 2 ] && [ ! -e "$tmp/mg.npy" ]
-check "--mg on 2 ranks: exit 2, the reason said, no hang, no file" $? \
-    "rc $rc: $(grep -m1 'wdirac solve: --mg' "$tmp/mg.log")"
+grep -q "work on one process" "$tmp/mg.log" && [ $rc -eq 2 ] && [ ! -e "$tmp/mg.npy" ] &&
+    [ ! -e "$tmp/mg.nv" ]
+check "--mg-save on 2 ranks: exit 2, the reason said, no hang, no file" $? \
+    "rc $rc: $(grep -m1 'wdirac' "$tmp/mg.log")"
 
 echo "$failed of $run failed"
 [ "$failed" -eq 0 ]

@@ -248,8 +248,8 @@ class Solver:
     max_stall, divergence, accumulator, tbc, pad, verbosity).
 
     mg (a dict; solver='mg' alone takes the defaults) solves with the
-    multigrid instead (flexible GCR preconditioned by its cycle; host
-    float64 on one process in this version): keys are wd_mg_settings'
+    multigrid instead (flexible GCR preconditioned by its cycle, on the
+    solver's backend and process grid): keys are wd_mg_settings'
     fields, levels, block (B, (X, Y, Z, T) or a list of those, one a level
     from the fine one down), nvec (N or a list), setup_tol,
     setup_max_iter, pre_smooth, post_smooth, cycle ('v' or 'k'),
