@@ -1057,6 +1057,13 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
      * half when the solver's sloppy precision is half (the whole
      * preconditioner then runs in it), else in single */
     const int coarse_precision = st == WD_OK && h.g_sloppy->precision == 2 ? 2 : 4;
+    /* on a grid rank 0 alone prints the setup's and the solves' lines */
+    wd_mg_settings quiet;
+    if (st == WD_OK && h.grid->size > 1 && wd_comm_rank() != 0) {
+        quiet = *m;
+        quiet.verbosity = 0;
+        m = &quiet;
+    }
     int dims[4], n = 12;
     memcpy(dims, h.dims, sizeof dims);
     for (int l = 0; st == WD_OK && l + 1 < m->levels; ++l) {
@@ -1169,7 +1176,9 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
     if (st != WD_OK)
         return st;
     double rel;
-    const int it = gcr_fine(mg, s->tol, s->max_iter, mg->set.verbosity >= 2 || s->verbosity >= 3,
+    const int loud = (mg->set.verbosity >= 2 || s->verbosity >= 3) &&
+                     (mg->ranks == 1 || wd_comm_rank() == 0);
+    const int it = gcr_fine(mg, s->tol, s->max_iter, loud,
                             &rel, &st);
     const wd_status xst = wd_mg_fine_to_host(f, (double complex *)x, &f->x);
     if (xst != WD_OK)
