@@ -168,7 +168,9 @@ typedef enum wd_backend_kind {
 
 /* WD_OK when this process can open a backend of this kind (CPU: always;
  * CUDA: a usable GPU in a build with CUDA), else the reason
- * (WD_ERR_NO_DEVICE, WD_ERR_CUDA) with its message. */
+ * (WD_ERR_NO_DEVICE, WD_ERR_CUDA) with its message.  With several ranks
+ * (wd_ranks() > 1) a CUDA probe is collective: every rank first takes the
+ * GPU of its place on its node, the one its process grid will run on. */
 wd_status wd_backend_probe(wd_backend_kind kind);
 
 typedef enum wd_solver_type {

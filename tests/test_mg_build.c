@@ -131,7 +131,8 @@ static void test_case(uint64_t seed, const int dims[4], const int block[4], int 
         double complex *gpu = xalloc(count * sizeof *gpu), *again = xalloc(count * sizeof *again);
         const wd_mg_build_fine bf = {.dims = {dims[0], dims[1], dims[2], dims[3]},
                                      .volume = vol, .nbr = fine.nbr, .u = (const double *)u,
-                                     .clover = blocks, .kappa = kappa, .tbc = tbc};
+                                     .clover = blocks, .kappa = kappa, .tbc = tbc,
+                                     .t0 = 0, .nt = dims[3]};
         poison(gpu, count);
         poison(again, count);
         st = wd_mg_coarse_build_cuda(&bf, nvec, t.block_volume, t.coarse_volume, t.agg, t.sites,

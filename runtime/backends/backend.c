@@ -100,6 +100,14 @@ wd_status wd_backend_agree(wd_status st)
 
 wd_status wd_backend_probe(wd_backend_kind kind)
 {
+    /* several ranks: each probes the GPU it will run on (a probe on GPU 0
+     * would bind every rank's CUDA work to GPU 0 before the grid's
+     * backend could choose) */
+    if (kind == WD_BACKEND_CUDA && wd_comm_size() > 1) {
+        const wd_status sel = wd_backend_cuda_select();
+        if (sel != WD_OK)
+            return sel;
+    }
     wd_backend be;
     const wd_status st = wd_backend_open(&be, kind, (const int[4]){4, 4, 4, 4}, 0);
     if (st == WD_OK)
