@@ -10,9 +10,10 @@
 #     process's; the same grid twice: byte-identical solutions;
 #   - bad grids (not dividing, wrong product, odd local extent): exit 2 from
 #     every rank, the dimension named, no output file;
-#   - --mg on 1, 2 (T split) and 4 ranks (Z x T): true residual <= tol and
-#     x within 100 tol of one process's Krylov solution (the iterations
-#     may differ: each rank draws its own null vectors' starts);
+#   - --mg on 1, 2 (T split) and 4 ranks (Z x T): true residual <= tol,
+#     x within 100 tol of one process's Krylov solution, and the grids'
+#     outer and coarse iterations those of one process (the null vectors'
+#     starts are one global field on every grid);
 #     --mg-save on 2 ranks (one process only in this version): exit 2 with
 #     the reason, within a time limit (no hang), no output file.
 # One line per check; "N of M failed" last; exit 1 on any failure.
@@ -112,18 +113,23 @@ bad 2 ranks 2 2 2 1
 bad 2 T 1 1 1 8
 bad 4 Z 1 1 4 1
 
-# --mg on grids: the one-process Krylov solution (rando-1), iterations free
-mgcompare() {   # mgcompare NAME REF
-    python3 - "$tmp/$1" "$tmp/$2" <<'PY'
+# --mg on grids: the one-process Krylov solution (rando-1) and the
+# one-process multigrid's iterations (mg-1)
+mgcompare() {   # mgcompare NAME REF MGREF
+    python3 - "$tmp/$1" "$tmp/$2" "$tmp/$3" <<'PY'
 import json, sys
 import numpy as np
-a, b = sys.argv[1], sys.argv[2]
-ja = json.load(open(a + ".json"))
-ra = ja["result"]
+a, b, c = sys.argv[1], sys.argv[2], sys.argv[3]
+ja, jc = json.load(open(a + ".json")), json.load(open(c + ".json"))
+ra, rc = ja["result"], jc["result"]
 xa, xb = np.load(a + ".npy"), np.load(b + ".npy")
 diff = np.linalg.norm(xa - xb) / np.linalg.norm(xb)
-ok = ra["status"] == "ok" and ra["true_residual"] <= ja["tol"] and diff <= 100 * ja["tol"]
-print(f"it {ra['iterations']}, true {ra['true_residual']:.2e}, |dx|/|x| {diff:.1e}, "
+same = (ra["iterations"] == rc["iterations"]
+        and ra.get("mg_iterations") == rc.get("mg_iterations"))
+ok = (ra["status"] == "ok" and ra["true_residual"] <= ja["tol"] and diff <= 100 * ja["tol"]
+      and same)
+print(f"it {ra['iterations']} {ra.get('mg_iterations')} (one process {rc['iterations']} "
+      f"{rc.get('mg_iterations')}), true {ra['true_residual']:.2e}, |dx|/|x| {diff:.1e}, "
       f"ranks {ja['ranks']}, grid {ja['grid']}")
 sys.exit(0 if ok else 1)
 PY
@@ -137,9 +143,9 @@ for g in "1 1 1 1 1" "2 1 1 1 2" "4 1 1 2 2"; do
         --random 11 --backend cpu --quiet --grid "$@" --mg --mg-block 2 --mg-nvec 8 \
         --mg-setup-iter 20 --out "$tmp/$name.npy" --json "$tmp/$name.json" > "$tmp/$name.log" 2>&1
     rc=$?
-    out=$(mgcompare "$name" rando-1 2>&1)
+    out=$(mgcompare "$name" rando-1 mg-1 2>&1)
     crc=$?
-    check "--mg on $n rank(s), grid $*: the one-process solution" $((rc | crc)) \
+    check "--mg on $n rank(s), grid $*: one process's solution and iterations" $((rc | crc)) \
         "$out $(grep -m1 'wdirac' "$tmp/$name.log")"
 done
 # --mg-save on a grid: refused alike on every rank (wd_solver_mg_setup's

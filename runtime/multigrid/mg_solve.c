@@ -30,8 +30,9 @@
  * gathered on the backend, moved through the host and the comm module,
  * and put back), and every reduction is summed over the ranks in rank
  * order (wd_comm_sum), so that every rank takes the same steps.  The
- * null vectors' random starts are drawn per rank (seeded by the rank
- * too): a solve's bits depend on the grid, as the Krylov solvers' do.
+ * null vectors' random starts are the same global field on every grid
+ * (seeded per global site); a solve's bits still depend on the grid
+ * through the order of the global sums, as the Krylov solvers' do.
  *
  * Null vectors: from nvec seeded random fields v, each relaxed on the
  * homogeneous system A v = 0 by CG on the normal equations (the fine
@@ -902,24 +903,36 @@ static wd_status coarse_build_gpu(wd_mg_op *coarse, wd_mg_op *fine, wd_mg_transf
     return st;
 }
 
-/* null vector k's random start on level l: Gaussian complex numbers, each
- * piece of RANDOM_PIECE from its own stream seeded by (seed, l, k, piece)
- * and on a grid the rank, so the pieces fill in parallel and the field
- * does not depend on the thread count */
-enum { RANDOM_PIECE = 16384 };
-static void random_start(double complex *v, size_t len, uint64_t seed, int l, int k, int rank)
+/* null vector k's random start on level l: Gaussian complex numbers,
+ * each site's from its own stream seeded by (seed, l, k, the site's
+ * global index on level l), so that the sites fill in parallel and the
+ * field is the same for any thread count and any process grid (each rank
+ * draws its block of the one global field) */
+static void random_start(const wd_mg *mg, int l, int k, double complex *v)
 {
-    if (rank)
-        seed = seed * 1000003u + (uint64_t)rank;
-    const size_t pieces = (len + RANDOM_PIECE - 1) / RANDOM_PIECE;
-#pragma omp parallel for schedule(static) if (len >= WD_MG_PARALLEL_MIN)
-    for (size_t p = 0; p < pieces; ++p) {
-        wd_rng r;
-        wd_rng_seed(&r, ((seed * 1000003u + (uint64_t)l) * 1000003u + (uint64_t)k) * 1000003u + p);
-        const size_t end = (p + 1) * RANDOM_PIECE < len ? (p + 1) * RANDOM_PIECE : len;
-        for (size_t i = p * RANDOM_PIECE; i < end; ++i) {
-            const double re = wd_rng_normal(&r);
-            v[i] = CMPLX(re, wd_rng_normal(&r));
+    const wd_mg_op *op = &mg->lv[l].op;
+    const wd_grid *g = op->halo.grid;
+    const int n = op->n, *d = op->dims;
+    int ext[4], org[4];
+    for (int mu = 0; mu < 4; ++mu) {
+        ext[mu] = d[mu] * (g ? g->procs[mu] : 1);
+        org[mu] = g ? g->coord[mu] * d[mu] : 0;
+    }
+    const uint64_t base = ((mg->set.seed * 1000003u + (uint64_t)l) * 1000003u + (uint64_t)k) *
+                          1000003u;
+#pragma omp parallel for schedule(static) if (op->volume * n >= WD_MG_PARALLEL_MIN)
+    for (size_t s = 0; s < op->volume; ++s) {
+        size_t r = s, global = 0, stride = 1;
+        for (int mu = 0; mu < 4; ++mu) {
+            global += stride * (size_t)(org[mu] + (int)(r % d[mu]));
+            stride *= ext[mu];
+            r /= d[mu];
+        }
+        wd_rng rng;
+        wd_rng_seed(&rng, base + global);
+        for (int i = 0; i < n; ++i) {
+            const double re = wd_rng_normal(&rng);
+            v[s * n + i] = CMPLX(re, wd_rng_normal(&rng));
         }
     }
 }
@@ -956,7 +969,7 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
              * until the coarse error below; a coarse level's x, where
              * relax's scratch is w), then stored site-major */
             double complex *v = l ? f->x : f->w[1];
-            random_start(v, f->len, m->seed, l, k, mg->ranks > 1 ? wd_comm_rank() : 0);
+            random_start(mg, l, k, v);
             int its;
             double res;
             if (l == 0) {
