@@ -7,6 +7,7 @@
  * The externally accessible functions are
  *   wd_mg_fine_init / _free   fields and operators on the solver's backend
  *   wd_mg_fine_apply          out = A in in the outer precision
+ *   wd_mg_fine_apply_k        out = A in in the Krylov precision (single)
  *   wd_mg_fine_smooth         e ~ A^-1 r: MR steps on the Schur complement in
  *                             the sloppy precision, the odd sites reconstructed
  *   wd_mg_fine_nullvec        relax a random start on A v = 0 (CG on the
@@ -43,6 +44,47 @@ static void pair_destroy(wd_backend *be, wd_mg_pair *p)
     wd_field_destroy(be, &p->o);
 }
 
+/* A in `precision`: the solver's links of that precision, or links of
+ * its own from the host ones (the outer reconstruction), and the clover A */
+static wd_status op_init(wd_mg_fine *f, wd_mg_fine_op *op, const wd_solver_host *h,
+                         int precision)
+{
+    wd_backend *be = f->be;
+    wd_status st = WD_OK;
+    op->precision = precision;
+    if (precision == h->g_outer->precision)
+        op->g = h->g_outer;
+    else if (precision == h->g_sloppy->precision)
+        op->g = h->g_sloppy;
+    else if ((st = wd_gauge_create(be, &op->gown, h->gauge, precision, h->g_outer->recon, 0,
+                                   h->g_outer->tbc)) == WD_OK)
+        op->g = &op->gown;
+    if (st != WD_OK)
+        return st;
+    op->xpay = wd_variant_find_axes(precision, op->g->recon, 0, 0, 1);
+    if (op->xpay < 0)
+        return wd_fail(WD_ERR_NOT_BUILT, "multigrid: the Dslash variant of precision %d, "
+                       "reconstruction %d, xpay is not in this build", precision, op->g->recon);
+    if (!f->clover)
+        return WD_OK;
+    op->cl_site = wd_variant_find_op(WD_OP_CLOVER, precision, 0, 0, 0, 0);
+    if (op->cl_site < 0)
+        return wd_fail(WD_ERR_NOT_BUILT, "multigrid: the clover kernel of precision %d is not "
+                       "in this build", precision);
+    if ((st = pair_create(be, &op->t, precision)) != WD_OK)
+        return st;
+    return wd_clover_create(be, &op->a, h->clover, precision);
+}
+
+static void op_free(wd_backend *be, wd_mg_fine_op *op)
+{
+    pair_destroy(be, &op->t);
+    wd_clover_destroy(be, &op->a);
+    if (op->g == &op->gown)
+        wd_gauge_destroy(be, &op->gown);
+    memset(op, 0, sizeof *op);
+}
+
 wd_status wd_mg_fine_init(wd_mg_fine *f, const wd_solver_host *h, double kappa, int nkrylov)
 {
     memset(f, 0, sizeof *f);
@@ -50,27 +92,32 @@ wd_status wd_mg_fine_init(wd_mg_fine *f, const wd_solver_host *h, double kappa, 
         return wd_fail(WD_ERR_INVALID, "multigrid: the solver fixes the temporal gauge on a "
                        "level; create it with gauge_fix 0 and sloppy_gauge_fix 0 for WD_SOLVER_MG");
     wd_backend *be = f->be = h->be;
-    f->g = h->g_outer;
     f->kappa = kappa;
     f->clover = h->clover != NULL;
     f->nk = nkrylov;
     const int po = h->g_outer->precision, ps = h->g_sloppy->precision;
-    f->xpay = wd_variant_find_axes(po, h->g_outer->recon, 0, 0, 1);
-    if (f->xpay < 0)
-        return wd_fail(WD_ERR_NOT_BUILT, "multigrid: the Dslash variant of precision %d, "
-                       "reconstruction %d, xpay is not in this build", po, h->g_outer->recon);
-    wd_status st = WD_OK;
+    /* the Krylov space in single (the outer precision when that is lower):
+     * half the bytes of double, and a half sloppy precision keeps it */
+    f->kp = po < 4 ? po : 4;
+    wd_status st = op_init(f, &f->outer, h, po);
+    if (st == WD_OK)
+        st = op_init(f, &f->krylov, h, f->kp);
+    if (st != WD_OK)
+        return st;
     f->z = calloc((size_t)nkrylov, sizeof *f->z);
     f->q = calloc((size_t)nkrylov, sizeof *f->q);
     f->host = malloc(wd_volume(h->dims) * 24 * sizeof *f->host);
     if (!f->z || !f->q || !f->host)
         return wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the fine level's bookkeeping");
-    wd_mg_pair *outer[] = {&f->x, &f->b, &f->r, &f->t, &f->u};
+    wd_mg_pair *outer[] = {&f->x, &f->b, &f->r};
     for (size_t i = 0; i < sizeof outer / sizeof *outer && st == WD_OK; ++i)
         st = pair_create(be, outer[i], po);
+    wd_mg_pair *krylov[] = {&f->rk, &f->xk, &f->u};
+    for (size_t i = 0; i < sizeof krylov / sizeof *krylov && st == WD_OK; ++i)
+        st = pair_create(be, krylov[i], f->kp);
     for (int k = 0; k < nkrylov && st == WD_OK; ++k)
-        if ((st = pair_create(be, &f->z[k], po)) == WD_OK)
-            st = pair_create(be, &f->q[k], po);
+        if ((st = pair_create(be, &f->z[k], f->kp)) == WD_OK)
+            st = pair_create(be, &f->q[k], f->kp);
     if (st == WD_OK)
         st = pair_create(be, &f->rs, ps);
     if (st == WD_OK)
@@ -82,17 +129,9 @@ wd_status wd_mg_fine_init(wd_mg_fine *f, const wd_solver_host *h, double kappa, 
         return st;
     if ((st = wd_eo_op_init(&f->op, be, h->g_sloppy, kappa, &f->tmp_s, 1)) != WD_OK)
         return st;
-    if (f->clover) {
-        if ((st = wd_eo_op_clover(&f->op, h->a_sloppy, h->ainv_sloppy, h->symmetric, &f->tmp_se,
-                                  1)) != WD_OK)
-            return st;
-        f->cl_site = wd_variant_find_op(WD_OP_CLOVER, po, 0, 0, 0, 0);
-        if (f->cl_site < 0)
-            return wd_fail(WD_ERR_NOT_BUILT, "multigrid: the clover kernel of precision %d is not "
-                           "in this build", po);
-        if ((st = wd_clover_create(be, &f->a, h->clover, po)) != WD_OK)
-            return st;
-    }
+    if (f->clover && (st = wd_eo_op_clover(&f->op, h->a_sloppy, h->ainv_sloppy, h->symmetric,
+                                           &f->tmp_se, 1)) != WD_OK)
+        return st;
     return WD_OK;
 }
 
@@ -101,7 +140,7 @@ void wd_mg_fine_free(wd_mg_fine *f)
     wd_backend *be = f->be;
     if (!be)
         return;
-    wd_mg_pair *pairs[] = {&f->x, &f->b, &f->r, &f->t, &f->u, &f->rs, &f->es};
+    wd_mg_pair *pairs[] = {&f->x, &f->b, &f->r, &f->rk, &f->xk, &f->u, &f->rs, &f->es};
     for (size_t i = 0; i < sizeof pairs / sizeof *pairs; ++i)
         pair_destroy(be, pairs[i]);
     for (int k = 0; k < f->nk; ++k) {
@@ -113,7 +152,8 @@ void wd_mg_fine_free(wd_mg_fine *f)
     wd_field *fields[] = {&f->h, &f->qs, &f->ps, &f->zs, &f->tmp_s, &f->tmp_se};
     for (size_t i = 0; i < sizeof fields / sizeof *fields; ++i)
         wd_field_destroy(be, fields[i]);
-    wd_clover_destroy(be, &f->a);
+    op_free(be, &f->outer);
+    op_free(be, &f->krylov);
     free(f->z);
     free(f->q);
     free(f->host);
@@ -158,7 +198,8 @@ void wd_mg_pair_ax(wd_backend *be, double a, wd_mg_pair *x)
     wd_blas_ax(be, a, &x->o);
 }
 
-wd_status wd_mg_fine_apply(wd_mg_fine *f, wd_mg_pair *out, const wd_mg_pair *in)
+static wd_status op_apply(wd_mg_fine *f, wd_mg_fine_op *op, wd_mg_pair *out,
+                          const wd_mg_pair *in)
 {
     wd_backend *be = f->be;
     wd_status st = WD_OK;
@@ -168,14 +209,25 @@ wd_status wd_mg_fine_apply(wd_mg_fine *f, wd_mg_pair *out, const wd_mg_pair *in)
         const wd_field *x = self;
         if (f->clover) {
             /* t = A in_p, then out_p = t - kappa D in_p' */
-            wd_field *t = p ? &f->t.o : &f->t.e;
-            if ((st = wd_dslash_clover(be, f->cl_site, t, NULL, &f->a, self, NULL, 0, p)) != WD_OK)
+            wd_field *t = p ? &op->t.o : &op->t.e;
+            if ((st = wd_dslash_clover(be, op->cl_site, t, NULL, &op->a, self, NULL, 0, p)) !=
+                WD_OK)
                 break;
             x = t;
         }
-        st = wd_dslash(be, f->xpay, o, f->g, other, x, -f->kappa, p);
+        st = wd_dslash(be, op->xpay, o, op->g, other, x, -f->kappa, p);
     }
     return st == WD_OK ? be->error : st;
+}
+
+wd_status wd_mg_fine_apply(wd_mg_fine *f, wd_mg_pair *out, const wd_mg_pair *in)
+{
+    return op_apply(f, &f->outer, out, in);
+}
+
+wd_status wd_mg_fine_apply_k(wd_mg_fine *f, wd_mg_pair *out, const wd_mg_pair *in)
+{
+    return op_apply(f, &f->krylov, out, in);
 }
 
 /* e_e: even source of the Schur system for A e = r (r in f->rs) into f->h */

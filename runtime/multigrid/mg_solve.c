@@ -493,8 +493,8 @@ static wd_status coarse_solve(wd_mg *mg, int l)
     return st;
 }
 
-/* e = K_0 r on the backend: the fine level's cycle (e may not be r; the
- * fine fields u and t are its scratch) */
+/* e = K_0 r on the backend: the fine level's cycle in the Krylov
+ * precision (e may not be r; the fine field u is its scratch) */
 static wd_status cycle_fine(wd_mg *mg, wd_mg_pair *e, const wd_mg_pair *r)
 {
     wd_mg_fine *f = &mg->fine;
@@ -507,7 +507,7 @@ static wd_status cycle_fine(wd_mg *mg, wd_mg_pair *e, const wd_mg_pair *r)
     const wd_mg_pair *res = r;
     if (m->pre_smooth) {
         if ((st = wd_mg_fine_smooth(f, e, r, m->pre_smooth)) != WD_OK ||
-            (st = wd_mg_fine_apply(f, &f->u, e)) != WD_OK)
+            (st = wd_mg_fine_apply_k(f, &f->u, e)) != WD_OK)
             return st;
         wd_mg_pair_ax(be, -1, &f->u);
         wd_mg_pair_caxpy(be, one, r, &f->u);
@@ -527,7 +527,7 @@ static wd_status cycle_fine(wd_mg *mg, wd_mg_pair *e, const wd_mg_pair *r)
     mg->t_coarse += now_s() - t;
     if (m->post_smooth) {
         /* u = r - A e, then e += the smoother's correction of u */
-        if ((st = wd_mg_fine_apply(f, &f->u, e)) != WD_OK)
+        if ((st = wd_mg_fine_apply_k(f, &f->u, e)) != WD_OK)
             return st;
         wd_mg_pair_ax(be, -1, &f->u);
         wd_mg_pair_caxpy(be, one, r, &f->u);
@@ -710,12 +710,15 @@ static int gcr(wd_mg *mg, int l, float *x, const float *b, double tol, int max_i
  * The outer flexible GCR(nk) on the fine level, on the backend: A x = b in
  * the outer precision from x = 0 (f->x, f->b), preconditioned by the
  * cycle, to |b - A x| <= tol |b| or max_iter iterations.  As QUDA's GCR:
- * each image q_k = A z_k is orthogonalised against the cycle's earlier
- * ones (modified Gram-Schmidt, the projections kept in beta), z_k is not
- * touched, and x is updated once a restart through the triangular system
- * of the projections; the residual is recomputed as b - A x at each
- * restart and at the end.  Returns the iterations; *relres the last
- * relative residual.
+ * the Krylov space in a lower precision (f->kp, single): from the true
+ * residual r, copied to r_k, each direction z_k = K r_k and its image
+ * q_k = A z_k (A in that precision) is orthogonalised against the
+ * earlier ones (modified Gram-Schmidt, the projections kept in beta), z_k
+ * is not touched, and r_k updated; at a restart (nk directions, or r_k
+ * fallen by DELTA since the last true residual, the accuracy of its
+ * updates) x += sum gamma_j z_j through the triangular system of the
+ * projections, and r = b - A x in the outer precision.  Returns the
+ * iterations; *relres the last relative (true) residual.
  */
 static int gcr_fine(wd_mg *mg, double tol, int max_iter, int verbose, double *relres,
                     wd_status *st)
@@ -734,13 +737,19 @@ static int gcr_fine(wd_mg *mg, double tol, int max_iter, int verbose, double *re
     if (bnorm == 0)
         return 0;
     wd_mg_pair_copy(be, &f->r, &f->b);
+    /* r_k's updates in single hold to about 1e-7 of the residual they
+     * start from (1e-3 in half): a restart before they stop telling */
+    const double delta = f->kp >= 4 ? 1e-5 : 1e-2;
     double rnorm = bnorm;
     int it = 0;
     while (rnorm > tol * bnorm && it < max_iter) {
         int k = 0;
-        for (; k < nk && it < max_iter && rnorm > tol * bnorm; ++k, ++it) {
-            if ((*st = cycle_fine(mg, &f->z[k], &f->r)) != WD_OK ||
-                (*st = wd_mg_fine_apply(f, &f->q[k], &f->z[k])) != WD_OK)
+        wd_mg_pair_copy(be, &f->rk, &f->r);
+        const double stop = fmax(tol * bnorm, delta * rnorm);
+        double rk = rnorm;
+        for (; k < nk && it < max_iter && rk > stop; ++k, ++it) {
+            if ((*st = cycle_fine(mg, &f->z[k], &f->rk)) != WD_OK ||
+                (*st = wd_mg_fine_apply_k(f, &f->q[k], &f->z[k])) != WD_OK)
                 return it;
             for (int i = 0; i < k; ++i) {
                 const wd_complex d = wd_mg_pair_dot(be, &f->q[i], &f->q[k]);
@@ -748,10 +757,10 @@ static int gcr_fine(wd_mg *mg, double tol, int max_iter, int verbose, double *re
                 beta[(size_t)i * nk + k] = b;
                 wd_mg_pair_caxpy(be, (wd_complex){-b.re, -b.im}, &f->q[i], &f->q[k]);
             }
-            /* <q_k, r> and |q_k|^2 in one pass a parity */
+            /* <q_k, r_k> and |q_k|^2 in one pass a parity */
             double ce[3], co[3];
-            wd_blas_cdot_norm2(be, &f->q[k].e, &f->r.e, ce);
-            wd_blas_cdot_norm2(be, &f->q[k].o, &f->r.o, co);
+            wd_blas_cdot_norm2(be, &f->q[k].e, &f->rk.e, ce);
+            wd_blas_cdot_norm2(be, &f->q[k].o, &f->rk.o, co);
             const double q2 = ce[2] + co[2];
             if (!isfinite(q2) || !isfinite(ce[0] + co[0]) || !isfinite(ce[1] + co[1])) {
                 *st = wd_fail(WD_ERR_NAN, "multigrid: the outer GCR met NaN or Inf after %d "
@@ -763,18 +772,24 @@ static int gcr_fine(wd_mg *mg, double tol, int max_iter, int verbose, double *re
             qq[k] = q2;
             alpha[k] = (wd_complex){(ce[0] + co[0]) / q2, (ce[1] + co[1]) / q2};
             const wd_complex ma = {-alpha[k].re, -alpha[k].im};
-            const double r2 = wd_blas_caxpy_norm2(be, ma, &f->q[k].e, &f->r.e) +
-                              wd_blas_caxpy_norm2(be, ma, &f->q[k].o, &f->r.o);
-            rnorm = sqrt(r2);
+            const double r2 = wd_blas_caxpy_norm2(be, ma, &f->q[k].e, &f->rk.e) +
+                              wd_blas_caxpy_norm2(be, ma, &f->q[k].o, &f->rk.o);
+            rk = sqrt(r2);
             if (verbose)
                 fprintf(stderr, "wdirac multigrid: outer iteration %d: residual %.3e\n", it + 1,
-                        rnorm / bnorm);
+                        rk / bnorm);
         }
-        /* x += sum gamma_j z_j; restart, or confirm convergence, on the
-         * recomputed residual */
+        /* x += sum gamma_j z_j (summed in the Krylov precision, added in
+         * the outer one through r, which is recomputed next); restart, or
+         * confirm convergence, on the true residual */
         gcr_backsolve(k, alpha, beta, nk, gamma);
+        wd_mg_pair_zero(be, &f->xk);
         for (int j = 0; j < k; ++j)
-            wd_mg_pair_caxpy(be, gamma[j], &f->z[j], &f->x);
+            wd_mg_pair_caxpy(be, gamma[j], &f->z[j], &f->xk);
+        wd_mg_pair_copy(be, &f->r, &f->xk);
+        wd_mg_pair_caxpy(be, one, &f->r, &f->x);
+        if (verbose)
+            fprintf(stderr, "wdirac multigrid: restart after %d directions\n", k);
         if ((*st = wd_mg_fine_apply(f, &f->r, &f->x)) != WD_OK)
             return it;
         wd_mg_pair_ax(be, -1, &f->r);

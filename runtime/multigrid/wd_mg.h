@@ -224,24 +224,36 @@ double wd_mg_norm2(const double complex *x, size_t n);
  * The fine level on a solver's backend (mg_fine.c): a full field is an
  * even and an odd backend field (the backend's internal basis; the host
  * transfers convert to the DeGrand-Rossi host order).  Outer-precision
- * fields for the flexible GCR (x, b, r, the nk directions z and their
- * images q, u scratch, t the clover apply's), sloppy ones for the
- * smoother and the relaxation.
+ * fields for the flexible GCR's solution and true residual (x, b, r);
+ * its Krylov space (the nk directions z and their images q, the
+ * residual it updates rk, the restart's correction xk, u the cycle's
+ * scratch) in the Krylov precision kp, single (or the outer precision
+ * when that is lower); sloppy fields for the smoother and the relaxation.
  */
 typedef struct wd_mg_pair {
     wd_field e, o;
 } wd_mg_pair;
 
+/* A = L - kappa D on full fields in one precision */
+typedef struct wd_mg_fine_op {
+    int precision;
+    const wd_gauge *g;          /* the solver's links, or gown */
+    wd_gauge gown;              /* links of a precision the solver lacks */
+    int xpay;                   /* the Wilson x + a D variant */
+    int cl_site;                /* clover: the clover_* variant and A here */
+    wd_clover a;
+    wd_mg_pair t;               /* the clover apply's scratch */
+} wd_mg_fine_op;
+
 typedef struct wd_mg_fine {
     wd_backend *be;
-    const wd_gauge *g;          /* the outer links */
-    int xpay;                   /* the outer Wilson x + a D variant */
-    int clover, cl_site;        /* clover: the outer clover_* variant and A here */
-    wd_clover a;
+    int clover;
     double kappa;
+    wd_mg_fine_op outer, krylov;
     wd_eo_op op;                /* the Schur operator in the sloppy precision */
-    int nk;
-    wd_mg_pair x, b, r, t, u, *z, *q;
+    int nk, kp;
+    wd_mg_pair x, b, r;         /* outer precision */
+    wd_mg_pair rk, xk, u, *z, *q;   /* the Krylov precision */
     wd_mg_pair rs, es;          /* sloppy: the smoother's residual and correction */
     wd_field h, qs, ps, zs, tmp_s, tmp_se;
     double *host;               /* a full field in host order */
@@ -249,7 +261,10 @@ typedef struct wd_mg_fine {
 
 wd_status wd_mg_fine_init(wd_mg_fine *f, const wd_solver_host *h, double kappa, int nkrylov);
 void wd_mg_fine_free(wd_mg_fine *f);
+/* out = A in in the outer precision */
 wd_status wd_mg_fine_apply(wd_mg_fine *f, wd_mg_pair *out, const wd_mg_pair *in);
+/* out = A in in the Krylov precision */
+wd_status wd_mg_fine_apply_k(wd_mg_fine *f, wd_mg_pair *out, const wd_mg_pair *in);
 /* e = the correction of `steps` MR iterations on the Schur system of
  * A e = r from 0, odd sites reconstructed (e may be r) */
 wd_status wd_mg_fine_smooth(wd_mg_fine *f, wd_mg_pair *e, const wd_mg_pair *r, int steps);
