@@ -5,7 +5,10 @@
  * of a fine field to and from the host transfers.
  *
  * The externally accessible functions are
- *   wd_mg_fine_init / _free   fields and operators on the solver's backend
+ *   wd_mg_fine_init / _free   the checks, the setup's fields and the Schur
+ *                             operator on the solver's backend
+ *   wd_mg_fine_solver         the outer GCR's fields and operators (after the
+ *                             setup)
  *   wd_mg_fine_apply          out = A in in the outer precision
  *   wd_mg_fine_apply_k        out = A in in the Krylov precision (single)
  *   wd_mg_fine_smooth         e ~ A^-1 r: MR steps on the Schur complement in
@@ -18,8 +21,9 @@
  *                             backend's reductions, even part first)
  * Notes: with a clover term the operator is A_clover - kappa D with the
  * solver's Schur form for the smoother (symmetric: A^-1 on both parities;
- * asymmetric: A_ee and A^-1_oo) and A itself uploaded here in the outer
- * precision for the full operator.  The solver must not be gauge-fixed
+ * asymmetric: A_ee and A^-1_oo) and A itself uploaded here for the full
+ * operator, in the outer precision and in the Krylov one (single).  The
+ * solver must not be gauge-fixed
  * (the host transfers work on the caller's links).
  */
 #include <math.h>
@@ -44,14 +48,34 @@ static void pair_destroy(wd_backend *be, wd_mg_pair *p)
     wd_field_destroy(be, &p->o);
 }
 
-/* A in `precision`: the solver's links of that precision, or links of
- * its own from the host ones (the outer reconstruction), and the clover A */
-static wd_status op_init(wd_mg_fine *f, wd_mg_fine_op *op, const wd_solver_host *h,
-                         int precision)
+/* A in `precision`: its variants (the links of that precision are the
+ * solver's, or a copy of its own with the outer reconstruction) */
+static wd_status op_check(wd_mg_fine *f, wd_mg_fine_op *op, const wd_solver_host *h,
+                          int precision)
+{
+    op->precision = precision;
+    /* as op_create picks the links */
+    const int recon = precision != h->g_outer->precision &&
+                              precision == h->g_sloppy->precision
+                          ? h->g_sloppy->recon
+                          : h->g_outer->recon;
+    op->xpay = wd_variant_find_axes(precision, recon, 0, 0, 1);
+    if (op->xpay < 0)
+        return wd_fail(WD_ERR_NOT_BUILT, "multigrid: the Dslash variant of precision %d, "
+                       "reconstruction %d, xpay is not in this build", precision, recon);
+    op->cl_site = f->clover ? wd_variant_find_op(WD_OP_CLOVER, precision, 0, 0, 0, 0) : 0;
+    if (op->cl_site < 0)
+        return wd_fail(WD_ERR_NOT_BUILT, "multigrid: the clover kernel of precision %d is not "
+                       "in this build", precision);
+    return WD_OK;
+}
+
+/* the checked operator's links, clover A and scratch on the backend */
+static wd_status op_create(wd_mg_fine *f, wd_mg_fine_op *op, const wd_solver_host *h)
 {
     wd_backend *be = f->be;
     wd_status st = WD_OK;
-    op->precision = precision;
+    const int precision = op->precision;
     if (precision == h->g_outer->precision)
         op->g = h->g_outer;
     else if (precision == h->g_sloppy->precision)
@@ -59,18 +83,8 @@ static wd_status op_init(wd_mg_fine *f, wd_mg_fine_op *op, const wd_solver_host 
     else if ((st = wd_gauge_create(be, &op->gown, h->gauge, precision, h->g_outer->recon, 0,
                                    h->g_outer->tbc)) == WD_OK)
         op->g = &op->gown;
-    if (st != WD_OK)
+    if (st != WD_OK || !f->clover)
         return st;
-    op->xpay = wd_variant_find_axes(precision, op->g->recon, 0, 0, 1);
-    if (op->xpay < 0)
-        return wd_fail(WD_ERR_NOT_BUILT, "multigrid: the Dslash variant of precision %d, "
-                       "reconstruction %d, xpay is not in this build", precision, op->g->recon);
-    if (!f->clover)
-        return WD_OK;
-    op->cl_site = wd_variant_find_op(WD_OP_CLOVER, precision, 0, 0, 0, 0);
-    if (op->cl_site < 0)
-        return wd_fail(WD_ERR_NOT_BUILT, "multigrid: the clover kernel of precision %d is not "
-                       "in this build", precision);
     if ((st = pair_create(be, &op->t, precision)) != WD_OK)
         return st;
     return wd_clover_create(be, &op->a, h->clover, precision);
@@ -99,9 +113,9 @@ wd_status wd_mg_fine_init(wd_mg_fine *f, const wd_solver_host *h, double kappa, 
     /* the Krylov space in single (the outer precision when that is lower):
      * half the bytes of double, and a half sloppy precision keeps it */
     f->kp = po < 4 ? po : 4;
-    wd_status st = op_init(f, &f->outer, h, po);
+    wd_status st = op_check(f, &f->outer, h, po);
     if (st == WD_OK)
-        st = op_init(f, &f->krylov, h, f->kp);
+        st = op_check(f, &f->krylov, h, f->kp);
     if (st != WD_OK)
         return st;
     f->z = calloc((size_t)nkrylov, sizeof *f->z);
@@ -109,15 +123,6 @@ wd_status wd_mg_fine_init(wd_mg_fine *f, const wd_solver_host *h, double kappa, 
     f->host = malloc(wd_volume(h->dims) * 24 * sizeof *f->host);
     if (!f->z || !f->q || !f->host)
         return wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the fine level's bookkeeping");
-    wd_mg_pair *outer[] = {&f->x, &f->b, &f->r};
-    for (size_t i = 0; i < sizeof outer / sizeof *outer && st == WD_OK; ++i)
-        st = pair_create(be, outer[i], po);
-    wd_mg_pair *krylov[] = {&f->rk, &f->xk, &f->u};
-    for (size_t i = 0; i < sizeof krylov / sizeof *krylov && st == WD_OK; ++i)
-        st = pair_create(be, krylov[i], f->kp);
-    for (int k = 0; k < nkrylov && st == WD_OK; ++k)
-        if ((st = pair_create(be, &f->z[k], f->kp)) == WD_OK)
-            st = pair_create(be, &f->q[k], f->kp);
     if (st == WD_OK)
         st = pair_create(be, &f->rs, ps);
     if (st == WD_OK)
@@ -133,6 +138,24 @@ wd_status wd_mg_fine_init(wd_mg_fine *f, const wd_solver_host *h, double kappa, 
                                            &f->tmp_se, 1)) != WD_OK)
         return st;
     return WD_OK;
+}
+
+wd_status wd_mg_fine_solver(wd_mg_fine *f, const wd_solver_host *h)
+{
+    wd_backend *be = f->be;
+    wd_status st = op_create(f, &f->outer, h);
+    if (st == WD_OK)
+        st = op_create(f, &f->krylov, h);
+    wd_mg_pair *outer[] = {&f->x, &f->b, &f->r};
+    for (size_t i = 0; i < sizeof outer / sizeof *outer && st == WD_OK; ++i)
+        st = pair_create(be, outer[i], f->outer.precision);
+    wd_mg_pair *krylov[] = {&f->rk, &f->xk, &f->u};
+    for (size_t i = 0; i < sizeof krylov / sizeof *krylov && st == WD_OK; ++i)
+        st = pair_create(be, krylov[i], f->kp);
+    for (int k = 0; k < f->nk && st == WD_OK; ++k)
+        if ((st = pair_create(be, &f->z[k], f->kp)) == WD_OK)
+            st = pair_create(be, &f->q[k], f->kp);
+    return st;
 }
 
 void wd_mg_fine_free(wd_mg_fine *f)

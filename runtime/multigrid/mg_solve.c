@@ -1153,6 +1153,9 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
         if (st == WD_OK)
             st = setup_levels(mg, m, stats, &io);
         const double t_dev = now_s();
+        /* the outer GCR's fields after the setup's peak of memory */
+        if (st == WD_OK)
+            st = agreed(mg, wd_mg_fine_solver(&mg->fine, &h));
         if (st == WD_OK)
             st = agreed(mg, dev_setup(mg));
         if (st == WD_OK && m->verbosity >= 1)

@@ -259,7 +259,11 @@ typedef struct wd_mg_fine {
     double *host;               /* a full field in host order */
 } wd_mg_fine;
 
+/* init: the checks, and what the setup needs (the sloppy fields and the
+ * Schur operator); solver: the outer GCR's fields and operators, after the
+ * setup (whose peak of memory they would otherwise add to) */
 wd_status wd_mg_fine_init(wd_mg_fine *f, const wd_solver_host *h, double kappa, int nkrylov);
+wd_status wd_mg_fine_solver(wd_mg_fine *f, const wd_solver_host *h);
 void wd_mg_fine_free(wd_mg_fine *f);
 /* out = A in in the outer precision */
 wd_status wd_mg_fine_apply(wd_mg_fine *f, wd_mg_pair *out, const wd_mg_pair *in);
