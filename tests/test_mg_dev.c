@@ -9,7 +9,8 @@
  * Checks, each with its tolerance (float arithmetic: relative 1e-5 for
  * sums of a few terms, more for long sums), outputs poisoned with NaN
  * before each call:
- *   blas      zero, copy, scale, xmy, multi_caxpy (k = 1, 5, 16),
+ *   blas      zero, copy, scale, xmy, gather (random sites, exact),
+ *             multi_caxpy (k = 1, 5, 16),
  *             multi_cdot (k = 1, 5, 16), cdot_norm2, caxpy_norm2 against
  *             the same operations in double on the float inputs, on
  *             fields of 37 x 48, 3456 x 48 and 16 x 16 (sizes that are no
@@ -178,6 +179,25 @@ static void test_blas(int volume, int n)
         want[i] = (double)hx[1][i] - hy[i];
     snprintf(name, sizeof name, "blas %dx%d: xmy", volume, n);
     check(name, rel_diff_f(out, want, len), 1e-6);
+
+    /* gather: random whole sites (repeats allowed, as a site on two faces)
+     * into the first `sites` sites of a poisoned field */
+    const int sites = volume / 3 + 1;
+    int *list = xalloc(sites * sizeof *list);
+    for (int i = 0; i < sites; ++i)
+        list[i] = (int)(wd_rng_u64(&rng) % (uint64_t)volume);
+    int *dlist = dev_alloc(sites * sizeof *list);
+    up(dlist, list, sites * sizeof *list);
+    poison(dy, len);
+    ops->gather(sites, 2 * n, dlist, dx[2], dy);
+    down(out, dy, bytes);
+    for (int i = 0; i < sites; ++i)
+        for (int j = 0; j < 2 * n; ++j)
+            want[(size_t)i * 2 * n + j] = hx[2][(size_t)list[i] * 2 * n + j];
+    snprintf(name, sizeof name, "blas %dx%d: gather of %d sites", volume, n, sites);
+    check(name, rel_diff_f(out, want, (size_t)sites * 2 * n), 0);
+    ops->free(dlist);
+    free(list);
 
     /* multi_caxpy and multi_cdot */
     const int ks[3] = {1, 5, K};
