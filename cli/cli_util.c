@@ -363,8 +363,8 @@ void wd_cli_mg_print_setup(FILE *f, const char *label, const wd_mg_setup_stats *
             st->fine_applies);
     for (int l = 0; l + 1 < st->levels; ++l) {
         const int *c = st->coarse_dims[l + 1];
-        fprintf(f, "%*slevel %d -> %d: coarse %dx%dx%dx%d; null vectors |A v| / |A v0| <= %.2e "
-                "(%d of %d stopped at --mg-setup-iter above --mg-setup-tol%s); "
+        fprintf(f, "%*slevel %d -> %d: coarse %dx%dx%dx%d; null vectors "
+                "|A^dag A v| / |A^dag A v0| <= %.2e (%d of %d stopped at --mg-setup-iter above --mg-setup-tol%s); "
                 "||P^dag P - 1|| = %.1e; ||D_c v - P^dag A P v|| / ||D_c v|| = %.1e\n",
                 (int)strlen(label), "", l, l + 1, c[0], c[1], c[2], c[3], st->setup_residual[l],
                 st->setup_unconverged[l], m->nvec[l],

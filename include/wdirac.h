@@ -390,7 +390,7 @@ typedef struct wd_mg_settings {
     int levels;                         ///< 2: levels, the fine one included (2 .. WD_MG_MAX_LEVELS)
     int block[WD_MG_MAX_LEVELS - 1][4]; ///< {4,4,4,4}, then {2,2,2,2}: aggregate extents of level l (each divides the level's extents)
     int nvec[WD_MG_MAX_LEVELS - 1];     ///< 24, then 32: null vectors of level l
-    double setup_tol;                   ///< 5e-6: relative residual of each null vector's relaxation
+    double setup_tol;                   ///< 5e-6: relative residual of each null vector's relaxation, |A^dag A v| / |A^dag A v0| (CG's on the normal equations, as QUDA's)
     int setup_max_iter;                 ///< 500: iteration cap of each relaxation
     int pre_smooth;                     ///< 0: MR steps before the coarse correction
     int post_smooth;                    ///< 4: MR steps after it
@@ -410,7 +410,7 @@ typedef struct wd_mg_setup_stats {
     double fine_applies;                ///< cost in fine-operator applications (the relaxations' and the coarse build's)
     int levels;
     int coarse_dims[WD_MG_MAX_LEVELS][4];  ///< each level's extents ([0] the fine lattice)
-    double setup_residual[WD_MG_MAX_LEVELS - 1];  ///< the largest |A v| / |A v0| of a level's relaxed vectors (0 for vectors read with `load`)
+    double setup_residual[WD_MG_MAX_LEVELS - 1];  ///< the largest |A^dag A v| / |A^dag A v0| of a level's relaxed vectors (0 for vectors read with `load`)
     int setup_unconverged[WD_MG_MAX_LEVELS - 1];  ///< relaxations of a level that stopped at the cap above setup_tol
     double orth_error[WD_MG_MAX_LEVELS - 1];      ///< ||P^dag P - 1|| (max abs entry) of each level
     double coarse_error[WD_MG_MAX_LEVELS - 1];    ///< ||D_c v - P^dag A P v|| / ||D_c v|| on a random v

@@ -181,7 +181,7 @@ class MGSetupStats:
     """What a multigrid setup (wd_solver_mg_setup) did: seconds and its cost
     in fine-operator applications; dims, each level's extents (the fine one
     first); and for each level above the coarsest, setup_residual (the
-    largest |A v| / |A v0| of its relaxed null vectors), setup_unconverged
+    largest |A^dag A v| / |A^dag A v0| of its relaxed null vectors), setup_unconverged
     (relaxations that stopped at setup_max_iter above setup_tol),
     orth_error (||P^dag P - 1||) and coarse_error
     (||D_c v - P^dag A P v|| / ||D_c v|| on a random v)."""

@@ -331,19 +331,20 @@ wd_status wd_mg_fine_nullvec(wd_mg_fine *f, double complex *v, double tol, int m
     if ((st = wd_eo_mhat(op, r, x, 0)) != WD_OK)
         return st;
     wd_blas_ax(be, -1, r);
-    const double r0 = sqrt(wd_blas_norm2(be, r));
-    double rn = r0;
     if ((st = wd_eo_mhat(op, z, r, 1)) != WD_OK)
         return st;
     wd_blas_copy(be, p, z);
     double zz = wd_blas_norm2(be, z);
+    /* the normal equations' residual |Mhat^dag Mhat v| against its start
+     * (QUDA's criterion: its CG on MdagM) */
+    const double zz0 = zz;
     int it = 0;
-    for (; it < max_iter && rn > tol * r0 && zz > 0; ++it) {
+    for (; it < max_iter && zz > tol * tol * zz0 && zz > 0; ++it) {
         if ((st = wd_eo_mhat(op, q, p, 0)) != WD_OK)
             return st;
         const double alpha = zz / wd_blas_norm2(be, q);
         wd_blas_axpy(be, alpha, p, x);
-        rn = sqrt(wd_blas_axpy_norm2(be, -alpha, q, r));
+        wd_blas_axpy(be, -alpha, q, r);
         if ((st = wd_eo_mhat(op, z, r, 1)) != WD_OK)
             return st;
         const double zz1 = wd_blas_norm2(be, z);
@@ -357,7 +358,7 @@ wd_status wd_mg_fine_nullvec(wd_mg_fine *f, double complex *v, double tol, int m
     if ((st = wd_download_pair(be, (double *)v, &f->es.e, &f->es.o, 0, NULL)) != WD_OK)
         return st;
     *iters = it;
-    *res = r0 > 0 ? rn / r0 : 0;
+    *res = zz0 > 0 ? sqrt(zz / zz0) : 0;
     return be->error;
 }
 

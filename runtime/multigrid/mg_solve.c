@@ -38,7 +38,8 @@
  * homogeneous system A v = 0 by CG on the normal equations (the fine
  * level: of the Schur operator on the backend, the odd sites from A v = 0;
  * a coarse level: of A, with A^dag = g5 A g5 since P preserves
- * chirality), stopped when |A v| <= setup_tol |A v_0| or after
+ * chirality), stopped when |A^dag A v| <= setup_tol |A^dag A v_0| (CG's
+ * own residual, QUDA's criterion) or after
  * setup_max_iter iterations; or read from a file (mg_file.c), and written
  * to one, as relaxed.
  */
@@ -806,8 +807,9 @@ static int gcr_fine(wd_mg *mg, double tol, int max_iter, int verbose, double *re
 
 /* ---- the setup ---- */
 
-/* |A v| / |A v_0| after CG on the normal equations of A v = 0 from v
- * (w[0..3] scratch); *iters the iterations */
+/* |A^dag A v| / |A^dag A v_0| after CG on the normal equations of
+ * A v = 0 from v, stopped at tol or max_iter (w[0..3] scratch); *iters
+ * the iterations */
 static double relax(wd_mg *mg, int l, double complex *v, double tol, int max_iter, int *iters)
 {
     mg_level *lv = &mg->lv[l];
@@ -818,22 +820,20 @@ static double relax(wd_mg *mg, int l, double complex *v, double tol, int max_ite
     wd_mg_op_apply(&lv->op, r, v);
     for (size_t i = 0; i < n; ++i)
         r[i] = -r[i];
-    const double r0 = sqrt(gnorm2(mg, r, n));
-    double rn = r0;
     wd_mg_g5(&lv->op, q, r);
     hexchange(mg, l, q);
     wd_mg_op_apply(&lv->op, z, q);
     wd_mg_g5(&lv->op, z, z);
     vcopy(p, z, n);
     double zz = gnorm2(mg, z, n);
+    const double zz0 = zz;
     int it = 0;
-    for (; it < max_iter && rn > tol * r0 && zz > 0 && mg->error == WD_OK; ++it) {
+    for (; it < max_iter && zz > tol * tol * zz0 && zz > 0 && mg->error == WD_OK; ++it) {
         hexchange(mg, l, p);
         wd_mg_op_apply(&lv->op, q, p);
         const double alpha = zz / gnorm2(mg, q, n);
         vaxpy(alpha, p, v, n);
         vaxpy(-alpha, q, r, n);
-        rn = sqrt(gnorm2(mg, r, n));
         wd_mg_g5(&lv->op, q, r);
         hexchange(mg, l, q);
         wd_mg_op_apply(&lv->op, z, q);
@@ -846,7 +846,7 @@ static double relax(wd_mg *mg, int l, double complex *v, double tol, int max_ite
             p[i] = z[i] + beta * p[i];
     }
     *iters = it;
-    return r0 > 0 ? rn / r0 : 0;
+    return zz0 > 0 ? sqrt(zz / zz0) : 0;
 }
 
 /* max |P^dag P - 1| over aggregates and chiralities (this rank's) */
@@ -1005,7 +1005,7 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
             unconverged += res > m->setup_tol;
             if (m->verbosity >= 2)
                 fprintf(stderr, "wdirac multigrid: level %d null vector %d: %d iterations, "
-                        "|A v| / |A v0| = %.3e\n", l, k, its, res);
+                        "|A^dag A v| / |A^dag A v0| = %.3e\n", l, k, its, res);
         }
         stats->setup_residual[l] = worst;
         stats->setup_unconverged[l] = unconverged;
@@ -1048,7 +1048,8 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         if (m->verbosity >= 1) {
             const int *cd = stats->coarse_dims[l + 1];
             fprintf(stderr, "wdirac multigrid: level %d -> %d: coarse %dx%dx%dx%d, %d unknowns a "
-                    "site; null vectors |A v| / |A v0| <= %.3e (%d of %d above setup_tol %.1e%s); "
+                    "site; null vectors |A^dag A v| / |A^dag A v0| <= %.3e (%d of %d above setup_tol "
+                    "%.1e%s); "
                     "||P^dag P - 1|| = %.2e; ||D_c v - P^dag A P v|| / ||D_c v|| = %.2e\n",
                     l, l + 1, cd[0], cd[1], cd[2], cd[3], mg->lv[l + 1].op.n, worst, unconverged,
                     m->nvec[l], m->setup_tol,

@@ -273,7 +273,8 @@ wd_status wd_mg_fine_apply_k(wd_mg_fine *f, wd_mg_pair *out, const wd_mg_pair *i
  * A e = r from 0, odd sites reconstructed (e may be r) */
 wd_status wd_mg_fine_smooth(wd_mg_fine *f, wd_mg_pair *e, const wd_mg_pair *r, int steps);
 /* v (host order, full lattice): a start on the way in, the relaxed vector
- * on the way out; *res = |Mhat v_e| / |Mhat v_e,0|, *iters */
+ * on the way out; *res = |Mhat^dag Mhat v_e| / |Mhat^dag Mhat v_e,0|
+ * (CG's own residual, the criterion against tol), *iters */
 wd_status wd_mg_fine_nullvec(wd_mg_fine *f, double complex *v, double tol, int max_iter,
                              double *res, int *iters);
 wd_status wd_mg_fine_to_host(wd_mg_fine *f, double complex *host, const wd_mg_pair *x);
