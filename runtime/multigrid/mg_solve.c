@@ -716,7 +716,7 @@ static int gcr(wd_mg *mg, int l, float *x, const float *b, double tol, int max_i
  * q_k = A z_k (A in that precision) is orthogonalised against the
  * earlier ones (modified Gram-Schmidt, the projections kept in beta), z_k
  * is not touched, and r_k updated; at a restart (nk directions, or r_k
- * fallen by DELTA since the last true residual, the accuracy of its
+ * fallen by delta since the last true residual, the accuracy of its
  * updates) x += sum gamma_j z_j through the triangular system of the
  * projections, and r = b - A x in the outer precision.  Returns the
  * iterations; *relres the last relative (true) residual.
