@@ -249,8 +249,8 @@ static void test_operators(uint64_t seed, const wd_grid *g, int clover, int tbc)
             st = wd_coarse_layout_make(&ext, vol + ng, nv, prec);
         if (st == WD_OK && wd_coarse_find_axes(prec, nv, 0, 0, 1) < 0) {
             if (rank == 0)
-                printf("%-62s SKIP (coarse_%s_nv%d not built)\n", "dev apply", prec == 4 ? "s" : "h",
-                       nv);
+                printf("%-62s SKIP (coarse_%s_nv%d not built)\n", "dev apply",
+                       prec == 4 ? "s" : "h", nv);
             continue;
         }
         if (st != WD_OK) {

@@ -13,9 +13,10 @@
  *   wd_mg_dot / wd_mg_norm2   reductions in a fixed order
  * Notes: out never aliases in (wd_mg_g5 excepted).  On a grid the hops
  * read the input's ghost sites as they are (wd_mg_halo_exchange first);
- * the fine level's links are copied with their ghosts once, here.  The fine hop is its own
- * code, not the float64 reference's (ref_wilson.c): the tests judge the
- * coarse operators it builds against P^dag (M (P v)) of the reference.
+ * the fine level's links are copied with their ghosts once, here.  The
+ * fine hop is its own code, not the float64 reference's (ref_wilson.c):
+ * the tests judge the coarse operators it builds against P^dag (M (P v))
+ * of the reference.
  * Loops over sites run under OpenMP, each iteration writing its own site.
  */
 #include <stdlib.h>

@@ -695,7 +695,8 @@ static int gcr(wd_mg *mg, int l, float *x, const float *b, double tol, int max_i
          * recomputed residual */
         gcr_backsolve(k, v->alpha, v->beta, nk, v->gamma);
         if ((*st = dev_multi_caxpy(mg, l, k, v->gamma, v->dz, x)) != WD_OK ||
-            (*st = dev_apply(mg, l, v->dr, x)) != WD_OK || (*st = d->xmy(vol, n, b, v->dr)) != WD_OK ||
+            (*st = dev_apply(mg, l, v->dr, x)) != WD_OK ||
+            (*st = d->xmy(vol, n, b, v->dr)) != WD_OK ||
             (*st = dev_multi_cdot(mg, vol, n, 1, rs, v->dr, res)) != WD_OK)
             return it;
         r2 = res[0];
@@ -1031,7 +1032,8 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         /* the coarse lattice's global extents */
         const wd_grid *grid = f->op.halo.grid;
         for (int mu = 0; mu < 4; ++mu)
-            stats->coarse_dims[l + 1][mu] = mg->lv[l + 1].op.dims[mu] * (grid ? grid->procs[mu] : 1);
+            stats->coarse_dims[l + 1][mu] =
+                mg->lv[l + 1].op.dims[mu] * (grid ? grid->procs[mu] : 1);
         double orth = orth_error(&f->t);
         if (mg->ranks > 1 && (st = wd_comm_max(&orth, 1)) != WD_OK)
             break;
@@ -1048,8 +1050,8 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         if (m->verbosity >= 1) {
             const int *cd = stats->coarse_dims[l + 1];
             fprintf(stderr, "wdirac multigrid: level %d -> %d: coarse %dx%dx%dx%d, %d unknowns a "
-                    "site; null vectors |A^dag A v| / |A^dag A v0| <= %.3e (%d of %d above setup_tol "
-                    "%.1e%s); "
+                    "site; null vectors |A^dag A v| / |A^dag A v0| <= %.3e (%d of %d above "
+                    "setup_tol %.1e%s); "
                     "||P^dag P - 1|| = %.2e; ||D_c v - P^dag A P v|| / ||D_c v|| = %.2e\n",
                     l, l + 1, cd[0], cd[1], cd[2], cd[3], mg->lv[l + 1].op.n, worst, unconverged,
                     m->nvec[l], m->setup_tol,
