@@ -309,10 +309,11 @@ static void dev_free(wd_mg *mg)
 }
 
 /* level l's transfer to the next on the backend: the aggregates and the
- * null vectors rounded to float, uploaded in pieces of CHUNK sites */
+ * null vectors rounded to float (by every thread), uploaded in pieces of
+ * CHUNK sites */
 static wd_status dev_transfer(wd_mg *mg, int l)
 {
-    enum { CHUNK = 4096 };
+    enum { CHUNK = 16384 };
     const wd_mg_dev_ops *d = mg->dev;
     mg_level *v = &mg->lv[l];
     const wd_mg_transfer *t = &v->t;
@@ -334,7 +335,9 @@ static wd_status dev_transfer(wd_mg *mg, int l)
     for (size_t x0 = 0; st == WD_OK && x0 < t->fine_volume; x0 += CHUNK) {
         const size_t sites = t->fine_volume - x0 < CHUNK ? t->fine_volume - x0 : CHUNK;
         const double *src = (const double *)(t->v + x0 * site_floats / 2);
-        for (size_t i = 0; i < sites * site_floats; ++i)
+        const size_t count = sites * site_floats;
+#pragma omp parallel for schedule(static) if (count >= WD_MG_PARALLEL_MIN)
+        for (size_t i = 0; i < count; ++i)
             buf[i] = (float)src[i];
         st = d->h2d(v->dv + x0 * site_floats, buf, sites * site_floats * sizeof *buf);
     }
