@@ -49,7 +49,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "cuda_rt.h"
 #include "rng.h"
+#include "wd_comm.h"
 #include "wd_core.h"
 #include "wd_coarse_layout.h"
 #include "wd_coarse_op.h"
@@ -90,6 +92,8 @@ typedef struct wd_mg {
     const wd_mg_dev_ops *dev;       /* the coarse levels' backend (wd_mg_dev.h) */
     int on_device;                  /* its memory is the GPU's */
     int ranks;                      /* the grid's size: reductions summed when > 1 */
+    wd_nccl *nccl;                  /* GPUs on a grid: the coarse faces device to device */
+    void *stream;                   /* the backend's CUDA stream (NCCL's) */
     wd_status error;                /* the setup's first failure of a collective */
     int coarse_precision;           /* the coarse links: 4 single, 2 half (the sloppy one's) */
     void *stage;                    /* a fine field in the host layout there (P, P^dag) */
@@ -238,13 +242,44 @@ static void hexchange(wd_mg *mg, int l, double complex *x)
 
 /* ---- the coarse levels on the backend (wd_mg_dev.h) ---- */
 
+/* the ghost sites of a GPU field through NCCL on the backend's stream:
+ * the faces gathered there, sent from that buffer and received into the
+ * field's ghost region, in order with the kernels before and after */
+static wd_status nccl_exchange(wd_mg *mg, mg_level *v, float *in)
+{
+    const wd_mg_halo *h = &v->op.halo;
+    const int floats = 2 * v->dop.layout.ncomp;
+    wd_status st = mg->dev->gather((int)h->nghost, floats, v->dsend, in, v->dface);
+    wd_nccl_face faces[4];
+    int nf = 0;
+    for (int mu = 0; mu < 4; ++mu) {
+        if (!h->face[mu])
+            continue;
+        wd_nccl_face *f = &faces[nf++];
+        f->mu = mu;
+        f->bytes = (size_t)h->face[mu] * floats * sizeof(float);
+        for (int dir = 0; dir < 2; ++dir) {
+            f->send[dir] = v->dface + (h->ghost[mu][dir] - h->volume) * floats;
+            f->recv[dir] = in + h->ghost[mu][dir] * floats;
+        }
+    }
+    if (st == WD_OK)
+        st = wd_nccl_halo(mg->nccl, h->grid, faces, nf, mg->stream);
+    return st;
+}
+
 /* out = A_l in on the backend, in's ghost sites first (gathered there,
- * swapped with the neighbours through the host) */
+ * swapped with the neighbours through NCCL on GPUs, else through the
+ * host) */
 static wd_status dev_apply(wd_mg *mg, int l, float *out, float *in)
 {
     mg_level *v = &mg->lv[l];
-    const wd_status st = wd_mg_halo_exchange_dev(&v->op.halo, mg->dev, v->dsend, v->dface,
-                                                 v->hface, in, 2 * v->dop.layout.ncomp);
+    wd_status st;
+    if (mg->nccl && v->dop.nghost)
+        st = nccl_exchange(mg, v, in);
+    else
+        st = wd_mg_halo_exchange_dev(&v->op.halo, mg->dev, v->dsend, v->dface, v->hface, in,
+                                     2 * v->dop.layout.ncomp);
     return st == WD_OK ? mg->dev->apply(&v->dop, out, in) : st;
 }
 
@@ -280,6 +315,8 @@ static void dev_free(wd_mg *mg)
     const wd_mg_dev_ops *d = mg->dev;
     if (!d)
         return;
+    wd_nccl_close(mg->nccl);
+    mg->nccl = NULL;
     d->free(mg->stage);
     for (int l = 0; l < WD_MG_MAX_LEVELS; ++l) {
         mg_level *v = &mg->lv[l];
@@ -427,6 +464,14 @@ static wd_status dev_setup(wd_mg *mg)
 {
     wd_status st = dev_alloc(mg, &mg->stage, mg->lv[0].len * sizeof(double complex),
                              "the fine level's transfer field");
+    /* GPUs on a grid: the coarse faces through NCCL (collective), when
+     * the build has it; else through the host */
+    if (mg->on_device && mg->ranks > 1 && wd_comm_has_nccl()) {
+        st = wd_comm_agree(st);
+        if (st == WD_OK && (st = wd_nccl_open(&mg->nccl, mg->ranks, wd_comm_rank())) == WD_OK &&
+            !(mg->stream = wd_cuda_stream()))
+            st = wd_fail(WD_ERR_CUDA, "multigrid: no CUDA stream for the coarse faces");
+    }
     for (int l = 0; st == WD_OK && l < mg->levels; ++l) {
         if (l + 1 < mg->levels)
             st = dev_transfer(mg, l);
