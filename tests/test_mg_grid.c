@@ -419,7 +419,7 @@ static void test_solve(uint64_t seed, const wd_lattice *lat, int clover, int lev
         m.block[1][mu] = lat->local[mu] / 4;
     }
     const char *tag = clover ? "clover, half preconditioner" : "wilson";
-    wd_solver *sv;
+    wd_solver *sv = NULL;
     wd_status st = wd_solver_create(&sv, (const double *)lu, dims, &s);
     wd_mg_setup_stats ss;
     if (st == WD_OK)
@@ -511,7 +511,7 @@ static void test_errors(const wd_lattice *lat)
     wd_mg_default_settings(&m);
     m.nvec[0] = 8;
     m.save = "/tmp/test_mg_grid_refused.nv";
-    wd_solver *sv;
+    wd_solver *sv = NULL;
     wd_status st = wd_solver_create(&sv, (const double *)lu, dims, &s);
     if (st == WD_OK) {
         st = wd_solver_mg_setup(sv, &m, &s, NULL);
