@@ -133,6 +133,27 @@ static wd_lattice block_of(const wd_grid *g, const int d[4])
 
 /* ---- operators: the grid's block against the whole lattice's ---- */
 
+/* one level's coarse operator twice: random null vectors drawn for the
+ * whole lattice (gt, under gf) and their block copied into lt (under lf,
+ * on the grid; lat the block on this level), each set orthonormalised and
+ * built on */
+static wd_status build_both(wd_mg_op *gc, wd_mg_op *lc, wd_mg_op *gf, wd_mg_op *lf,
+                            wd_mg_transfer *gt, wd_mg_transfer *lt, const wd_lattice *lat,
+                            int level, wd_rng *rng)
+{
+    const size_t per_site = (size_t)gt->nvec * gt->n_fine;
+    fill_random(gt->v, gt->fine_volume * per_site, rng);
+    test_copy_block((double *)lt->v, (double *)gt->v, lat, (int)(2 * per_site), 0);
+    wd_status st = wd_mg_orthonormalise(gt, level);
+    if (st == WD_OK)
+        st = wd_mg_orthonormalise(lt, level);
+    if (st == WD_OK)
+        st = wd_mg_coarse_build(gc, gf, gt);
+    if (st == WD_OK)
+        st = wd_mg_coarse_build(lc, lf, lt);
+    return st;
+}
+
 static void test_operators(uint64_t seed, const wd_grid *g, int clover, int tbc)
 {
     const size_t gvol = wd_volume(dims), lvol = wd_volume(g->local);
@@ -195,16 +216,7 @@ static void test_operators(uint64_t seed, const wd_grid *g, int clover, int tbc)
     check(name, st == WD_OK ? max_rel(lav, ref, lvol * 12) : INFINITY, 1e-14);
 
     /* coarse: the null vectors of the whole lattice, the block's part */
-    const size_t per_site = (size_t)nv * 12;
-    fill_random(gt0.v, gvol * per_site, &rng);
-    test_copy_block((double *)lt0.v, (double *)gt0.v, &lat, (int)(2 * per_site), 0);
-    st = wd_mg_orthonormalise(&gt0, 0);
-    if (st == WD_OK)
-        st = wd_mg_orthonormalise(&lt0, 0);
-    if (st == WD_OK)
-        st = wd_mg_coarse_build(&gc1, &gf, &gt0);
-    if (st == WD_OK)
-        st = wd_mg_coarse_build(&lc1, &lf, &lt0);
+    st = build_both(&gc1, &lc1, &gf, &lf, &gt0, &lt0, &lat, 0, &rng);
     if (st != WD_OK) {
         check_true("coarse: build", 0, wd_last_error());
         return;
@@ -311,17 +323,8 @@ static void test_operators(uint64_t seed, const wd_grid *g, int clover, int tbc)
     st = wd_mg_transfer_init(&gt1, 1, gc1.dims, nc, block1, nv, 0);
     if (st == WD_OK)
         st = wd_mg_transfer_init(&lt1, 1, lc1.dims, nc, block1, nv, lc1.halo.nghost);
-    if (st == WD_OK) {
-        fill_random(gt1.v, gc1.volume * (size_t)nv * nc, &rng);
-        test_copy_block((double *)lt1.v, (double *)gt1.v, &clat, 2 * nv * nc, 0);
-        st = wd_mg_orthonormalise(&gt1, 1);
-    }
     if (st == WD_OK)
-        st = wd_mg_orthonormalise(&lt1, 1);
-    if (st == WD_OK)
-        st = wd_mg_coarse_build(&gc2, &gc1, &gt1);
-    if (st == WD_OK)
-        st = wd_mg_coarse_build(&lc2, &lc1, &lt1);
+        st = build_both(&gc2, &lc2, &gc1, &lc1, &gt1, &lt1, &clat, 1, &rng);
     snprintf(name, sizeof name, "coarse %s: second level on the grid, every link", tag);
     if (st != WD_OK) {
         check_true(name, 0, wd_last_error());

@@ -407,13 +407,14 @@ static wd_status dev_level(wd_mg *mg, int l)
     if (st == WD_OK)
         st = d->h2d(v->dnbr, v->op.nbr, nbr_bytes);
     if (st == WD_OK && nghost) {
-        /* the faces: their sites, gathered there, moved through the host */
+        /* the faces: their sites, gathered there, and with no NCCL moved
+         * through the host */
         const size_t face_bytes = (size_t)nghost * floats * sizeof(float);
         if ((st = dev_alloc(mg, &v->dsend, nghost * sizeof(int), "a coarse face list")) == WD_OK)
             st = d->h2d(v->dsend, v->op.halo.send, nghost * sizeof(int));
         if (st == WD_OK)
             st = dev_alloc(mg, &v->dface, face_bytes, "a coarse level's faces");
-        if (st == WD_OK && !(v->hface = malloc(2 * face_bytes)))
+        if (st == WD_OK && !mg->nccl && !(v->hface = malloc(2 * face_bytes)))
             st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate %zu bytes of faces",
                          l, 2 * face_bytes);
     }
