@@ -135,8 +135,9 @@ void wd_cli_mg_usage(FILE *f)
             "  --mg-nkrylov N        GCR basis before a restart, outer and coarse (default %d)\n"
             "  --mg-seed N           random starts of the null vectors (default %llu)\n"
             "  --mg-verbose N        multigrid messages on stderr: 1 the setup's diagnostics per\n"
-            "                        level, 2 also every outer iteration (default: --verbose,\n"
-            "                        at most 2)\n"
+            "                        level, 2 also every outer iteration, 3 also a profile of\n"
+            "                        each solve (the device synchronised after each part)\n"
+            "                        (default: --verbose, at most 2)\n"
             "  --mg-save FILE        write the null vectors (as relaxed, every level) to FILE\n"
             "                        (an existing FILE only with --overwrite, where the\n"
             "                        command has it)\n"
@@ -298,8 +299,8 @@ int wd_cli_mg_parse(const char *prog, int argc, char **argv, int *i, wd_cli_mg *
             return mg_bad(prog, a, "an unsigned 64-bit integer", v);
         m->seed = seed;
     } else {
-        if (!mg_long(v, 0, 2, &n))
-            return mg_bad(prog, a, "0, 1 or 2", v);
+        if (!mg_long(v, 0, 3, &n))
+            return mg_bad(prog, a, "0, 1, 2 or 3", v);
         m->verbosity = (int)n;
         mg->have_verbose = 1;
     }
@@ -365,11 +366,12 @@ void wd_cli_mg_print_setup(FILE *f, const char *label, const wd_mg_setup_stats *
         const int *c = st->coarse_dims[l + 1];
         fprintf(f, "%*slevel %d -> %d: coarse %dx%dx%dx%d; null vectors "
                 "|A^dag A v| / |A^dag A v0| <= %.2e (%d of %d stopped at --mg-setup-iter above --mg-setup-tol%s); "
-                "||P^dag P - 1|| = %.1e; ||D_c v - P^dag A P v|| / ||D_c v|| = %.1e\n",
+                "||P^dag P - 1|| = %.1e; ||D_c v - P^dag A P v|| / ||D_c v|| = %.1e%s\n",
                 (int)strlen(label), "", l, l + 1, c[0], c[1], c[2], c[3], st->setup_residual[l],
                 st->setup_unconverged[l], m->nvec[l],
                 st->setup_unconverged[l] ? ": the setup did not reach its tolerance" : "",
-                st->orth_error[l], st->coarse_error[l]);
+                st->orth_error[l], st->coarse_error[l],
+                isnan(st->orth_error[l]) ? " (not measured: --mg-verbose 1 measures them)" : "");
     }
 }
 

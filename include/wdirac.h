@@ -399,10 +399,11 @@ typedef struct wd_mg_settings {
     int coarse_max_iter;                ///< 100: iteration cap of each of those (QUDA's; at 24, the cap of a first version, the coarse solves at kappa 0.1568 on 24^3x64 stopped at it 23 times in 24 and the outer iterations rose)
     int gcr_nkrylov;                    ///< 20: basis of the outer flexible GCR before a restart (and of the coarse GCRs)
     uint64_t seed;                      ///< 1: random starts of the null vectors
-    int verbosity;                      ///< 0: 1 the setup summary and diagnostics per level, 2 also every outer iteration (stderr)
+    int verbosity;                      ///< 0: 1 the setup summary and diagnostics per level, 2 also every outer iteration, 3 also each solve's seconds by part, the device synchronised after each (slower) (stderr)
     const char *save;                   ///< NULL: write the setup's null vectors (as relaxed, every level) to this file, which a later setup's `load` turns into the same multigrid bit for bit
     int save_overwrite;                 ///< 0: 1 replaces an existing file at `save` (0 refuses it before the setup starts)
     const char *load;                   ///< NULL: take the null vectors from this file instead of relaxing them (levels, blocks and nvec must match it; the coarse operators are built for this setup's mass, so a file serves nearby masses too)
+    int diagnostics;                    ///< 0: 1 measures the setup's float64 checks (orth_error, coarse_error of wd_mg_setup_stats; about 15% of a setup on the GPU), as verbosity >= 1 does; else they are NaN
 } wd_mg_settings;
 
 typedef struct wd_mg_setup_stats {
@@ -412,8 +413,8 @@ typedef struct wd_mg_setup_stats {
     int coarse_dims[WD_MG_MAX_LEVELS][4];  ///< each level's extents ([0] the fine lattice)
     double setup_residual[WD_MG_MAX_LEVELS - 1];  ///< the largest |A^dag A v| / |A^dag A v0| of a level's relaxed vectors (0 for vectors read with `load`)
     int setup_unconverged[WD_MG_MAX_LEVELS - 1];  ///< relaxations of a level that stopped at the cap above setup_tol
-    double orth_error[WD_MG_MAX_LEVELS - 1];      ///< ||P^dag P - 1|| (max abs entry) of each level
-    double coarse_error[WD_MG_MAX_LEVELS - 1];    ///< ||D_c v - P^dag A P v|| / ||D_c v|| on a random v
+    double orth_error[WD_MG_MAX_LEVELS - 1];      ///< ||P^dag P - 1|| (max abs entry) of each level (NaN unless diagnostics or verbosity >= 1)
+    double coarse_error[WD_MG_MAX_LEVELS - 1];    ///< ||D_c v - P^dag A P v|| / ||D_c v|| on a random v (the same)
 } wd_mg_setup_stats;
 
 void wd_mg_default_settings(wd_mg_settings *m);

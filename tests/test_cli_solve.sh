@@ -105,8 +105,8 @@ numpy_check "... numpy M x = b" "$dir/c4.log" check --unit 4 4 4 4 --source "$di
 mg="--mg --mg-block 2 --mg-nvec 8 --mg-setup-iter 30"
 # shellcheck disable=SC2086
 OMP_NUM_THREADS=1 "$wdirac" solve --gauge "$g" --random "$seed" --mass 0.05 --tol 1e-10 \
-    --backend cpu $mg --save-source "$dir/b7.npy" --out "$dir/x7.npy" --json "$dir/r7.json" \
-    > "$dir/s7.log" 2>&1
+    --backend cpu $mg --mg-verbose 1 --save-source "$dir/b7.npy" --out "$dir/x7.npy" \
+    --json "$dir/r7.json" > "$dir/s7.log" 2>&1
 rc=$?
 check "solve --mg (2 levels, blocks 2^4, 8 null vectors), random source" 0 $rc
 [ $rc = 0 ] || show "$dir/s7.log"

@@ -425,6 +425,7 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     const int saving = !clover && levels == 2 && !half;
     if (saving)
         m.save = path;
+    m.diagnostics = 1;
     wd_status st = wd_solver_mg_setup(sv, &m, &s, &ss);
     if (saving)
         check_true("file: setup with save", st == WD_OK, path);

@@ -425,6 +425,7 @@ static void test_solve(uint64_t seed, const wd_lattice *lat, int clover, int lev
     wd_solver *sv = NULL;
     wd_status st = wd_solver_create(&sv, (const double *)lu, dims, &s);
     wd_mg_setup_stats ss;
+    m.diagnostics = 1;
     if (st == WD_OK)
         st = wd_solver_mg_setup(sv, &m, &s, &ss);
     snprintf(name, sizeof name, "solve %s, %d levels: setup", tag, levels);

@@ -303,7 +303,7 @@ def mg_checks(u, b, mass, krylov, rng):
     """The multigrid through Solver(mg=...), against BiCGstab and numpy."""
     shape = u.spinor_shape
     smg = wdirac.Solver(u, mass=mass, backend="cpu", tol=1e-11,
-                        mg=dict(block=2, nvec=8, setup_max_iter=30))
+                        mg=dict(block=2, nvec=8, setup_max_iter=30, diagnostics=1))
     m = smg.mg_stats
     check("mg: setup stats (coarse 2x2x2x4, P^dag P = 1, D_c = P^dag A P, cost)",
           m.levels == 2 and m.dims == [(4, 4, 4, 8), (2, 2, 2, 4)] and m.seconds > 0

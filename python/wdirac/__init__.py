@@ -35,7 +35,8 @@ _SOLVER = {"cg": 1, "bicgstab": 2, "mg": 3}
 _MG_CYCLE = {"v": 0, "k": 1}
 # wd_mg_settings' fields that take a number (block, nvec and cycle are converted)
 _MG_NUMBERS = ("levels", "setup_tol", "setup_max_iter", "pre_smooth", "post_smooth",
-               "coarse_tol", "coarse_max_iter", "gcr_nkrylov", "seed", "verbosity")
+               "coarse_tol", "coarse_max_iter", "gcr_nkrylov", "seed", "verbosity",
+               "diagnostics")
 _MIXED = {"none": 0, "reliable": 1, "defect": 2}
 _ACCUM = {"auto": 0, "sloppy": 1, "outer": 2}
 _TBC = {"periodic": 1, "antiperiodic": -1}
@@ -184,7 +185,8 @@ class MGSetupStats:
     largest |A^dag A v| / |A^dag A v0| of its relaxed null vectors), setup_unconverged
     (relaxations that stopped at setup_max_iter above setup_tol),
     orth_error (||P^dag P - 1||) and coarse_error
-    (||D_c v - P^dag A P v|| / ||D_c v|| on a random v)."""
+    (||D_c v - P^dag A P v|| / ||D_c v|| on a random v): NaN unless the
+    settings ask for diagnostics (or verbosity >= 1)."""
     seconds: float
     fine_applies: float
     levels: int
@@ -253,7 +255,8 @@ class Solver:
     fields, levels, block (B, (X, Y, Z, T) or a list of those, one a level
     from the fine one down), nvec (N or a list), setup_tol,
     setup_max_iter, pre_smooth, post_smooth, cycle ('v' or 'k'),
-    coarse_tol, coarse_max_iter, gcr_nkrylov, seed, verbosity, save and
+    coarse_tol, coarse_max_iter, gcr_nkrylov, seed, verbosity,
+    diagnostics (1: the float64 checks of .mg_stats, else NaN), save and
     load (a file of the null vectors: written after the setup, or read
     instead of relaxing them; save_overwrite=True replaces a file); missing
     keys keep the library's defaults.  The setup runs once, here, for this

@@ -541,6 +541,7 @@ static int parse_mg(PyObject *d, wd_mg_settings *m)
         INT("coarse_max_iter", coarse_max_iter)
         INT("gcr_nkrylov", gcr_nkrylov)
         INT("verbosity", verbosity)
+        INT("diagnostics", diagnostics)
         INT("save_overwrite", save_overwrite)
 #undef INT
 #undef REAL

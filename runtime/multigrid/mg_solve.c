@@ -83,6 +83,19 @@ typedef struct mg_level {
     double qq[200];
 } mg_level;
 
+/* the parts of a profiled solve (verbosity 3) */
+enum {
+    PROF_SMOOTH,        /* the fine smoother */
+    PROF_FINE_APPLY,    /* the fine operator in the Krylov precision, its residual */
+    PROF_ORTH,          /* the outer GCR's orthogonalisation and residual update */
+    PROF_RESTART,       /* the outer GCR's solution update and true residual */
+    PROF_TRANSFER,      /* the fine field's moves, P^dag and P */
+    PROF_COARSE_APPLY,  /* coarse operators with their face exchange */
+    PROF_COARSE_BLAS,   /* the rest of the coarse solves */
+    PROF_MOVES,         /* the source in (scaled) and the solution out */
+    PROF_PARTS
+};
+
 typedef struct wd_mg {
     wd_mg_settings set;
     double mass, csw;
@@ -101,6 +114,11 @@ typedef struct wd_mg {
     /* where a solve's seconds go (printed under verbosity 1): from the
      * fine residual's restriction to the prolongated correction */
     double t_coarse;
+    /* verbosity 3: each part's seconds, the device synchronised at each
+     * part's end (prof_mark: the last end), and the coarse applications */
+    int profile;
+    double prof[PROF_PARTS], prof_mark;
+    long prof_applies;
 } wd_mg;
 
 void wd_mg_default_settings(wd_mg_settings *m)
@@ -129,6 +147,20 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* the seconds since the last mark to `part` (a profiled solve only) */
+static void prof(wd_mg *mg, int part)
+{
+    if (!mg->profile)
+        return;
+    if (mg->on_device && wd_cuda_sync() != WD_OK) {
+        mg->profile = 0;  /* the failure stays for the next operation to report */
+        return;
+    }
+    const double t = now_s();
+    mg->prof[part] += t - mg->prof_mark;
+    mg->prof_mark = t;
 }
 
 static wd_status check_mg_settings(const wd_mg_settings *m)
@@ -275,12 +307,17 @@ static wd_status dev_apply(wd_mg *mg, int l, float *out, float *in)
 {
     mg_level *v = &mg->lv[l];
     wd_status st;
+    prof(mg, PROF_COARSE_BLAS);
+    mg->prof_applies++;
     if (mg->nccl && v->dop.nghost)
         st = nccl_exchange(mg, v, in);
     else
         st = wd_mg_halo_exchange_dev(&v->op.halo, mg->dev, v->dsend, v->dface, v->hface, in,
                                      2 * v->dop.layout.ncomp);
-    return st == WD_OK ? mg->dev->apply(&v->dop, out, in) : st;
+    if (st == WD_OK)
+        st = mg->dev->apply(&v->dop, out, in);
+    prof(mg, PROF_COARSE_APPLY);
+    return st;
 }
 
 /* the backend's reductions summed over the ranks */
@@ -540,6 +577,7 @@ static wd_status coarse_solve(wd_mg *mg, int l)
         gcr(mg, l + 1, c->dx, c->db, m->coarse_tol, m->coarse_max_iter, !last, &rel, &st);
     else
         st = cycle(mg, l + 1, c->dx, c->db);
+    prof(mg, PROF_COARSE_BLAS);
     return st;
 }
 
@@ -556,24 +594,31 @@ static wd_status cycle_fine(wd_mg *mg, wd_mg_pair *e, const wd_mg_pair *r)
     wd_status st;
     const wd_mg_pair *res = r;
     if (m->pre_smooth) {
-        if ((st = wd_mg_fine_smooth(f, e, r, m->pre_smooth)) != WD_OK ||
-            (st = wd_mg_fine_apply_k(f, &f->u, e)) != WD_OK)
+        if ((st = wd_mg_fine_smooth(f, e, r, m->pre_smooth)) != WD_OK)
+            return st;
+        prof(mg, PROF_SMOOTH);
+        if ((st = wd_mg_fine_apply_k(f, &f->u, e)) != WD_OK)
             return st;
         wd_mg_pair_ax(be, -1, &f->u);
         wd_mg_pair_caxpy(be, one, r, &f->u);
         res = &f->u;
         v->iterations += m->pre_smooth;
+        prof(mg, PROF_FINE_APPLY);
     }
     double t = now_s();
     double *stage = (double *)mg->stage;
     wd_mg_pair *into = m->pre_smooth ? &f->u : e;
     if ((st = wd_download_pair(be, stage, &res->e, &res->o, mg->on_device, NULL)) != WD_OK ||
-        (st = d->restrict_(&v->dt, c->db, stage)) != WD_OK || (st = coarse_solve(mg, 0)) != WD_OK ||
+        (st = d->restrict_(&v->dt, c->db, stage)) != WD_OK)
+        return st;
+    prof(mg, PROF_TRANSFER);
+    if ((st = coarse_solve(mg, 0)) != WD_OK ||
         (st = d->prolong(&v->dt, stage, c->dx)) != WD_OK ||
         (st = wd_upload_pair(be, &into->e, &into->o, stage, mg->on_device, NULL)) != WD_OK)
         return st;
     if (m->pre_smooth)
         wd_mg_pair_caxpy(be, one, &f->u, e);
+    prof(mg, PROF_TRANSFER);
     mg->t_coarse += now_s() - t;
     if (m->post_smooth) {
         /* u = r - A e, then e += the smoother's correction of u */
@@ -581,10 +626,12 @@ static wd_status cycle_fine(wd_mg *mg, wd_mg_pair *e, const wd_mg_pair *r)
             return st;
         wd_mg_pair_ax(be, -1, &f->u);
         wd_mg_pair_caxpy(be, one, r, &f->u);
+        prof(mg, PROF_FINE_APPLY);
         if ((st = wd_mg_fine_smooth(f, &f->u, &f->u, m->post_smooth)) != WD_OK)
             return st;
         wd_mg_pair_caxpy(be, one, &f->u, e);
         v->iterations += m->post_smooth;
+        prof(mg, PROF_SMOOTH);
     }
     return be->error;
 }
@@ -802,6 +849,7 @@ static int gcr_fine(wd_mg *mg, double tol, int max_iter, int verbose, double *re
             if ((*st = cycle_fine(mg, &f->z[k], &f->rk)) != WD_OK ||
                 (*st = wd_mg_fine_apply_k(f, &f->q[k], &f->z[k])) != WD_OK)
                 return it;
+            prof(mg, PROF_FINE_APPLY);
             for (int i = 0; i < k; ++i) {
                 const wd_complex d = wd_mg_pair_dot(be, &f->q[i], &f->q[k]);
                 const wd_complex b = {d.re / qq[i], d.im / qq[i]};
@@ -826,6 +874,7 @@ static int gcr_fine(wd_mg *mg, double tol, int max_iter, int verbose, double *re
             const double r2 = wd_blas_caxpy_norm2(be, ma, &f->q[k].e, &f->rk.e) +
                               wd_blas_caxpy_norm2(be, ma, &f->q[k].o, &f->rk.o);
             rk = sqrt(r2);
+            prof(mg, PROF_ORTH);
             if (verbose)
                 fprintf(stderr, "wdirac multigrid: outer iteration %d: residual %.3e\n", it + 1,
                         rk / bnorm);
@@ -846,6 +895,7 @@ static int gcr_fine(wd_mg *mg, double tol, int max_iter, int verbose, double *re
         wd_mg_pair_ax(be, -1, &f->r);
         wd_mg_pair_caxpy(be, one, &f->b, &f->r);
         rnorm = sqrt(wd_mg_pair_norm2(be, &f->r));
+        prof(mg, PROF_RESTART);
         if (k == 0)
             break;
     }
@@ -1024,7 +1074,7 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         wd_rng rng;
         wd_rng_seed(&rng, m->seed * 1000003u + (uint64_t)l);
         double t_step = now_s(), t_vectors, t_orth, t_build;
-        double worst = 0;
+        double worst = 0, t_random = 0, t_relax = 0, t_store = 0;
         int unconverged = 0;
         const size_t vbytes = (size_t)m->nvec[l] * f->len * sizeof *f->t.v;
         if (io->in && (st = wd_mg_file_io(io->in, 0, f->t.v, vbytes, &io->in_sum, m->load)) != WD_OK)
@@ -1034,7 +1084,10 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
              * until the coarse error below; a coarse level's x, where
              * relax's scratch is w), then stored site-major */
             double complex *v = l ? f->x : f->w[1];
+            double t_part = now_s();
             random_start(mg, l, k, v);
+            t_random += now_s() - t_part;
+            t_part = now_s();
             int its;
             double res;
             if (l == 0) {
@@ -1049,7 +1102,10 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
                 if (mg->error != WD_OK)
                     return mg->error;
             }
+            t_relax += now_s() - t_part;
+            t_part = now_s();
             wd_mg_vector_set(&f->t, k, v);
+            t_store += now_s() - t_part;
             if (res > worst)
                 worst = res;
             unconverged += res > m->setup_tol;
@@ -1083,19 +1139,26 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         for (int mu = 0; mu < 4; ++mu)
             stats->coarse_dims[l + 1][mu] =
                 mg->lv[l + 1].op.dims[mu] * (grid ? grid->procs[mu] : 1);
-        double orth = orth_error(&f->t);
-        if (mg->ranks > 1 && (st = wd_comm_max(&orth, 1)) != WD_OK)
-            break;
-        stats->orth_error[l] = orth;
-        stats->coarse_error[l] = coarse_error(mg, l, &rng);
-        if ((st = mg->error) != WD_OK)
-            break;
+        /* the float64 diagnostics where asked for (every rank agrees:
+         * the settings are the same) */
+        stats->orth_error[l] = stats->coarse_error[l] = NAN;
+        if (m->diagnostics || m->verbosity >= 1) {
+            double orth = orth_error(&f->t);
+            if (mg->ranks > 1 && (st = wd_comm_max(&orth, 1)) != WD_OK)
+                break;
+            stats->orth_error[l] = orth;
+            stats->coarse_error[l] = coarse_error(mg, l, &rng);
+            if ((st = mg->error) != WD_OK)
+                break;
+        }
         if (m->verbosity >= 1)
-            fprintf(stderr, "wdirac multigrid: level %d setup: null vectors %.3f s (%s), "
+            fprintf(stderr, "wdirac multigrid: level %d setup: null vectors %.3f s (%s: random "
+                    "starts %.3f s, relaxation with the moves %.3f s, stored %.3f s), "
                     "orthonormalisation %.3f s, coarse operator %.3f s (%s), diagnostics %.3f s\n",
                     l, t_vectors,
-                    io->in ? "read" : l ? "relaxed on the host" : "relaxed on the backend", t_orth,
-                    t_build, on_gpu ? "GPU" : "host", now_s() - t_step);
+                    io->in ? "read" : l ? "relaxed on the host" : "relaxed on the backend",
+                    t_random, t_relax, t_store, t_orth, t_build, on_gpu ? "GPU" : "host",
+                    now_s() - t_step);
         if (m->verbosity >= 1) {
             const int *cd = stats->coarse_dims[l + 1];
             fprintf(stderr, "wdirac multigrid: level %d -> %d: coarse %dx%dx%dx%d, %d unknowns a "
@@ -1141,6 +1204,8 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
     wd_mg_settings quiet;
     if (st == WD_OK && h.grid->size > 1 && wd_comm_rank() != 0) {
         quiet = *m;
+        /* the diagnostics are collective: every rank measures them */
+        quiet.diagnostics = m->diagnostics || m->verbosity >= 1;
         quiet.verbosity = 0;
         m = &quiet;
     }
@@ -1255,9 +1320,14 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
     for (int l = 0; l < mg->levels; ++l)
         mg->lv[l].iterations = 0;
     mg->t_coarse = 0;
+    mg->profile = mg->set.verbosity >= 3;
+    memset(mg->prof, 0, sizeof mg->prof);
+    mg->prof_applies = 0;
+    mg->prof_mark = t0;
     wd_status st = wd_mg_fine_from_host(f, &f->b, host);
     if (st != WD_OK)
         return st;
+    prof(mg, PROF_MOVES);
     double rel;
     const int loud = (mg->set.verbosity >= 2 || s->verbosity >= 3) &&
                      (mg->ranks == 1 || wd_comm_rank() == 0);
@@ -1266,11 +1336,24 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
     const wd_status xst = wd_mg_fine_to_host(f, (double complex *)x, &f->x);
     if (xst != WD_OK)
         return xst;
+    prof(mg, PROF_MOVES);
     if (mg->set.verbosity >= 1) {
         const double total = now_s() - t0;
         fprintf(stderr, "wdirac multigrid: solve %.3f s: the fine level %.3f s, the coarse levels "
                 "with the transfers (%s) %.3f s\n", total, total - mg->t_coarse, mg->dev->name,
                 mg->t_coarse);
+    }
+    if (mg->profile && (mg->ranks == 1 || wd_comm_rank() == 0)) {
+        const double *p = mg->prof;
+        fprintf(stderr, "wdirac multigrid: profile (the device synchronised after each part): "
+                "smoother %.3f s, fine applications %.3f s, outer orthogonalisation %.3f s, "
+                "restarts %.3f s, transfers %.3f s, coarse applications %.3f s (%ld, %.1f us "
+                "each), the coarse solves' other work %.3f s, the source in and solution out "
+                "%.3f s\n", p[PROF_SMOOTH],
+                p[PROF_FINE_APPLY], p[PROF_ORTH], p[PROF_RESTART], p[PROF_TRANSFER],
+                p[PROF_COARSE_APPLY], mg->prof_applies,
+                mg->prof_applies ? 1e6 * p[PROF_COARSE_APPLY] / mg->prof_applies : 0.0,
+                p[PROF_COARSE_BLAS], p[PROF_MOVES]);
     }
     stats->iterations = it;
     stats->sloppy_iterations = it;
