@@ -132,6 +132,8 @@ void wd_cli_mg_usage(FILE *f)
             "  --mg-cycle v|k        V-cycle, or K-cycle: GCR on each coarse level (default %s)\n"
             "  --mg-coarse-tol T     relative tolerance of each coarse GCR (default %g)\n"
             "  --mg-coarse-iter N    iteration cap of each coarse GCR (default %d)\n"
+            "  --mg-coarse-eo 0|1    1: the coarsest GCR on the even-odd Schur complement\n"
+            "                        where every local coarse extent is even (default %d)\n"
             "  --mg-nkrylov N        GCR basis before a restart, outer and coarse (default %d)\n"
             "  --mg-seed N           random starts of the null vectors (default %llu)\n"
             "  --mg-verbose N        multigrid messages on stderr: 1 the setup's diagnostics per\n"
@@ -146,7 +148,7 @@ void wd_cli_mg_usage(FILE *f)
             "                        must match; the coarse operators follow this mass)\n",
             WD_MG_MAX_LEVELS, d.levels, blocks, nvec, d.setup_tol, d.setup_max_iter,
             d.pre_smooth, d.post_smooth, d.cycle == WD_MG_VCYCLE ? "v" : "k", d.coarse_tol,
-            d.coarse_max_iter, d.gcr_nkrylov, (unsigned long long)d.seed);
+            d.coarse_max_iter, d.coarse_eo, d.gcr_nkrylov, (unsigned long long)d.seed);
 }
 
 void wd_cli_mg_init(wd_cli_mg *mg)
@@ -216,7 +218,7 @@ int wd_cli_mg_parse(const char *prog, int argc, char **argv, int *i, wd_cli_mg *
     static const char *const known[] = {
         "--mg-levels", "--mg-block", "--mg-nvec", "--mg-setup-tol", "--mg-setup-iter",
         "--mg-pre", "--mg-post", "--mg-cycle", "--mg-coarse-tol", "--mg-coarse-iter",
-        "--mg-nkrylov", "--mg-seed", "--mg-verbose", "--mg-save", "--mg-load"};
+        "--mg-coarse-eo", "--mg-nkrylov", "--mg-seed", "--mg-verbose", "--mg-save", "--mg-load"};
     int k = 0;
     while (k < (int)(sizeof known / sizeof known[0]) && strcmp(a, known[k]))
         k++;
@@ -283,6 +285,10 @@ int wd_cli_mg_parse(const char *prog, int argc, char **argv, int *i, wd_cli_mg *
         if (!mg_long(v, 1, 1L << 30, &n))
             return mg_bad(prog, a, "an integer >= 1", v);
         m->coarse_max_iter = (int)n;
+    } else if (!strcmp(a, "--mg-coarse-eo")) {
+        if (!mg_long(v, 0, 1, &n))
+            return mg_bad(prog, a, "0 or 1", v);
+        m->coarse_eo = (int)n;
     } else if (!strcmp(a, "--mg-nkrylov")) {
         if (!mg_long(v, 1, 200, &n))
             return mg_bad(prog, a, "an integer from 1 to 200", v);
@@ -350,11 +356,12 @@ void wd_cli_mg_print_settings(FILE *f, const char *label, const wd_mg_settings *
     mg_list_blocks(blocks, sizeof blocks, m, ", ");
     mg_list_nvec(nvec, sizeof nvec, m, ", ");
     fprintf(f, "%s%d levels, %s; blocks %s; null vectors %s (CG to %.1e or %d iterations, seed "
-            "%llu); MR smoother %d pre + %d post; coarse GCR to %g or %d iterations; outer "
+            "%llu); MR smoother %d pre + %d post; coarse GCR to %g or %d iterations%s; outer "
             "flexible GCR(%d)\n", label, m->levels, m->cycle == WD_MG_VCYCLE ? "V-cycle"
             : "K-cycle", blocks, nvec, m->setup_tol, m->setup_max_iter,
             (unsigned long long)m->seed, m->pre_smooth, m->post_smooth, m->coarse_tol,
-            m->coarse_max_iter, m->gcr_nkrylov);
+            m->coarse_max_iter, m->coarse_eo ? " (the coarsest even-odd where it can)" : "",
+            m->gcr_nkrylov);
 }
 
 void wd_cli_mg_print_setup(FILE *f, const char *label, const wd_mg_setup_stats *st,
@@ -402,13 +409,14 @@ json_t *wd_cli_mg_json(const wd_mg_settings *m, const wd_mg_setup_stats *st)
                                                m->block[l][2], m->block[l][3]));
         json_array_append_new(nvec, json_integer(m->nvec[l]));
     }
-    json_t *root = json_pack("{s:i, s:o, s:o, s:f, s:i, s:i, s:i, s:s, s:f, s:i, s:i, s:I, s:i}",
+    json_t *root = json_pack("{s:i, s:o, s:o, s:f, s:i, s:i, s:i, s:s, s:f, s:i, s:i, s:i, s:I, "
+                             "s:i}",
                              "levels", m->levels, "block", block, "nvec", nvec,
                              "setup_tol", m->setup_tol, "setup_max_iter", m->setup_max_iter,
                              "pre_smooth", m->pre_smooth, "post_smooth", m->post_smooth,
                              "cycle", m->cycle == WD_MG_VCYCLE ? "v" : "k",
                              "coarse_tol", m->coarse_tol, "coarse_max_iter", m->coarse_max_iter,
-                             "gcr_nkrylov", m->gcr_nkrylov, "seed", (json_int_t)m->seed,
+                             "coarse_eo", m->coarse_eo, "gcr_nkrylov", m->gcr_nkrylov, "seed", (json_int_t)m->seed,
                              "verbosity", m->verbosity);
     if (!root || !st)
         return root;
@@ -435,10 +443,10 @@ json_t *wd_cli_mg_setup_json(const wd_mg_setup_stats *st)
         json_array_append_new(orth, mg_real(st->orth_error[l]));
         json_array_append_new(coarse, mg_real(st->coarse_error[l]));
     }
-    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "seconds", mg_real(st->seconds),
-                     "fine_applies", mg_real(st->fine_applies), "dims", dims, "setup_residual",
-                     res, "setup_unconverged", unconv, "orth_error", orth, "coarse_error",
-                     coarse);
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "seconds", mg_real(st->seconds),
+                     "diagnostics_seconds", mg_real(st->diagnostics_seconds), "fine_applies",
+                     mg_real(st->fine_applies), "dims", dims, "setup_residual", res,
+                     "setup_unconverged", unconv, "orth_error", orth, "coarse_error", coarse);
 }
 
 json_t *wd_cli_mg_levels_json(const wd_solver_stats *stats)

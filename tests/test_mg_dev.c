@@ -10,6 +10,8 @@
  * sums of a few terms, more for long sums), outputs poisoned with NaN
  * before each call:
  *   blas      zero, copy, scale, xmy, gather (random sites, exact),
+ *             scatter (distinct random sites, the rest untouched, exact),
+ *             block_apply (a random n x n block a site, 1e-5),
  *             multi_caxpy (k = 1, 5, 16),
  *             multi_cdot (k = 1, 5, 16), cdot_norm2, caxpy_norm2 against
  *             the same operations in double on the float inputs, on
@@ -196,8 +198,53 @@ static void test_blas(int volume, int n)
             want[(size_t)i * 2 * n + j] = hx[2][(size_t)list[i] * 2 * n + j];
     snprintf(name, sizeof name, "blas %dx%d: gather of %d sites", volume, n, sites);
     check(name, rel_diff_f(out, want, (size_t)sites * 2 * n), 0);
+    /* scatter: `sites` distinct random sites (a shuffled prefix) of a
+     * field holding y, the rest untouched */
+    int *perm = xalloc(volume * sizeof *perm);
+    for (int i = 0; i < volume; ++i)
+        perm[i] = i;
+    for (int i = volume - 1; i > 0; --i) {
+        const int j = (int)(wd_rng_u64(&rng) % (uint64_t)(i + 1)), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    up(dlist, perm, sites * sizeof *perm);
+    up(dy, hy, bytes);
+    ops->scatter(sites, 2 * n, dlist, dx[3], dy);
+    down(out, dy, bytes);
+    for (size_t i = 0; i < len; ++i)
+        want[i] = hy[i];
+    for (int i = 0; i < sites; ++i)
+        for (int j = 0; j < 2 * n; ++j)
+            want[(size_t)perm[i] * 2 * n + j] = hx[3][(size_t)i * 2 * n + j];
+    snprintf(name, sizeof name, "blas %dx%d: scatter to %d sites", volume, n, sites);
+    check(name, rel_diff_f(out, want, len), 0);
     ops->free(dlist);
     free(list);
+    free(perm);
+
+    /* block_apply: a random n x n complex block a site (column-major) */
+    const size_t bfloats = (size_t)volume * n * n * 2;
+    float *hb = xalloc(bfloats * sizeof *hb), *db = dev_alloc(bfloats * sizeof *hb);
+    fill_float(hb, bfloats);
+    up(db, hb, bfloats * sizeof *hb);
+    poison(dy, len);
+    ops->block_apply(volume, n, db, dx[4], dy);
+    down(out, dy, bytes);
+    for (int s = 0; s < volume; ++s)
+        for (int i = 0; i < n; ++i) {
+            double complex y = 0;
+            for (int j = 0; j < n; ++j) {
+                const float *m = hb + 2 * (((size_t)s * n + j) * n + i);
+                y += CMPLX(m[0], m[1]) * packed(hx[4], n, (size_t)s * n + j);
+            }
+            want[(size_t)s * 2 * n + i] = creal(y);
+            want[(size_t)s * 2 * n + n + i] = cimag(y);
+        }
+    snprintf(name, sizeof name, "blas %dx%d: block_apply", volume, n);
+    check(name, rel_diff_f(out, want, len), 1e-5);
+    ops->free(db);
+    free(hb);
 
     /* multi_caxpy and multi_cdot */
     const int ks[3] = {1, 5, K};

@@ -36,7 +36,7 @@ _MG_CYCLE = {"v": 0, "k": 1}
 # wd_mg_settings' fields that take a number (block, nvec and cycle are converted)
 _MG_NUMBERS = ("levels", "setup_tol", "setup_max_iter", "pre_smooth", "post_smooth",
                "coarse_tol", "coarse_max_iter", "gcr_nkrylov", "seed", "verbosity",
-               "diagnostics")
+               "diagnostics", "coarse_eo")
 _MIXED = {"none": 0, "reliable": 1, "defect": 2}
 _ACCUM = {"auto": 0, "sloppy": 1, "outer": 2}
 _TBC = {"periodic": 1, "antiperiodic": -1}
@@ -256,7 +256,8 @@ class Solver:
     from the fine one down), nvec (N or a list), setup_tol,
     setup_max_iter, pre_smooth, post_smooth, cycle ('v' or 'k'),
     coarse_tol, coarse_max_iter, gcr_nkrylov, seed, verbosity,
-    diagnostics (1: the float64 checks of .mg_stats, else NaN), save and
+    diagnostics (1: the float64 checks of .mg_stats, else NaN), coarse_eo
+    (0: the coarsest GCR on the whole operator, not even-odd), save and
     load (a file of the null vectors: written after the setup, or read
     instead of relaxing them; save_overwrite=True replaces a file); missing
     keys keep the library's defaults.  The setup runs once, here, for this

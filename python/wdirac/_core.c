@@ -542,6 +542,7 @@ static int parse_mg(PyObject *d, wd_mg_settings *m)
         INT("gcr_nkrylov", gcr_nkrylov)
         INT("verbosity", verbosity)
         INT("diagnostics", diagnostics)
+        INT("coarse_eo", coarse_eo)
         INT("save_overwrite", save_overwrite)
 #undef INT
 #undef REAL

@@ -219,6 +219,34 @@ static wd_status cpu_gather(int count, int floats, const int *sites, const float
     return WD_OK;
 }
 
+static wd_status cpu_scatter(int count, int floats, const int *sites, const float *in, float *out)
+{
+#pragma omp parallel for schedule(static) if ((size_t)count * floats >= WD_MG_PARALLEL_MIN)
+    for (int i = 0; i < count; ++i)
+        memcpy(out + (size_t)sites[i] * floats, in + (size_t)i * floats, floats * sizeof *out);
+    return WD_OK;
+}
+
+static wd_status cpu_block_apply(int volume, int n, const float *b, const float *in, float *out)
+{
+#pragma omp parallel for schedule(static) if (threaded(volume, n))
+    for (int s = 0; s < volume; ++s) {
+        const float *x = in + (size_t)s * 2 * n;
+        float *y = out + (size_t)s * 2 * n;
+        for (int i = 0; i < n; ++i) {
+            float re = 0.0f, im = 0.0f;
+            for (int j = 0; j < n; ++j) {
+                const float *m = b + 2 * (((size_t)s * n + j) * n + i);
+                re += m[0] * x[j] - m[1] * x[n + j];
+                im += m[0] * x[n + j] + m[1] * x[j];
+            }
+            y[i] = re;
+            y[n + i] = im;
+        }
+    }
+    return WD_OK;
+}
+
 /* the fine field's component a of site x as float (re, im) */
 static void fine_load(const wd_mg_dev_transfer *t, const void *fine, size_t x, int a, float *re,
                       float *im)
@@ -297,6 +325,8 @@ const wd_mg_dev_ops wd_mg_dev_cpu_ops = {
     .d2h = cpu_copy_bytes,
     .apply = cpu_apply,
     .gather = cpu_gather,
+    .scatter = cpu_scatter,
+    .block_apply = cpu_block_apply,
     .zero = cpu_zero,
     .copy = cpu_copy,
     .scale = cpu_scale,

@@ -313,6 +313,50 @@ __global__ void k_gather(size_t len, int floats, const int *sites, const float *
         out[i] = in[(size_t)sites[i / floats] * floats + i % floats];
 }
 
+__global__ void k_scatter(size_t len, int floats, const int *sites, const float *in, float *out)
+{
+    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < len)
+        out[(size_t)sites[i / floats] * floats + i % floats] = in[i];
+}
+
+wd_status cuda_scatter(int count, int floats, const int *sites, const float *in, float *out)
+{
+    const size_t len = (size_t)count * floats;
+    if (!len)
+        return WD_OK;
+    k_scatter<<<grid_for(len), THREADS, 0, stream_of()>>>(len, floats, sites, in, out);
+    return launched("scatter");
+}
+
+/* a thread a row (s, i): the block's column j is contiguous in i */
+__global__ void k_block_apply(size_t rows, int n, const float2 *b, const float *in, float *out)
+{
+    const size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (r >= rows)
+        return;
+    const size_t s = r / n;
+    const int i = (int)(r % n);
+    const float *x = in + s * 2 * n;
+    const float2 *m = b + s * n * n + i;
+    float re = 0.0f, im = 0.0f;
+    for (int j = 0; j < n; ++j) {
+        const float2 w = m[(size_t)j * n];
+        re += w.x * x[j] - w.y * x[n + j];
+        im += w.x * x[n + j] + w.y * x[j];
+    }
+    out[s * 2 * n + i] = re;
+    out[s * 2 * n + n + i] = im;
+}
+
+wd_status cuda_block_apply(int volume, int n, const float *b, const float *in, float *out)
+{
+    const size_t rows = (size_t)volume * n;
+    k_block_apply<<<grid_for(rows), THREADS, 0, stream_of()>>>(rows, n, (const float2 *)b, in,
+                                                               out);
+    return launched("block_apply");
+}
+
 wd_status cuda_gather(int count, int floats, const int *sites, const float *in, float *out)
 {
     const size_t len = (size_t)count * floats;
@@ -463,7 +507,7 @@ const wd_mg_dev_ops ops = {
     "cuda",          cuda_alloc,      cuda_free,        cuda_h2d,        cuda_d2h,
     cuda_apply,      cuda_zero,       cuda_copy,        cuda_scale,      cuda_xmy,
     cuda_multi_caxpy, cuda_multi_cdot, cuda_cdot_norm2, cuda_caxpy_norm2, cuda_gather,
-    cuda_restrict,   cuda_prolong,
+    cuda_restrict,   cuda_prolong,    cuda_scatter,     cuda_block_apply,
 };
 
 } // namespace

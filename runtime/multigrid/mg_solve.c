@@ -81,6 +81,16 @@ typedef struct mg_level {
      * gamma and |q_i|^2 */
     wd_complex alpha[200], beta[200 * 200], gamma[200];
     double qq[200];
+    /* the coarsest level solved even-odd (eo): the sites of each parity
+     * (deo[p], half_volume each), the hops X^-1 Y of each parity's sites
+     * as kernel levels (dhop[p]: block 8 zero, the level's neighbour
+     * indices, the level's half fields), X^-1 a site (single, column-major)
+     * and two fields of one parity */
+    int eo, half_volume;
+    int *deo[2], *dhnbr[2];
+    wd_mg_dev_level dhop[2];
+    void *dhlinks[2];
+    float *dhlink_norm[2], *dxinv, *deb, *dex;
 } mg_level;
 
 /* the parts of a profiled solve (verbosity 3) */
@@ -140,6 +150,7 @@ void wd_mg_default_settings(wd_mg_settings *m)
     m->gcr_nkrylov = 20;
     m->seed = 1;
     m->verbosity = 0;
+    m->coarse_eo = 1;
 }
 
 static double now_s(void)
@@ -303,21 +314,62 @@ static wd_status nccl_exchange(wd_mg *mg, mg_level *v, float *in)
 /* out = A_l in on the backend, in's ghost sites first (gathered there,
  * swapped with the neighbours through NCCL on GPUs, else through the
  * host) */
-static wd_status dev_apply(wd_mg *mg, int l, float *out, float *in)
+static wd_status dev_exchange(wd_mg *mg, int l, float *in)
 {
     mg_level *v = &mg->lv[l];
-    wd_status st;
+    if (mg->nccl && v->dop.nghost)
+        return nccl_exchange(mg, v, in);
+    return wd_mg_halo_exchange_dev(&v->op.halo, mg->dev, v->dsend, v->dface, v->hface, in,
+                                   2 * v->dop.layout.ncomp);
+}
+
+static wd_status dev_apply(wd_mg *mg, int l, float *out, float *in)
+{
     prof(mg, PROF_COARSE_BLAS);
     mg->prof_applies++;
-    if (mg->nccl && v->dop.nghost)
-        st = nccl_exchange(mg, v, in);
-    else
-        st = wd_mg_halo_exchange_dev(&v->op.halo, mg->dev, v->dsend, v->dface, v->hface, in,
-                                     2 * v->dop.layout.ncomp);
+    wd_status st = dev_exchange(mg, l, in);
     if (st == WD_OK)
-        st = mg->dev->apply(&v->dop, out, in);
+        st = mg->dev->apply(&mg->lv[l].dop, out, in);
     prof(mg, PROF_COARSE_APPLY);
     return st;
+}
+
+/* out (parity p's sites, compact) = sum_d X^-1 Y_d of them on a whole
+ * field of level l (its ghosts filled here) */
+static wd_status schur_hop(wd_mg *mg, int l, int p, float *out, float *full)
+{
+    prof(mg, PROF_COARSE_BLAS);
+    wd_status st = dev_exchange(mg, l, full);
+    if (st == WD_OK)
+        st = mg->dev->apply(&mg->lv[l].dhop[p], out, full);
+    prof(mg, PROF_COARSE_APPLY);
+    return st;
+}
+
+/* out = S in = in - X^-1 Y_eo X^-1 Y_oe in on the even sites (compact
+ * fields; dw[0], dw[1] the whole fields the hops read, dw[3] the odd
+ * sites between) */
+static wd_status schur_apply(wd_mg *mg, int l, float *out, const float *in)
+{
+    const wd_mg_dev_ops *d = mg->dev;
+    mg_level *v = &mg->lv[l];
+    const int h = v->half_volume, n = v->dop.layout.ncomp;
+    mg->prof_applies++;
+    wd_status st = d->scatter(h, 2 * n, v->deo[0], in, v->dw[0]);
+    if (st == WD_OK)
+        st = schur_hop(mg, l, 1, v->dw[3], v->dw[0]);
+    if (st == WD_OK)
+        st = d->scatter(h, 2 * n, v->deo[1], v->dw[3], v->dw[1]);
+    if (st == WD_OK)
+        st = schur_hop(mg, l, 0, out, v->dw[1]);
+    return st == WD_OK ? d->xmy(h, n, in, out) : st;
+}
+
+/* level l's operator for its GCR: A_l, or with schur its even-odd Schur
+ * complement; the fields' sites */
+static wd_status level_apply(wd_mg *mg, int l, int schur, float *out, float *in)
+{
+    return schur ? schur_apply(mg, l, out, in) : dev_apply(mg, l, out, in);
 }
 
 /* the backend's reductions summed over the ranks */
@@ -370,6 +422,15 @@ static void dev_free(wd_mg *mg)
         d->free(v->dagg);
         d->free(v->dsites);
         d->free(v->dv);
+        for (int p = 0; p < 2; ++p) {
+            d->free(v->deo[p]);
+            d->free(v->dhnbr[p]);
+            d->free(v->dhlinks[p]);
+            d->free(v->dhlink_norm[p]);
+        }
+        d->free(v->dxinv);
+        d->free(v->deb);
+        d->free(v->dex);
         float *fields[] = {v->db, v->dx, v->dr, v->dw[0], v->dw[1], v->dw[2], v->dw[3]};
         for (size_t i = 0; i < sizeof fields / sizeof *fields; ++i)
             d->free(fields[i]);
@@ -498,6 +559,231 @@ static wd_status dev_level(wd_mg *mg, int l)
     return st;
 }
 
+/* X(s)^-1 of every site of a coarse operator (its local blocks, Gauss-Jordan
+ * with partial pivoting in float64) into xinv (volume x n x n, row-major);
+ * WD_ERR_INVALID naming the first site whose block is singular */
+static wd_status coarse_xinv(const wd_mg_op *op, int l, double complex *xinv)
+{
+    const int n = op->n;
+    const size_t nn = (size_t)n * n;
+    long bad = -1;
+    int nomem = 0;
+#pragma omp parallel
+    {
+        double complex *a = malloc(nn * sizeof *a);
+        if (!a) {
+#pragma omp atomic write
+            nomem = 1;
+        }
+#pragma omp for schedule(static)
+        for (size_t s = 0; s < op->volume; ++s) {
+            if (!a)
+                continue;
+            double complex *inv = xinv + s * nn;
+            memcpy(a, op->links + (s * WD_COARSE_BLOCKS + WD_MG_LOCAL) * nn, nn * sizeof *a);
+            for (size_t i = 0; i < nn; ++i)
+                inv[i] = i % (n + 1) == 0 ? 1 : 0;
+            int ok = 1;
+            for (int c = 0; ok && c < n; ++c) {
+                int p = c;
+                for (int r = c + 1; r < n; ++r)
+                    if (cabs(a[(size_t)r * n + c]) > cabs(a[(size_t)p * n + c]))
+                        p = r;
+                const double complex piv = a[(size_t)p * n + c];
+                if (!(cabs(piv) > 0) || !isfinite(creal(piv)) || !isfinite(cimag(piv))) {
+                    ok = 0;
+                    break;
+                }
+                for (int j = 0; p != c && j < n; ++j) {
+                    double complex t = a[(size_t)c * n + j];
+                    a[(size_t)c * n + j] = a[(size_t)p * n + j];
+                    a[(size_t)p * n + j] = t;
+                    t = inv[(size_t)c * n + j];
+                    inv[(size_t)c * n + j] = inv[(size_t)p * n + j];
+                    inv[(size_t)p * n + j] = t;
+                }
+                const double complex rp = 1 / piv;
+                for (int j = 0; j < n; ++j) {
+                    a[(size_t)c * n + j] *= rp;
+                    inv[(size_t)c * n + j] *= rp;
+                }
+                for (int r = 0; r < n; ++r) {
+                    const double complex f = a[(size_t)r * n + c];
+                    if (r == c || f == 0)
+                        continue;
+                    for (int j = 0; j < n; ++j) {
+                        a[(size_t)r * n + j] -= f * a[(size_t)c * n + j];
+                        inv[(size_t)r * n + j] -= f * inv[(size_t)c * n + j];
+                    }
+                }
+            }
+            if (!ok) {
+#pragma omp critical(mg_xinv)
+                if (bad < 0 || (long)s < bad)
+                    bad = (long)s;
+            }
+        }
+        free(a);
+    }
+    if (nomem)
+        return wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate the even-odd solve's "
+                       "work blocks", l);
+    if (bad >= 0)
+        return wd_fail(WD_ERR_INVALID, "multigrid level %d: the local block of coarse site %ld is "
+                       "singular: no even-odd coarse solve (coarse_eo 0 solves the whole "
+                       "operator)", l, bad);
+    return WD_OK;
+}
+
+/* whether a coarse level can be solved even-odd: every global extent even
+ * (one of 1 makes a site its own neighbour) and the block's sites half of
+ * each parity (one local extent even); the same answer on every rank */
+static int eo_possible(const wd_mg_op *op)
+{
+    const wd_grid *g = op->halo.grid;
+    int half = 0;
+    for (int mu = 0; mu < 4; ++mu) {
+        if (op->dims[mu] * (g ? g->procs[mu] : 1) % 2)
+            return 0;
+        half |= op->dims[mu] % 2 == 0;
+    }
+    return half;
+}
+
+/* the even-odd solve of the coarsest level l on the backend: parity site
+ * lists, X^-1 (single), and the hop levels of each parity with links X^-1
+ * Y_d (d < 8; block 8 zero) packed in the level's precision, a piece of
+ * CHUNK sites at a time */
+static wd_status dev_schur(wd_mg *mg, int l)
+{
+    enum { CHUNK = 64 };
+    const wd_mg_dev_ops *d = mg->dev;
+    mg_level *v = &mg->lv[l];
+    const wd_mg_op *op = &v->op;
+    const int n = op->n, V = (int)op->volume, h = V / 2, nghost = (int)op->halo.nghost;
+    const size_t nn = (size_t)n * n, blocks = WD_COARSE_BLOCKS * nn;
+    int *list[2] = {malloc(h * sizeof(int)), malloc(h * sizeof(int))};
+    double complex *xinv = malloc(op->volume * nn * sizeof *xinv);
+    double complex *hb = malloc(CHUNK * blocks * sizeof *hb);
+    float *xf = malloc(op->volume * nn * 2 * sizeof *xf);
+    int *hn = malloc((size_t)h * WD_MG_DIRS * sizeof *hn);
+    wd_status st = WD_OK;
+    if (!list[0] || !list[1] || !xinv || !hb || !xf || !hn)
+        st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate the even-odd solve's "
+                     "setup (%zu bytes)", l, op->volume * nn * 24);
+    /* the parity of the global coordinates */
+    const wd_grid *g = op->halo.grid;
+    int count[2] = {0, 0};
+    for (int s = 0; st == WD_OK && s < V; ++s) {
+        int r = s, par = 0;
+        for (int mu = 0; mu < 4; ++mu) {
+            par += r % op->dims[mu] + (g ? g->coord[mu] * op->dims[mu] : 0);
+            r /= op->dims[mu];
+        }
+        list[par % 2][count[par % 2]++] = s;
+    }
+    if (st == WD_OK)
+        st = coarse_xinv(op, l, xinv);
+    /* X^-1 in single, column-major */
+    if (st == WD_OK) {
+#pragma omp parallel for schedule(static)
+        for (int s = 0; s < V; ++s)
+            for (int i = 0; i < n; ++i)
+                for (int j = 0; j < n; ++j) {
+                    const double complex z = xinv[((size_t)s * n + i) * n + j];
+                    float *o = xf + 2 * (((size_t)s * n + j) * n + i);
+                    o[0] = (float)creal(z);
+                    o[1] = (float)cimag(z);
+                }
+        if ((st = dev_alloc(mg, &v->dxinv, op->volume * nn * 2 * sizeof *xf,
+                            "the coarse blocks' inverses")) == WD_OK)
+            st = d->h2d(v->dxinv, xf, op->volume * nn * 2 * sizeof *xf);
+    }
+    for (int p = 0; p < 2 && st == WD_OK; ++p) {
+        wd_mg_dev_level *hp = &v->dhop[p];
+        if ((st = wd_coarse_layout_make(&hp->layout, h, n / 2, mg->coarse_precision)) != WD_OK)
+            break;
+        /* the input is a whole field of the level with its ghosts */
+        hp->nghost = V - h + nghost;
+        for (int i = 0; i < h; ++i)
+            for (int dd = 0; dd < WD_MG_DIRS; ++dd)
+                hn[(size_t)i * WD_MG_DIRS + dd] = op->nbr[(size_t)list[p][i] * WD_MG_DIRS + dd];
+        if ((st = dev_alloc(mg, &v->deo[p], h * sizeof(int), "a parity's coarse sites")) != WD_OK ||
+            (st = d->h2d(v->deo[p], list[p], h * sizeof(int))) != WD_OK ||
+            (st = dev_alloc(mg, &v->dhnbr[p], (size_t)h * WD_MG_DIRS * sizeof *hn,
+                            "a parity's coarse neighbours")) != WD_OK ||
+            (st = d->h2d(v->dhnbr[p], hn, (size_t)h * WD_MG_DIRS * sizeof *hn)) != WD_OK ||
+            (st = dev_alloc(mg, &v->dhlinks[p], hp->layout.link_bytes, "the coarse hops")) != WD_OK)
+            break;
+        if (hp->layout.link_norm_bytes &&
+            (st = dev_alloc(mg, &v->dhlink_norm[p], hp->layout.link_norm_bytes,
+                            "the coarse hops' norms")) != WD_OK)
+            break;
+        const size_t site_bytes = hp->layout.link_bytes / h;
+        void *pack = malloc(CHUNK * site_bytes);
+        float *norm = malloc(CHUNK * WD_COARSE_BLOCKS * sizeof *norm);
+        if (!pack || !norm)
+            st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate the hops' packing", l);
+        for (int i0 = 0; st == WD_OK && i0 < h; i0 += CHUNK) {
+            const int m = h - i0 < CHUNK ? h - i0 : CHUNK;
+            /* X^-1 Y_d of each site, row by row: out[r][c] = sum_k X^-1[r][k] Y_d[k][c] */
+#pragma omp parallel for schedule(static)
+            for (int i = 0; i < m; ++i) {
+                const size_t s = (size_t)list[p][i0 + i];
+                const double complex *xi = xinv + s * nn;
+                for (int dd = 0; dd < WD_COARSE_BLOCKS; ++dd) {
+                    double complex *out = hb + ((size_t)i * WD_COARSE_BLOCKS + dd) * nn;
+                    memset(out, 0, nn * sizeof *out);
+                    if (dd == WD_MG_LOCAL)
+                        continue;
+                    const double complex *y = op->links + (s * WD_COARSE_BLOCKS + dd) * nn;
+                    for (int r = 0; r < n; ++r)
+                        for (int k = 0; k < n; ++k) {
+                            const double complex a = xi[(size_t)r * n + k];
+                            for (int c = 0; c < n; ++c)
+                                out[(size_t)r * n + c] += a * y[(size_t)k * n + c];
+                        }
+                }
+            }
+            wd_coarse_layout lc;
+            if ((st = wd_coarse_layout_make(&lc, m, n / 2, mg->coarse_precision)) != WD_OK)
+                break;
+            wd_pack_coarse_links(&lc, pack, norm, hb);
+            st = d->h2d((char *)v->dhlinks[p] + (size_t)i0 * site_bytes, pack, m * site_bytes);
+            if (st == WD_OK && v->dhlink_norm[p])
+                st = d->h2d(v->dhlink_norm[p] + (size_t)i0 * WD_COARSE_BLOCKS, norm,
+                            (size_t)m * WD_COARSE_BLOCKS * sizeof *norm);
+        }
+        free(pack);
+        free(norm);
+        hp->nbr = v->dhnbr[p];
+        hp->links = v->dhlinks[p];
+        hp->link_norm = v->dhlink_norm[p];
+        hp->hin = v->dop.hin;
+        hp->hout = v->dop.hout;
+        hp->hin_norm = v->dop.hin_norm;
+        hp->hout_norm = v->dop.hout_norm;
+    }
+    /* the parity fields; the whole fields the hops read start finite (a
+     * zero block times a stale site is then zero) */
+    const size_t field_bytes = (size_t)h * 2 * n * sizeof(float);
+    if (st == WD_OK && (st = dev_alloc(mg, &v->deb, field_bytes, "a coarse parity field")) == WD_OK)
+        st = dev_alloc(mg, &v->dex, field_bytes, "a coarse parity field");
+    for (int i = 0; i < 4 && st == WD_OK; ++i)
+        st = d->zero(V + nghost, n, v->dw[i]);
+    free(list[0]);
+    free(list[1]);
+    free(xinv);
+    free(hb);
+    free(xf);
+    free(hn);
+    if (st == WD_OK) {
+        v->eo = 1;
+        v->half_volume = h;
+    }
+    return st;
+}
+
 static wd_status dev_setup(wd_mg *mg)
 {
     wd_status st = dev_alloc(mg, &mg->stage, mg->lv[0].len * sizeof(double complex),
@@ -515,26 +801,29 @@ static wd_status dev_setup(wd_mg *mg)
             st = dev_transfer(mg, l);
         if (st == WD_OK && l > 0)
             st = dev_level(mg, l);
+        if (st == WD_OK && l > 0 && l + 1 == mg->levels && mg->set.coarse_eo &&
+            eo_possible(&mg->lv[l].op))
+            st = dev_schur(mg, l);
     }
     return st;
 }
 
 /* ---- the cycle ---- */
 
-static int gcr(wd_mg *mg, int l, float *x, const float *b, double tol, int max_iter,
+static int gcr(wd_mg *mg, int l, int schur, float *x, const float *b, double tol, int max_iter,
                int precondition, double *relres, wd_status *st);
 static wd_status cycle(wd_mg *mg, int l, float *e, const float *r);
 
-/* y += sum_i a[i] x[i] over k fields, in pieces the backend takes */
-static wd_status dev_multi_caxpy(wd_mg *mg, int l, int k, const wd_complex *a,
+/* y += sum_i a[i] x[i] over k fields of vol sites of level l, in pieces
+ * the backend takes */
+static wd_status dev_multi_caxpy(wd_mg *mg, int l, int vol, int k, const wd_complex *a,
                                  float *const *x, float *y)
 {
-    const wd_mg_dev_level *lv = &mg->lv[l].dop;
+    const int n = mg->lv[l].dop.layout.ncomp;
     wd_status st = WD_OK;
     for (int i = 0; st == WD_OK && i < k; i += WD_MG_DEV_MULTI) {
         const int m = k - i < WD_MG_DEV_MULTI ? k - i : WD_MG_DEV_MULTI;
-        st = mg->dev->multi_caxpy(lv->layout.volume, lv->layout.ncomp, m, a + i,
-                                  (const float *const *)(x + i), y);
+        st = mg->dev->multi_caxpy(vol, n, m, a + i, (const float *const *)(x + i), y);
     }
     return st;
 }
@@ -563,18 +852,68 @@ static wd_status smooth(wd_mg *mg, int l, float *e, const float *r, int steps)
     return st;
 }
 
+/*
+ * The coarsest level l's solve of dx from db even-odd: with b' = X^-1 b
+ * (dw[2], whole) GCR on S x_e = b'_e - X^-1 Y_eo b'_o (the even sites,
+ * compact: deb the source, dex the solution), then x_o = b'_o - X^-1 Y_oe
+ * x_e, both parities put back into dx.  GCR's tolerance is on the Schur
+ * system's residual (QUDA's).
+ */
+static wd_status eo_solve(wd_mg *mg, int l)
+{
+    const wd_mg_dev_ops *d = mg->dev;
+    mg_level *c = &mg->lv[l];
+    const wd_mg_settings *m = &mg->set;
+    const int h = c->half_volume, n = c->dop.layout.ncomp, V = c->dop.layout.volume;
+    double rel;
+    wd_status st = d->block_apply(V, n, c->dxinv, c->db, c->dw[2]);
+    /* deb = b'_e - X^-1 Y_eo b'_o */
+    if (st == WD_OK)
+        st = schur_hop(mg, l, 0, c->dex, c->dw[2]);
+    if (st == WD_OK)
+        st = d->gather(h, 2 * n, c->deo[0], c->dw[2], c->deb);
+    if (st == WD_OK)
+        st = d->xmy(h, n, c->deb, c->dex);
+    if (st == WD_OK)
+        st = d->copy(h, n, c->deb, c->dex);
+    if (st == WD_OK)
+        st = d->zero(h, n, c->dex);
+    if (st != WD_OK)
+        return st;
+    gcr(mg, l, 1, c->dex, c->deb, m->coarse_tol, m->coarse_max_iter, 0, &rel, &st);
+    /* x_o = b'_o - X^-1 Y_oe x_e (into dw[3], b'_o gathered into deb) */
+    if (st == WD_OK)
+        st = d->scatter(h, 2 * n, c->deo[0], c->dex, c->dw[0]);
+    if (st == WD_OK)
+        st = schur_hop(mg, l, 1, c->dw[3], c->dw[0]);
+    if (st == WD_OK)
+        st = d->gather(h, 2 * n, c->deo[1], c->dw[2], c->deb);
+    if (st == WD_OK)
+        st = d->xmy(h, n, c->deb, c->dw[3]);
+    if (st == WD_OK)
+        st = d->scatter(h, 2 * n, c->deo[0], c->dex, c->dx);
+    if (st == WD_OK)
+        st = d->scatter(h, 2 * n, c->deo[1], c->dw[3], c->dx);
+    return st;
+}
+
 /* the next level's solve of c->dx from c->db, within a cycle from level l */
 static wd_status coarse_solve(wd_mg *mg, int l)
 {
     mg_level *c = &mg->lv[l + 1];
     const wd_mg_settings *m = &mg->set;
-    wd_status st = mg->dev->zero(c->dop.layout.volume, c->dop.layout.ncomp, c->dx);
     const int last = l + 1 == mg->levels - 1;
     double rel;
-    if (st != WD_OK)
+    wd_status st;
+    if (last && c->eo) {
+        st = eo_solve(mg, l + 1);
+        prof(mg, PROF_COARSE_BLAS);
+        return st;
+    }
+    if ((st = mg->dev->zero(c->dop.layout.volume, c->dop.layout.ncomp, c->dx)) != WD_OK)
         return st;
     if (last || m->cycle == WD_MG_KCYCLE)
-        gcr(mg, l + 1, c->dx, c->db, m->coarse_tol, m->coarse_max_iter, !last, &rel, &st);
+        gcr(mg, l + 1, 0, c->dx, c->db, m->coarse_tol, m->coarse_max_iter, !last, &rel, &st);
     else
         st = cycle(mg, l + 1, c->dx, c->db);
     prof(mg, PROF_COARSE_BLAS);
@@ -655,12 +994,12 @@ static wd_status cycle(wd_mg *mg, int l, float *e, const float *r)
     }
     if ((st = d->restrict_(&v->dt, c->db, res)) != WD_OK || (st = coarse_solve(mg, l)) != WD_OK ||
         (st = d->prolong(&v->dt, de, c->dx)) != WD_OK ||
-        (st = dev_multi_caxpy(mg, l, 1, &one, &de, e)) != WD_OK)
+        (st = dev_multi_caxpy(mg, l, vol, 1, &one, &de, e)) != WD_OK)
         return st;
     if (m->post_smooth) {
         if ((st = dev_apply(mg, l, res, e)) != WD_OK || (st = d->xmy(vol, n, r, res)) != WD_OK ||
             (st = smooth(mg, l, de, res, m->post_smooth)) != WD_OK ||
-            (st = dev_multi_caxpy(mg, l, 1, &one, &de, e)) != WD_OK)
+            (st = dev_multi_caxpy(mg, l, vol, 1, &one, &de, e)) != WD_OK)
             return st;
     }
     return WD_OK;
@@ -685,7 +1024,8 @@ static void gcr_backsolve(int k, const wd_complex *alpha, const wd_complex *beta
 }
 
 /*
- * Flexible GCR(nkrylov) on coarse level l, A_l x = b from x's value, with
+ * Flexible GCR(nkrylov) on coarse level l, A_l x = b from x's value (with
+ * schur: S x = b on the even sites, eo_solve's Schur complement), with
  * the cycle of level l as preconditioner (precondition) or none, to
  * |b - A x| <= tol |b| or max_iter iterations.  As the outer GCR, but with
  * one reduction a step: a single multi-dot of q_k = A z_k against the
@@ -700,12 +1040,12 @@ static void gcr_backsolve(int k, const wd_complex *alpha, const wd_complex *beta
  * Returns the iterations; *relres the last relative residual; *st WD_OK,
  * or WD_ERR_NAN / a cycle's or the backend's failure.
  */
-static int gcr(wd_mg *mg, int l, float *x, const float *b, double tol, int max_iter,
+static int gcr(wd_mg *mg, int l, int schur, float *x, const float *b, double tol, int max_iter,
                int precondition, double *relres, wd_status *st)
 {
     const wd_mg_dev_ops *d = mg->dev;
     mg_level *v = &mg->lv[l];
-    const int vol = v->dop.layout.volume, n = v->dop.layout.ncomp;
+    const int vol = schur ? v->half_volume : v->dop.layout.volume, n = v->dop.layout.ncomp;
     const int nk = mg->set.gcr_nkrylov;
     double dots[2 * WD_MG_DEV_MULTI], res[3];
     wd_complex neg[WD_MG_DEV_MULTI];
@@ -717,7 +1057,8 @@ static int gcr(wd_mg *mg, int l, float *x, const float *b, double tol, int max_i
     const double bnorm = sqrt(res[0]);
     if (bnorm == 0)
         return (*st = d->zero(vol, n, x)), 0;
-    if ((*st = dev_apply(mg, l, v->dr, x)) != WD_OK || (*st = d->xmy(vol, n, b, v->dr)) != WD_OK)
+    if ((*st = level_apply(mg, l, schur, v->dr, x)) != WD_OK ||
+        (*st = d->xmy(vol, n, b, v->dr)) != WD_OK)
         return 0;
     const float *rs[1] = {v->dr};
     if ((*st = dev_multi_cdot(mg, vol, n, 1, rs, v->dr, res)) != WD_OK)
@@ -729,7 +1070,7 @@ static int gcr(wd_mg *mg, int l, float *x, const float *b, double tol, int max_i
         for (; k < nk && it < max_iter && r2 > tol * tol * bnorm * bnorm; ++k, ++it) {
             *st = precondition ? cycle(mg, l, v->dz[k], v->dr) : d->copy(vol, n, v->dz[k], v->dr);
             if (*st == WD_OK)
-                *st = dev_apply(mg, l, v->dq[k], v->dz[k]);
+                *st = level_apply(mg, l, schur, v->dq[k], v->dz[k]);
             /* <q_i, q_k> (i < k), <r, q_k>, |q_k|^2 in pieces of the
              * backend's multi-dot: one piece (one reduction) for k <= 14 */
             double rq[2] = {0, 0}, q2 = 0;
@@ -790,8 +1131,8 @@ static int gcr(wd_mg *mg, int l, float *x, const float *b, double tol, int max_i
         /* x += sum gamma_j z_j; restart, or confirm convergence, on the
          * recomputed residual */
         gcr_backsolve(k, v->alpha, v->beta, nk, v->gamma);
-        if ((*st = dev_multi_caxpy(mg, l, k, v->gamma, v->dz, x)) != WD_OK ||
-            (*st = dev_apply(mg, l, v->dr, x)) != WD_OK ||
+        if ((*st = dev_multi_caxpy(mg, l, vol, k, v->gamma, v->dz, x)) != WD_OK ||
+            (*st = level_apply(mg, l, schur, v->dr, x)) != WD_OK ||
             (*st = d->xmy(vol, n, b, v->dr)) != WD_OK ||
             (*st = dev_multi_cdot(mg, vol, n, 1, rs, v->dr, res)) != WD_OK)
             return it;
@@ -1143,11 +1484,13 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
          * the settings are the same) */
         stats->orth_error[l] = stats->coarse_error[l] = NAN;
         if (m->diagnostics || m->verbosity >= 1) {
+            const double t_diag = now_s();
             double orth = orth_error(&f->t);
             if (mg->ranks > 1 && (st = wd_comm_max(&orth, 1)) != WD_OK)
                 break;
             stats->orth_error[l] = orth;
             stats->coarse_error[l] = coarse_error(mg, l, &rng);
+            stats->diagnostics_seconds += now_s() - t_diag;
             if ((st = mg->error) != WD_OK)
                 break;
         }

@@ -126,6 +126,13 @@ typedef struct wd_mg_dev_ops {
     /* coarse = P^dag fine, fine = P coarse (t's fine layout) */
     wd_status (*restrict_)(const wd_mg_dev_transfer *t, float *coarse, const void *fine);
     wd_status (*prolong)(const wd_mg_dev_transfer *t, void *fine, const float *coarse);
+    /* out[sites[i]] = in[i] for i < count: whole sites of `floats` floats
+     * (the sites distinct; the even-odd coarse solve's fields put back) */
+    wd_status (*scatter)(int count, int floats, const int *sites, const float *in, float *out);
+    /* out(s) = B(s) in(s) on `volume` sites of n components: B(s) n x n
+     * complex float, column-major (entry (i, j) at float pair (s n + j) n +
+     * i), each row summed in j order; out may not alias in */
+    wd_status (*block_apply)(int volume, int n, const float *b, const float *in, float *out);
 } wd_mg_dev_ops;
 
 extern const wd_mg_dev_ops wd_mg_dev_cpu_ops;
