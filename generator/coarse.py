@@ -22,6 +22,11 @@ import os
 from .axes import COARSE_BLOCKS
 from .render import _env, _write, banner
 
+# the 9 blocks of a site in groups of 3: a row's sums split over 3 CUDA
+# threads (and summed group by group on the CPU, the same order)
+GROUPS = 3
+assert COARSE_BLOCKS % GROUPS == 0
+
 MAIN_TEMPLATES = {"_body.h": "coarse_body.h.j2", "_cpu.c": "coarse_cpu.c.j2",
                   "_cuda.cu": "coarse_cuda.cu.j2"}
 REGISTRY_OUTPUTS = ("wd_coarse_registry.c", "wd_coarse_registry_cuda.cu")
@@ -115,9 +120,14 @@ def variant_context(v):
         "sum_im_rows": sum_im_rows,
         "sum_re_row": sum_re_row,
         "sum_im_row": sum_im_row,
-        # the half kernel's shared memory: a row maximum per thread and a
-        # norm per site (templates/coarse_cuda_store_fixed.j2)
-        "cuda_shared": f"sites * {n + 1} * sizeof(float)" if v.info.has_norm else "0",
+        # the blocks' groups: the CUDA threads of a row, the order of sums
+        "groups": GROUPS,
+        "group_len": COARSE_BLOCKS // GROUPS,
+        # the CUDA kernel's shared memory: the partials (a float4 per row
+        # and group), with half a row maximum per row and a norm per site
+        # (templates/coarse_cuda_store_fixed.j2)
+        "cuda_shared": (f"sites * ({GROUPS * n} * sizeof(float4)"
+                        + (f" + {n + 1} * sizeof(float))" if v.info.has_norm else ")")),
         "partials": partials(v),
     }
     loads = _loads(v)

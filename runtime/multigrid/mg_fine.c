@@ -120,8 +120,7 @@ wd_status wd_mg_fine_init(wd_mg_fine *f, const wd_solver_host *h, double kappa, 
         return st;
     f->z = calloc((size_t)nkrylov, sizeof *f->z);
     f->q = calloc((size_t)nkrylov, sizeof *f->q);
-    f->host = malloc(wd_volume(h->dims) * 24 * sizeof *f->host);
-    if (!f->z || !f->q || !f->host)
+    if (!f->z || !f->q)
         return wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the fine level's bookkeeping");
     if (st == WD_OK)
         st = pair_create(be, &f->rs, ps);
@@ -179,7 +178,6 @@ void wd_mg_fine_free(wd_mg_fine *f)
     op_free(be, &f->krylov);
     free(f->z);
     free(f->q);
-    free(f->host);
     memset(f, 0, sizeof *f);
 }
 

@@ -1654,12 +1654,7 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
         return wd_fail(WD_ERR_INVALID, "solver WD_SOLVER_MG: the multigrid was set up for time "
                        "boundary %d, not %d", mg->lv[0].op.tbc, (int)s->tbc);
     wd_mg_fine *f = &mg->fine;
-    const size_t n = mg->lv[0].len;
     const double scale = 1.0 / (4.0 + s->mass);
-    const double complex *bc = (const double complex *)b;
-    double complex *host = (double complex *)f->host;
-    for (size_t i = 0; i < n; ++i)
-        host[i] = scale * bc[i];
     for (int l = 0; l < mg->levels; ++l)
         mg->lv[l].iterations = 0;
     mg->t_coarse = 0;
@@ -1667,9 +1662,11 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
     memset(mg->prof, 0, sizeof mg->prof);
     mg->prof_applies = 0;
     mg->prof_mark = t0;
-    wd_status st = wd_mg_fine_from_host(f, &f->b, host);
+    /* b / (4+m) on the backend (its outer precision) */
+    wd_status st = wd_mg_fine_from_host(f, &f->b, (const double complex *)b);
     if (st != WD_OK)
         return st;
+    wd_mg_pair_ax(f->be, scale, &f->b);
     prof(mg, PROF_MOVES);
     double rel;
     const int loud = (mg->set.verbosity >= 2 || s->verbosity >= 3) &&

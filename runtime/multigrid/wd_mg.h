@@ -256,7 +256,6 @@ typedef struct wd_mg_fine {
     wd_mg_pair rk, xk, u, *z, *q;   /* the Krylov precision */
     wd_mg_pair rs, es;          /* sloppy: the smoother's residual and correction */
     wd_field h, qs, ps, zs, tmp_s, tmp_se;
-    double *host;               /* a full field in host order */
 } wd_mg_fine;
 
 /* init: the checks, and what the setup needs (the sloppy fields and the
