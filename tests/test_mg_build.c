@@ -15,6 +15,10 @@
  *           poisoned with NaN first: every entry written; the host's
  *           asserted non-zero)
  *   repeat  a second GPU build: the same bytes
+ *   orth    (Wilson, tbc +1) wd_mg_orthonormalise_cuda of the raw vectors
+ *           against the host's wd_mg_orthonormalise: 1e-12 relative to the
+ *           largest entry; a second run the same bytes; a vector made -2
+ *           times the first refused (WD_ERR_INVALID naming vector 1)
  * One line per check; "N of M failed" last; exit 0 when all pass.
  */
 #include <complex.h>
@@ -80,6 +84,42 @@ static double max_rel(const double complex *a, const double complex *b, size_t n
     return top > 0 ? diff / top : INFINITY;
 }
 
+/* the GPU orthonormalisation of raw (t's vectors before the host's) against
+ * the host's t->v; twice the same bytes; a dependent vector refused */
+static void test_orth(const char *tag, const wd_mg_transfer *t, const double complex *raw)
+{
+    char name[192];
+    const size_t n = (size_t)t->nvec * t->fine_volume * 12;
+    double complex *g = xalloc(n * sizeof *g), *again = xalloc(n * sizeof *again);
+    memcpy(g, raw, n * sizeof *g);
+    memcpy(again, raw, n * sizeof *g);
+    int done = 0, done2 = 0;
+    wd_status st = wd_mg_orthonormalise_cuda(0, t->fine_volume, t->nvec, t->block_volume,
+                                             t->coarse_volume, t->sites, (double *)g, &done);
+    if (st == WD_OK)
+        st = wd_mg_orthonormalise_cuda(0, t->fine_volume, t->nvec, t->block_volume,
+                                       t->coarse_volume, t->sites, (double *)again, &done2);
+    snprintf(name, sizeof name, "%s: gpu orthonormalisation vs host", tag);
+    if (st != WD_OK || !done || !done2)
+        check_true(name, 0, st != WD_OK ? wd_last_error() : "not taken");
+    else
+        check(name, max_rel(g, t->v, n), 1e-12);
+    snprintf(name, sizeof name, "%s: gpu orthonormalisation repeat", tag);
+    check_true(name, st == WD_OK && !memcmp(g, again, n * sizeof *g), "the same bytes");
+    /* vector 1 a multiple of vector 0 at every site */
+    memcpy(g, raw, n * sizeof *g);
+    for (size_t x = 0; x < t->fine_volume; ++x)
+        for (int a = 0; a < 12; ++a)
+            g[(x * t->nvec + 1) * 12 + a] = -2 * g[(x * t->nvec) * 12 + a];
+    st = wd_mg_orthonormalise_cuda(0, t->fine_volume, t->nvec, t->block_volume,
+                                   t->coarse_volume, t->sites, (double *)g, &done);
+    snprintf(name, sizeof name, "%s: gpu orthonormalisation refuses a dependent vector", tag);
+    check_true(name, st == WD_ERR_INVALID && strstr(wd_last_error(), "null vector 1 "),
+               wd_last_error());
+    free(g);
+    free(again);
+}
+
 static void test_case(uint64_t seed, const int dims[4], const int block[4], int nvec, int clover,
                       int tbc)
 {
@@ -115,12 +155,18 @@ static void test_case(uint64_t seed, const int dims[4], const int block[4], int 
     wd_status st = wd_mg_op_fine(&fine, dims, NULL, (const double *)u, blocks, kappa, tbc);
     if (st == WD_OK)
         st = wd_mg_transfer_init(&t, 0, dims, 12, block, nvec, 0);
+    double complex *raw = NULL;
+    const size_t n = (size_t)nvec * vol * 12;
     if (st == WD_OK) {
-        const size_t n = (size_t)nvec * vol * 12;
         for (size_t i = 0; i < n; ++i)
             t.v[i] = CMPLX(wd_rng_normal(&rng), wd_rng_normal(&rng));
+        raw = xalloc(n * sizeof *raw);
+        memcpy(raw, t.v, n * sizeof *raw);
         st = wd_mg_orthonormalise(&t, 0);
     }
+    if (st == WD_OK && !clover && tbc == 1)
+        test_orth(tag, &t, raw);
+    free(raw);
     if (st == WD_OK)
         st = wd_mg_coarse_build(&coarse, &fine, &t);
     if (st != WD_OK) {

@@ -6,6 +6,8 @@
  *   wd_mg_coarse_build_cuda   wd_mg_coarse_build's links (wd_mg.h) from the
  *                             fine level's host arrays, on the backend's
  *                             stream; the device memory freed on return
+ *   wd_mg_orthonormalise_cuda the first level's block orthonormalisation
+ *                             (wd_mg_orthonormalise) there, in place
  *
  * Notes.  "UV then VUV", as QUDA builds its coarse operators: one thread
  * block a coarse site b, its threads owning entries (i, j) = ((chi', k'),
@@ -433,7 +435,172 @@ wd_status build(build_mem *m, const wd_mg_build_fine *f, int nvec, int bv, size_
                               copy_threaded);
 }
 
+/* ---- the block orthonormalisation ---- */
+
+/* the orthonormalisation's thread block: ORTH_THREADS threads, each at most
+ * ORTH_PER components of an aggregate's chirality (6 bv <= 4096) */
+enum { ORTH_THREADS = 256, ORTH_WARPS = ORTH_THREADS / 32, ORTH_PER = 16, ORTH_NVEC = 32 };
+
+/* a warp's sum of (re, im), lane 0 holding it: a fixed tree */
+__device__ inline double2 warp_sum(double2 x)
+{
+    for (int o = 16; o > 0; o >>= 1) {
+        x.x += __shfl_down_sync(0xffffffffu, x.x, o);
+        x.y += __shfl_down_sync(0xffffffffu, x.y, o);
+    }
+    return x;
+}
+
+/*
+ * One thread block an aggregate b and chirality chi (blockIdx.x = 2 b +
+ * chi): the nv vectors' components of chi at the aggregate's sites, in
+ * sites[] order then component (a thread's components e = threadIdx.x +
+ * ORTH_THREADS q), orthonormalised in order by classical Gram-Schmidt
+ * twice: the dots of v_k with every earlier v_j in one sweep, each summed
+ * over a thread's components, a warp (a fixed tree) and the warps in
+ * order, then v_k -= sum_j <v_j, v_k> v_j; then v_k / |v_k|.  A vector of
+ * norm^2 <= 1e-28 (or not finite) is left and the lowest (2 b + chi) nv
+ * + k recorded in *bad.
+ */
+__global__ void k_orth(const int *sites, double2 *v, int nv, int bv,
+                       unsigned long long *bad)
+{
+    __shared__ double2 wsum[ORTH_NVEC][ORTH_WARPS];
+    __shared__ double2 dots[ORTH_NVEC];
+    const int b = blockIdx.x >> 1, chi = blockIdx.x & 1, len = HALF * bv;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    size_t at[ORTH_PER];
+    for (int q = 0; q < ORTH_PER; ++q) {
+        const int e = threadIdx.x + ORTH_THREADS * q;
+        at[q] = e < len ? (size_t)sites[(size_t)b * bv + e / HALF] * nv * NFINE + chi * HALF +
+                              e % HALF
+                        : 0;
+    }
+    for (int k = 0; k < nv; ++k) {
+        double2 x[ORTH_PER];
+        for (int q = 0; q < ORTH_PER; ++q) {
+            const int e = threadIdx.x + ORTH_THREADS * q;
+            x[q] = e < len ? v[at[q] + (size_t)k * NFINE] : make_double2(0.0, 0.0);
+        }
+        for (int pass = 0; pass < 2 && k > 0; ++pass) {
+            for (int j = 0; j < k; ++j) {
+                double2 p = make_double2(0.0, 0.0);
+                for (int q = 0; q < ORTH_PER; ++q)
+                    if (threadIdx.x + ORTH_THREADS * q < len) {
+                        const double2 w = v[at[q] + (size_t)j * NFINE];
+                        p.x += w.x * x[q].x + w.y * x[q].y;
+                        p.y += w.x * x[q].y - w.y * x[q].x;
+                    }
+                p = warp_sum(p);
+                if (lane == 0)
+                    wsum[j][warp] = p;
+            }
+            __syncthreads();
+            if (threadIdx.x < k) {
+                double2 d = make_double2(0.0, 0.0);
+                for (int w = 0; w < ORTH_WARPS; ++w) {
+                    d.x += wsum[threadIdx.x][w].x;
+                    d.y += wsum[threadIdx.x][w].y;
+                }
+                dots[threadIdx.x] = d;
+            }
+            __syncthreads();
+            for (int j = 0; j < k; ++j) {
+                const double2 d = dots[j];
+                for (int q = 0; q < ORTH_PER; ++q)
+                    if (threadIdx.x + ORTH_THREADS * q < len) {
+                        const double2 w = v[at[q] + (size_t)j * NFINE];
+                        x[q].x -= d.x * w.x - d.y * w.y;
+                        x[q].y -= d.x * w.y + d.y * w.x;
+                    }
+            }
+            __syncthreads();
+        }
+        double2 p = make_double2(0.0, 0.0);
+        for (int q = 0; q < ORTH_PER; ++q)
+            p.x += x[q].x * x[q].x + x[q].y * x[q].y;
+        p = warp_sum(p);
+        if (lane == 0)
+            wsum[0][warp] = p;
+        __syncthreads();
+        double norm2 = 0.0;
+        for (int w = 0; w < ORTH_WARPS; ++w)
+            norm2 += wsum[0][w].x;
+        __syncthreads();
+        if (!(norm2 > 1e-28) || !isfinite(norm2)) {
+            if (threadIdx.x == 0)
+                atomicMin(bad, (unsigned long long)blockIdx.x * nv + k);
+            continue;
+        }
+        const double scale = 1.0 / sqrt(norm2);
+        for (int q = 0; q < ORTH_PER; ++q)
+            if (threadIdx.x + ORTH_THREADS * q < len)
+                v[at[q] + (size_t)k * NFINE] = make_double2(x[q].x * scale, x[q].y * scale);
+        __syncthreads();
+    }
+}
+
+wd_status orth(build_mem *m, int level, size_t volume, int nvec, int bv, size_t coarse_volume,
+               const int *sites, double *v, int *done)
+{
+    cudaError_t e = cudaMallocHost(&m->pinned, 2 * (size_t)STAGED_CHUNK);
+    if (e != cudaSuccess) {
+        m->pinned = NULL;
+        return wd_fail(WD_ERR_CUDA, "multigrid GPU orthonormalisation: cudaMallocHost: %s",
+                       cudaGetErrorString(e));
+    }
+    const size_t bytes = volume * (size_t)nvec * NFINE * sizeof(double2);
+    wd_status st = upload(m, &m->v, v, bytes, "the multigrid orthonormalisation's null vectors");
+    if (st == WD_OK)
+        st = upload(m, &m->sites, sites, volume * sizeof(int),
+                    "the multigrid orthonormalisation's aggregate sites");
+    if (st == WD_OK)
+        st = wd_cuda_malloc(&m->agg, sizeof(unsigned long long), "a flag");
+    if (st == WD_OK)
+        st = wd_cuda_memset(m->agg, 0xff, sizeof(unsigned long long));
+    if (st != WD_OK)
+        return st;
+    const cudaStream_t s = (cudaStream_t)wd_cuda_stream();
+    if (!s)
+        return wd_fail(WD_ERR_CUDA, "multigrid GPU orthonormalisation: no CUDA stream");
+    k_orth<<<(unsigned)(2 * coarse_volume), ORTH_THREADS, 0, s>>>(
+        (const int *)m->sites, (double2 *)m->v, nvec, bv, (unsigned long long *)m->agg);
+    unsigned long long bad = 0;
+    if ((e = cudaGetLastError()) != cudaSuccess || (e = cudaStreamSynchronize(s)) != cudaSuccess)
+        return wd_fail(WD_ERR_CUDA, "multigrid GPU orthonormalisation: kernel: %s",
+                       cudaGetErrorString(e));
+    if ((st = wd_cuda_d2h(&bad, m->agg, sizeof bad)) != WD_OK)
+        return st;
+    if (bad != ~0ull)
+        return wd_fail(WD_ERR_INVALID, "multigrid level %d: null vector %llu is zero or "
+                       "dependent on the earlier ones in aggregate %llu, chirality %llu (a setup "
+                       "that found too few independent vectors)", level, bad % nvec,
+                       bad / (2ull * nvec), bad / nvec % 2);
+    *done = 1;
+    return wd_cuda_d2h_staged(v, m->v, bytes, m->pinned, STAGED_CHUNK, copy_threaded);
+}
+
 } /* namespace */
+
+extern "C" wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, int nvec,
+                                               int block_volume, size_t coarse_volume,
+                                               const int *sites, double *v, int *done)
+{
+    *done = 0;
+    if (nvec > ORTH_NVEC || (size_t)HALF * block_volume > (size_t)ORTH_THREADS * ORTH_PER)
+        return WD_OK;   /* the host's */
+    if (!sites || !v || coarse_volume * (size_t)block_volume != fine_volume ||
+        2 * coarse_volume > INT_MAX)
+        return wd_fail(WD_ERR_INVALID, "multigrid GPU orthonormalisation: %zu fine sites, %zu "
+                       "aggregates of %d do not fit together", fine_volume, coarse_volume,
+                       block_volume);
+    build_mem m;
+    memset(&m, 0, sizeof m);
+    const wd_status st = orth(&m, level, fine_volume, nvec, block_volume, coarse_volume, sites,
+                              v, done);
+    release(&m);
+    return st;
+}
 
 extern "C" wd_status wd_mg_coarse_build_cuda(const wd_mg_build_fine *fine, int nvec,
                                              int block_volume, size_t coarse_volume,

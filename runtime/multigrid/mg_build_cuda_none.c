@@ -2,7 +2,8 @@
  * mg_build_cuda_none.c: a build without CUDA has no GPU coarse build.
  *
  * The externally accessible functions are
- *   wd_mg_coarse_build_cuda   WD_ERR_NO_DEVICE (wd_mg_dev.h)
+ *   wd_mg_coarse_build_cuda     WD_ERR_NO_DEVICE (wd_mg_dev.h)
+ *   wd_mg_orthonormalise_cuda   the same
  */
 #include "wd_core.h"
 #include "wd_mg_dev.h"
@@ -14,4 +15,14 @@ wd_status wd_mg_coarse_build_cuda(const wd_mg_build_fine *fine, int nvec, int bl
     (void)fine, (void)nvec, (void)block_volume, (void)coarse_volume, (void)agg, (void)sites,
         (void)v, (void)links;
     return wd_fail(WD_ERR_NO_DEVICE, "multigrid: the GPU coarse build needs a build with CUDA");
+}
+
+wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, int nvec, int block_volume,
+                                    size_t coarse_volume, const int *sites, double *v, int *done)
+{
+    (void)level, (void)fine_volume, (void)nvec, (void)block_volume, (void)coarse_volume,
+        (void)sites, (void)v;
+    *done = 0;
+    return wd_fail(WD_ERR_NO_DEVICE, "multigrid: the GPU orthonormalisation needs a build with "
+                   "CUDA");
 }

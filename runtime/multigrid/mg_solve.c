@@ -1463,7 +1463,15 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
             break;
         t_vectors = now_s() - t_step;
         t_step = now_s();
-        if ((st = agreed(mg, wd_mg_orthonormalise(&f->t, l))) != WD_OK)
+        /* on the GPU where it takes the shape (the first level), else here */
+        int orth_done = 0;
+        if (l == 0 && mg->on_device)
+            st = wd_mg_orthonormalise_cuda(l, f->t.fine_volume, f->t.nvec, f->t.block_volume,
+                                           f->t.coarse_volume, f->t.sites, (double *)f->t.v,
+                                           &orth_done);
+        if (st == WD_OK && !orth_done)
+            st = wd_mg_orthonormalise(&f->t, l);
+        if ((st = agreed(mg, st)) != WD_OK)
             break;
         t_orth = now_s() - t_step;
         t_step = now_s();

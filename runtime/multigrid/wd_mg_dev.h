@@ -187,6 +187,20 @@ wd_status wd_mg_coarse_build_cuda(const wd_mg_build_fine *fine, int nvec, int bl
                                   size_t coarse_volume, const int *agg, const int *sites,
                                   const double *v, double *links);
 
+/*
+ * wd_mg_orthonormalise (wd_mg.h) of the first level's null vectors on the
+ * GPU in float64: v (host, site-major complex double, fine_volume sites of
+ * nvec x 12; ghosts untouched) uploaded, each aggregate's chirality
+ * orthonormalised by classical Gram-Schmidt twice (each dot summed in a
+ * fixed order: the same bits on every run, not the host's), downloaded.
+ * *done = 0 and nothing touched where the kernel does not take the shape
+ * (nvec > 32 or 6 block_volume > 4096: the caller orthonormalises on the
+ * host); WD_ERR_INVALID naming a dependent vector as the host's does;
+ * WD_ERR_NO_DEVICE in a build without CUDA.
+ */
+wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, int nvec, int block_volume,
+                                    size_t coarse_volume, const int *sites, double *v, int *done);
+
 #ifdef __cplusplus
 }
 #endif
