@@ -17,7 +17,8 @@
  *   repeat  a second GPU build: the same bytes
  *   orth    (Wilson, tbc +1) wd_mg_orthonormalise_cuda of the raw vectors
  *           against the host's wd_mg_orthonormalise: 1e-12 relative to the
- *           largest entry; a second run the same bytes; a vector made -2
+ *           largest entry; its floats rounded on the device equal to the
+ *           host's rounding; a second run the same bytes; a vector made -2
  *           times the first refused (WD_ERR_INVALID naming vector 1)
  * One line per check; "N of M failed" last; exit 0 when all pass.
  */
@@ -94,11 +95,28 @@ static void test_orth(const char *tag, const wd_mg_transfer *t, const double com
     memcpy(g, raw, n * sizeof *g);
     memcpy(again, raw, n * sizeof *g);
     int done = 0, done2 = 0;
-    wd_status st = wd_mg_orthonormalise_cuda(0, t->fine_volume, t->nvec, t->block_volume,
-                                             t->coarse_volume, t->sites, (double *)g, &done);
+    /* the first run also rounds to float on the device (poisoned first) */
+    float *dvf = NULL, *vf = xalloc(2 * n * sizeof *vf);
+    wd_status st = wd_cuda_malloc((void **)&dvf, 2 * n * sizeof *vf, "test floats");
+    for (size_t i = 0; i < 2 * n; ++i)
+        vf[i] = NAN;
+    if (st == WD_OK)
+        st = wd_cuda_h2d(dvf, vf, 2 * n * sizeof *vf);
     if (st == WD_OK)
         st = wd_mg_orthonormalise_cuda(0, t->fine_volume, t->nvec, t->block_volume,
-                                       t->coarse_volume, t->sites, (double *)again, &done2);
+                                       t->coarse_volume, t->sites, (double *)g, dvf, &done);
+    if (st == WD_OK)
+        st = wd_mg_orthonormalise_cuda(0, t->fine_volume, t->nvec, t->block_volume,
+                                       t->coarse_volume, t->sites, (double *)again, NULL, &done2);
+    if (st == WD_OK)
+        st = wd_cuda_d2h(vf, dvf, 2 * n * sizeof *vf);
+    int same = st == WD_OK;
+    for (size_t i = 0; same && i < 2 * n; ++i)
+        same = vf[i] == (float)((const double *)g)[i];
+    snprintf(name, sizeof name, "%s: gpu orthonormalisation's floats", tag);
+    check_true(name, same, "each the host's (float) of the downloaded double");
+    wd_cuda_free(dvf);
+    free(vf);
     snprintf(name, sizeof name, "%s: gpu orthonormalisation vs host", tag);
     if (st != WD_OK || !done || !done2)
         check_true(name, 0, st != WD_OK ? wd_last_error() : "not taken");
@@ -112,7 +130,7 @@ static void test_orth(const char *tag, const wd_mg_transfer *t, const double com
         for (int a = 0; a < 12; ++a)
             g[(x * t->nvec + 1) * 12 + a] = -2 * g[(x * t->nvec) * 12 + a];
     st = wd_mg_orthonormalise_cuda(0, t->fine_volume, t->nvec, t->block_volume,
-                                   t->coarse_volume, t->sites, (double *)g, &done);
+                                   t->coarse_volume, t->sites, (double *)g, NULL, &done);
     snprintf(name, sizeof name, "%s: gpu orthonormalisation refuses a dependent vector", tag);
     check_true(name, st == WD_ERR_INVALID && strstr(wd_last_error(), "null vector 1 "),
                wd_last_error());

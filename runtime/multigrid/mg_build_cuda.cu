@@ -540,8 +540,16 @@ __global__ void k_orth(const int *sites, double2 *v, int nv, int bv,
     }
 }
 
+/* out[i] = (float)in[i] over n doubles */
+__global__ void k_to_float(size_t n, const double *in, float *out)
+{
+    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < n)
+        out[i] = (float)in[i];
+}
+
 wd_status orth(build_mem *m, int level, size_t volume, int nvec, int bv, size_t coarse_volume,
-               const int *sites, double *v, int *done)
+               const int *sites, double *v, float *vf, int *done)
 {
     cudaError_t e = cudaMallocHost(&m->pinned, 2 * (size_t)STAGED_CHUNK);
     if (e != cudaSuccess) {
@@ -576,6 +584,13 @@ wd_status orth(build_mem *m, int level, size_t volume, int nvec, int bv, size_t 
                        "dependent on the earlier ones in aggregate %llu, chirality %llu (a setup "
                        "that found too few independent vectors)", level, bad % nvec,
                        bad / (2ull * nvec), bad / nvec % 2);
+    if (vf) {
+        const size_t n = bytes / sizeof(double);
+        k_to_float<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(n, (const double *)m->v, vf);
+        if ((e = cudaGetLastError()) != cudaSuccess)
+            return wd_fail(WD_ERR_CUDA, "multigrid GPU orthonormalisation: rounding kernel: %s",
+                           cudaGetErrorString(e));
+    }
     *done = 1;
     return wd_cuda_d2h_staged(v, m->v, bytes, m->pinned, STAGED_CHUNK, copy_threaded);
 }
@@ -584,7 +599,8 @@ wd_status orth(build_mem *m, int level, size_t volume, int nvec, int bv, size_t 
 
 extern "C" wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, int nvec,
                                                int block_volume, size_t coarse_volume,
-                                               const int *sites, double *v, int *done)
+                                               const int *sites, double *v, float *vf,
+                                               int *done)
 {
     *done = 0;
     if (nvec > ORTH_NVEC || (size_t)HALF * block_volume > (size_t)ORTH_THREADS * ORTH_PER)
@@ -597,7 +613,7 @@ extern "C" wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, in
     build_mem m;
     memset(&m, 0, sizeof m);
     const wd_status st = orth(&m, level, fine_volume, nvec, block_volume, coarse_volume, sites,
-                              v, done);
+                              v, vf, done);
     release(&m);
     return st;
 }

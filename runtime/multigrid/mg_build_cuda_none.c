@@ -18,10 +18,11 @@ wd_status wd_mg_coarse_build_cuda(const wd_mg_build_fine *fine, int nvec, int bl
 }
 
 wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, int nvec, int block_volume,
-                                    size_t coarse_volume, const int *sites, double *v, int *done)
+                                    size_t coarse_volume, const int *sites, double *v, float *vf,
+                                    int *done)
 {
     (void)level, (void)fine_volume, (void)nvec, (void)block_volume, (void)coarse_volume,
-        (void)sites, (void)v;
+        (void)sites, (void)v, (void)vf;
     *done = 0;
     return wd_fail(WD_ERR_NO_DEVICE, "multigrid: the GPU orthonormalisation needs a build with "
                    "CUDA");

@@ -75,6 +75,7 @@ typedef struct mg_level {
     float *dface, *hface;       /* the gathered faces there and on the host, then the ghosts */
     void *dlinks;
     float *dlink_norm, *dv;
+    int dv_ready;               /* dv already holds the transfer's vectors (the GPU's rounding) */
     float *db, *dx, *dr, *dw[4], **dz, **dq;
     /* the level's GCR (fine: the outer one): the projections
      * beta[i nk + j], the step coefficients alpha, the back-substituted
@@ -461,13 +462,15 @@ static wd_status dev_transfer(wd_mg *mg, int l)
         st = dev_alloc(mg, &v->dsites, agg_bytes, "the aggregates' sites");
     if (st == WD_OK)
         st = d->h2d(v->dsites, t->sites, agg_bytes);
-    if (st == WD_OK)
+    /* the null vectors in single: rounded on the GPU by its
+     * orthonormalisation (dv_ready), else here */
+    if (st == WD_OK && !v->dv)
         st = dev_alloc(mg, &v->dv, t->fine_volume * site_floats * sizeof(float),
                        "the null vectors");
-    float *buf = st == WD_OK ? malloc(CHUNK * site_floats * sizeof *buf) : NULL;
-    if (st == WD_OK && !buf)
+    float *buf = st == WD_OK && !v->dv_ready ? malloc(CHUNK * site_floats * sizeof *buf) : NULL;
+    if (st == WD_OK && !buf && !v->dv_ready)
         st = wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the null vectors' upload buffer");
-    for (size_t x0 = 0; st == WD_OK && x0 < t->fine_volume; x0 += CHUNK) {
+    for (size_t x0 = 0; st == WD_OK && !v->dv_ready && x0 < t->fine_volume; x0 += CHUNK) {
         const size_t sites = t->fine_volume - x0 < CHUNK ? t->fine_volume - x0 : CHUNK;
         const double *src = (const double *)(t->v + x0 * site_floats / 2);
         const size_t count = sites * site_floats;
@@ -1465,10 +1468,17 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         t_step = now_s();
         /* on the GPU where it takes the shape (the first level), else here */
         int orth_done = 0;
-        if (l == 0 && mg->on_device)
-            st = wd_mg_orthonormalise_cuda(l, f->t.fine_volume, f->t.nvec, f->t.block_volume,
-                                           f->t.coarse_volume, f->t.sites, (double *)f->t.v,
-                                           &orth_done);
+        if (l == 0 && mg->on_device) {
+            /* the transfer's single vectors made there too (dev_transfer) */
+            const size_t vbytes1 = f->t.fine_volume * 2 * (size_t)f->t.nvec * f->t.n_fine *
+                                   sizeof(float);
+            st = dev_alloc(mg, &f->dv, vbytes1, "the null vectors");
+            if (st == WD_OK)
+                st = wd_mg_orthonormalise_cuda(l, f->t.fine_volume, f->t.nvec, f->t.block_volume,
+                                               f->t.coarse_volume, f->t.sites, (double *)f->t.v,
+                                               f->dv, &orth_done);
+            f->dv_ready = st == WD_OK && orth_done;
+        }
         if (st == WD_OK && !orth_done)
             st = wd_mg_orthonormalise(&f->t, l);
         if ((st = agreed(mg, st)) != WD_OK)

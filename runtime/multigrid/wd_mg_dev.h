@@ -192,14 +192,16 @@ wd_status wd_mg_coarse_build_cuda(const wd_mg_build_fine *fine, int nvec, int bl
  * GPU in float64: v (host, site-major complex double, fine_volume sites of
  * nvec x 12; ghosts untouched) uploaded, each aggregate's chirality
  * orthonormalised by classical Gram-Schmidt twice (each dot summed in a
- * fixed order: the same bits on every run, not the host's), downloaded.
- * *done = 0 and nothing touched where the kernel does not take the shape
+ * fixed order: the same bits on every run, not the host's), downloaded,
+ * and where vf is not NULL also rounded to float into vf (device memory,
+ * the same order: wd_mg_dev_transfer's v).  *done = 0 and nothing touched where the kernel does not take the shape
  * (nvec > 32 or 6 block_volume > 4096: the caller orthonormalises on the
  * host); WD_ERR_INVALID naming a dependent vector as the host's does;
  * WD_ERR_NO_DEVICE in a build without CUDA.
  */
 wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, int nvec, int block_volume,
-                                    size_t coarse_volume, const int *sites, double *v, int *done);
+                                    size_t coarse_volume, const int *sites, double *v, float *vf,
+                                    int *done);
 
 #ifdef __cplusplus
 }
