@@ -15,6 +15,9 @@
  *           poisoned with NaN first: every entry written; the host's
  *           asserted non-zero)
  *   repeat  a second GPU build: the same bytes
+ *   start   wd_mg_random_start_cuda against wd_mg_random_start on a block
+ *           off the origin of a larger lattice: the same bits, the parts
+ *           in [-1, 1)
  *   orth    (Wilson, tbc +1) wd_mg_orthonormalise_cuda of the raw vectors
  *           against the host's wd_mg_orthonormalise: 1e-12 relative to the
  *           largest entry; its floats rounded on the device equal to the
@@ -223,6 +226,39 @@ static void test_case(uint64_t seed, const int dims[4], const int block[4], int 
     free(u);
 }
 
+/* the GPU's random start against the host's, bit for bit, on a block
+ * that lies off the origin of a larger lattice */
+static void test_random_start(uint64_t seed)
+{
+    const int dims[4] = {4, 4, 4, 8}, ext[4] = {8, 4, 4, 16}, org[4] = {4, 0, 0, 8}, n = 12;
+    const size_t count = (size_t)wd_volume(dims) * n;
+    double complex *h = xalloc(count * sizeof *h), *g = xalloc(count * sizeof *g);
+    void *dv = NULL;
+    poison(g, count);
+    wd_mg_random_start(dims, ext, org, seed, n, h);
+    wd_status st = wd_cuda_malloc(&dv, count * sizeof *g, "test start");
+    if (st == WD_OK)
+        st = wd_mg_random_start_cuda(dims, ext, org, seed, n, (double *)dv);
+    if (st == WD_OK)
+        st = wd_cuda_sync();
+    if (st == WD_OK)
+        st = wd_cuda_d2h(g, dv, count * sizeof *g);
+    double lo = 1, hi = -1;
+    for (size_t i = 0; i < count; ++i) {
+        lo = fmin(lo, fmin(creal(h[i]), cimag(h[i])));
+        hi = fmax(hi, fmax(creal(h[i]), cimag(h[i])));
+    }
+    char detail[128];
+    snprintf(detail, sizeof detail, "%s; host parts in [%.3f, %.3f]",
+             st == WD_OK ? "memcmp" : wd_last_error(), lo, hi);
+    check_true("random start: the GPU's bits are the host's", st == WD_OK &&
+                   !memcmp(g, h, count * sizeof *g) && lo >= -1 && hi < 1 && hi - lo > 1.9,
+               detail);
+    wd_cuda_free(dv);
+    free(h);
+    free(g);
+}
+
 int main(int argc, char **argv)
 {
     uint64_t seed = (uint64_t)time(NULL);
@@ -252,6 +288,7 @@ int main(int argc, char **argv)
                     for (int tbc = -1; tbc <= 1; tbc += 2)
                         test_case(seed + 1000003u * c++, lattices[l], blocks[b], nvecs[n],
                                   clover, tbc);
+    test_random_start(seed);
     printf("%d of %d failed\n", checks_failed, checks_run);
     return checks_failed ? 1 : 0;
 }

@@ -8,6 +8,7 @@
  *                             stream; the device memory freed on return
  *   wd_mg_orthonormalise_cuda the first level's block orthonormalisation
  *                             (wd_mg_orthonormalise) there, in place
+ *   wd_mg_random_start_cuda   wd_mg_random_start's field there
  *
  * Notes.  "UV then VUV", as QUDA builds its coarse operators: one thread
  * block a coarse site b, its threads owning entries (i, j) = ((chi', k'),
@@ -595,7 +596,87 @@ wd_status orth(build_mem *m, int level, size_t volume, int nvec, int bv, size_t 
     return wd_cuda_d2h_staged(v, m->v, bytes, m->pinned, STAGED_CHUNK, copy_threaded);
 }
 
+/* ---- random starts: rng.c's generator, the same bits ---- */
+
+__device__ inline uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+__device__ inline uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+/* xoshiro256** (wd_rng_u64) to a uniform double in [0, 1) (wd_rng_uniform) */
+__device__ inline double uniform(uint64_t s[4])
+{
+    const uint64_t result = rotl(s[1] * 5, 7) * 9;
+    const uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return (double)(result >> 11) * 0x1.0p-53;
+}
+
+struct start_args {
+    int dims[4], ext[4], org[4];
+    uint64_t base;
+    int n;
+    size_t volume;
+};
+
+/* a thread a site: wd_mg_random_start's numbers */
+__global__ void k_random_start(start_args a, double2 *v)
+{
+    const size_t x = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (x >= a.volume)
+        return;
+    size_t r = x, global = 0, stride = 1;
+    for (int mu = 0; mu < 4; ++mu) {
+        global += stride * (size_t)(a.org[mu] + (int)(r % a.dims[mu]));
+        stride *= a.ext[mu];
+        r /= a.dims[mu];
+    }
+    uint64_t state = a.base + global, s[4];
+    for (int i = 0; i < 4; ++i)
+        s[i] = splitmix64(&state);
+    for (int i = 0; i < a.n; ++i) {
+        const double re = 2 * uniform(s) - 1;
+        v[x * a.n + i] = make_double2(re, 2 * uniform(s) - 1);
+    }
+}
+
 } /* namespace */
+
+extern "C" wd_status wd_mg_random_start_cuda(const int dims[4], const int ext[4],
+                                             const int org[4], uint64_t base, int n, double *v)
+{
+    start_args a;
+    a.volume = 1;
+    for (int mu = 0; mu < 4; ++mu) {
+        a.dims[mu] = dims[mu];
+        a.ext[mu] = ext[mu];
+        a.org[mu] = org[mu];
+        a.volume *= (size_t)dims[mu];
+    }
+    a.base = base;
+    a.n = n;
+    const cudaStream_t s = (cudaStream_t)wd_cuda_stream();
+    if (!s)
+        return wd_fail(WD_ERR_CUDA, "multigrid GPU random start: no CUDA stream");
+    k_random_start<<<(unsigned)((a.volume + 127) / 128), 128, 0, s>>>(a, (double2 *)v);
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return wd_fail(WD_ERR_CUDA, "multigrid GPU random start: %s", cudaGetErrorString(e));
+    return WD_OK;
+}
 
 extern "C" wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, int nvec,
                                                int block_volume, size_t coarse_volume,

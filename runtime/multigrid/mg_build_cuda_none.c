@@ -4,6 +4,7 @@
  * The externally accessible functions are
  *   wd_mg_coarse_build_cuda     WD_ERR_NO_DEVICE (wd_mg_dev.h)
  *   wd_mg_orthonormalise_cuda   the same
+ *   wd_mg_random_start_cuda     the same
  */
 #include "wd_core.h"
 #include "wd_mg_dev.h"
@@ -26,4 +27,11 @@ wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, int nvec, int
     *done = 0;
     return wd_fail(WD_ERR_NO_DEVICE, "multigrid: the GPU orthonormalisation needs a build with "
                    "CUDA");
+}
+
+wd_status wd_mg_random_start_cuda(const int dims[4], const int ext[4], const int org[4],
+                                  uint64_t base, int n, double *v)
+{
+    (void)dims, (void)ext, (void)org, (void)base, (void)n, (void)v;
+    return wd_fail(WD_ERR_NO_DEVICE, "multigrid: GPU random starts need a build with CUDA");
 }

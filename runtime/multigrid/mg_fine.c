@@ -315,14 +315,16 @@ wd_status wd_mg_fine_smooth(wd_mg_fine *f, wd_mg_pair *e, const wd_mg_pair *r, i
     return be->error;
 }
 
-wd_status wd_mg_fine_nullvec(wd_mg_fine *f, double complex *v, double tol, int max_iter,
-                             double *res, int *iters)
+wd_status wd_mg_fine_nullvec(wd_mg_fine *f, const double complex *start, int on_device,
+                             double complex *v, double tol, int max_iter, double *res,
+                             int *iters)
 {
     wd_backend *be = f->be;
     const wd_eo_op *op = &f->op;
     wd_status st;
     /* the random start on the even sites (v_e in f->es.e) */
-    if ((st = wd_upload_pair(be, &f->es.e, &f->es.o, (const double *)v, 0, NULL)) != WD_OK)
+    if ((st = wd_upload_pair(be, &f->es.e, &f->es.o, (const double *)start, on_device, NULL)) !=
+        WD_OK)
         return st;
     wd_field *x = &f->es.e, *r = &f->h, *z = &f->zs, *p = &f->ps, *q = &f->qs;
     /* r = -Mhat x; z = Mhat^dag r */

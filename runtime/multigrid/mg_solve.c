@@ -789,8 +789,9 @@ static wd_status dev_schur(wd_mg *mg, int l)
 
 static wd_status dev_setup(wd_mg *mg)
 {
-    wd_status st = dev_alloc(mg, &mg->stage, mg->lv[0].len * sizeof(double complex),
-                             "the fine level's transfer field");
+    wd_status st = mg->stage ? WD_OK
+                             : dev_alloc(mg, &mg->stage, mg->lv[0].len * sizeof(double complex),
+                                         "the fine level's transfer field");
     /* GPUs on a grid: the coarse faces through NCCL (collective), when
      * the build has it; else through the host */
     if (mg->on_device && mg->ranks > 1 && wd_comm_has_nccl()) {
@@ -1362,40 +1363,33 @@ static wd_status coarse_build_gpu(wd_mg_op *coarse, wd_mg_op *fine, wd_mg_transf
     return st;
 }
 
-/* null vector k's random start on level l: complex numbers with real and
- * imaginary parts uniform in [-1, 1) (QUDA's uniform noise; a Gaussian's
- * logarithm and cosine cost 1.8 s of a 24-vector setup at 24^3x64),
- * each site's from its own stream seeded by (seed, l, k, the site's
- * global index on level l), so that the sites fill in parallel and the
- * field is the same for any thread count and any process grid (each rank
- * draws its block of the one global field) */
-static void random_start(const wd_mg *mg, int l, int k, double complex *v)
+/* null vector k's random start on level l (wd_mg_random_start: one
+ * stream a site seeded by (seed, l, k, the site's global index on level
+ * l), the same global field for any thread count and process grid, each
+ * rank its block): on the host into v, or for the fine level of a GPU
+ * solver on the GPU into the stage (*on_device set) */
+static wd_status random_start(wd_mg *mg, int l, int k, double complex *v, int *on_device)
 {
     const wd_mg_op *op = &mg->lv[l].op;
     const wd_grid *g = op->halo.grid;
-    const int n = op->n, *d = op->dims;
     int ext[4], org[4];
     for (int mu = 0; mu < 4; ++mu) {
-        ext[mu] = d[mu] * (g ? g->procs[mu] : 1);
-        org[mu] = g ? g->coord[mu] * d[mu] : 0;
+        ext[mu] = op->dims[mu] * (g ? g->procs[mu] : 1);
+        org[mu] = g ? g->coord[mu] * op->dims[mu] : 0;
     }
     const uint64_t base = ((mg->set.seed * 1000003u + (uint64_t)l) * 1000003u + (uint64_t)k) *
                           1000003u;
-#pragma omp parallel for schedule(static) if (op->volume * n >= WD_MG_PARALLEL_MIN)
-    for (size_t s = 0; s < op->volume; ++s) {
-        size_t r = s, global = 0, stride = 1;
-        for (int mu = 0; mu < 4; ++mu) {
-            global += stride * (size_t)(org[mu] + (int)(r % d[mu]));
-            stride *= ext[mu];
-            r /= d[mu];
-        }
-        wd_rng rng;
-        wd_rng_seed(&rng, base + global);
-        for (int i = 0; i < n; ++i) {
-            const double re = 2 * wd_rng_uniform(&rng) - 1;
-            v[s * n + i] = CMPLX(re, 2 * wd_rng_uniform(&rng) - 1);
-        }
+    *on_device = l == 0 && mg->on_device;
+    if (!*on_device) {
+        wd_mg_random_start(op->dims, ext, org, base, op->n, v);
+        return WD_OK;
     }
+    wd_status st = mg->stage ? WD_OK
+                             : dev_alloc(mg, &mg->stage, mg->lv[0].len * sizeof(double complex),
+                                         "the fine level's transfer field");
+    if (st == WD_OK)
+        st = wd_mg_random_start_cuda(op->dims, ext, org, base, op->n, (double *)mg->stage);
+    return st;
 }
 
 /* A setup's file: the vectors read (load) or written (save) level by level */
@@ -1431,15 +1425,18 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
              * relax's scratch is w), then stored site-major */
             double complex *v = l ? f->x : f->w[1];
             double t_part = now_s();
-            random_start(mg, l, k, v);
+            int on_device = 0;
+            if ((st = agreed(mg, random_start(mg, l, k, v, &on_device))) != WD_OK)
+                return st;
             t_random += now_s() - t_part;
             t_part = now_s();
             int its;
             double res;
             if (l == 0) {
                 /* on the backend, the even-odd system in the sloppy precision */
-                if ((st = wd_mg_fine_nullvec(&mg->fine, v, m->setup_tol, m->setup_max_iter, &res,
-                                             &its)) != WD_OK)
+                if ((st = wd_mg_fine_nullvec(&mg->fine, on_device ? mg->stage : v, on_device, v,
+                                             m->setup_tol, m->setup_max_iter, &res, &its)) !=
+                    WD_OK)
                     return st;
                 stats->fine_applies += 2.5 + 2.0 * its;
             } else {

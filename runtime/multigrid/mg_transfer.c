@@ -9,6 +9,8 @@
  *   wd_mg_orthonormalise          per aggregate and chirality, modified
  *                                 Gram-Schmidt twice, vectors in order
  *   wd_mg_prolong / wd_mg_restrict   P and P^dag on host fields
+ *   wd_mg_random_start            a null vector's random start (a stream a
+ *                                 global site)
  *   wd_mg_vector_set              store one null vector from a field
  *   wd_mg_coarse_init             a coarse operator's extents, neighbours, zero links
  *   wd_mg_coarse_build            D_c = P^dag A P by directions, aggregate by
@@ -23,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rng.h"
 #include "wd_core.h"
 #include "wd_mg.h"
 
@@ -110,6 +113,27 @@ void wd_mg_transfer_free(wd_mg_transfer *t)
 static double complex *vec(const wd_mg_transfer *t, int k, size_t s)
 {
     return t->v + (s * t->nvec + (size_t)k) * t->n_fine;
+}
+
+void wd_mg_random_start(const int dims[4], const int ext[4], const int org[4], uint64_t base,
+                        int n, double complex *v)
+{
+    const size_t volume = (size_t)dims[0] * dims[1] * dims[2] * dims[3];
+#pragma omp parallel for schedule(static) if (volume * n >= WD_MG_PARALLEL_MIN)
+    for (size_t s = 0; s < volume; ++s) {
+        size_t r = s, global = 0, stride = 1;
+        for (int mu = 0; mu < 4; ++mu) {
+            global += stride * (size_t)(org[mu] + (int)(r % dims[mu]));
+            stride *= ext[mu];
+            r /= dims[mu];
+        }
+        wd_rng rng;
+        wd_rng_seed(&rng, base + global);
+        for (int i = 0; i < n; ++i) {
+            const double re = 2 * wd_rng_uniform(&rng) - 1;
+            v[s * n + i] = CMPLX(re, 2 * wd_rng_uniform(&rng) - 1);
+        }
+    }
 }
 
 void wd_mg_vector_set(wd_mg_transfer *t, int k, const double complex *field)

@@ -39,6 +39,7 @@
  *   wd_mg_orthonormalise  block orthonormalisation of the null vectors per
  *                      aggregate and chirality (modified Gram-Schmidt,
  *                      twice, in a fixed order: deterministic)
+ *   wd_mg_random_start a null vector's random start (one stream a site)
  *   wd_mg_prolong      fine = P coarse
  *   wd_mg_restrict     coarse = P^dag fine
  *   wd_mg_coarse_init  a coarse operator's extents, neighbours, zero links
@@ -57,6 +58,7 @@
 
 #include <complex.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <stdio.h>
 
@@ -200,6 +202,15 @@ wd_status wd_mg_orthonormalise(wd_mg_transfer *t, int level);
 void wd_mg_prolong(const wd_mg_transfer *t, double complex *fine, const double complex *coarse);
 /* null vector k from a fine field (fine_volume x n_fine) */
 void wd_mg_vector_set(wd_mg_transfer *t, int k, const double complex *field);
+/* A null vector's random start on a block of dims sites of n components
+ * (host order) whose site x lies at org + x in a lattice of extents ext:
+ * each site's numbers from its own wd_rng seeded by base + its global
+ * lexicographic index, real and imaginary parts 2 u - 1 with u
+ * wd_rng_uniform (uniform in [-1, 1)), in component order: the same field
+ * for any thread count and any process grid.  wd_mg_random_start_cuda
+ * (wd_mg_dev.h) draws the same bits on the GPU. */
+void wd_mg_random_start(const int dims[4], const int ext[4], const int org[4], uint64_t base,
+                        int n, double complex *v);
 void wd_mg_restrict(const wd_mg_transfer *t, double complex *coarse, const double complex *fine);
 
 /* coarse = the operator P^dag A P of fine's level, built from fine's hops
@@ -271,11 +282,13 @@ wd_status wd_mg_fine_apply_k(wd_mg_fine *f, wd_mg_pair *out, const wd_mg_pair *i
 /* e = the correction of `steps` MR iterations on the Schur system of
  * A e = r from 0, odd sites reconstructed (e may be r) */
 wd_status wd_mg_fine_smooth(wd_mg_fine *f, wd_mg_pair *e, const wd_mg_pair *r, int steps);
-/* v (host order, full lattice): a start on the way in, the relaxed vector
- * on the way out; *res = |Mhat^dag Mhat v_e| / |Mhat^dag Mhat v_e,0|
+/* start (host order, full lattice; in the backend's memory where
+ * on_device) the random start, v (host) the relaxed vector (v may be
+ * start on the host); *res = |Mhat^dag Mhat v_e| / |Mhat^dag Mhat v_e,0|
  * (CG's own residual, the criterion against tol), *iters */
-wd_status wd_mg_fine_nullvec(wd_mg_fine *f, double complex *v, double tol, int max_iter,
-                             double *res, int *iters);
+wd_status wd_mg_fine_nullvec(wd_mg_fine *f, const double complex *start, int on_device,
+                             double complex *v, double tol, int max_iter, double *res,
+                             int *iters);
 wd_status wd_mg_fine_to_host(wd_mg_fine *f, double complex *host, const wd_mg_pair *x);
 wd_status wd_mg_fine_from_host(wd_mg_fine *f, wd_mg_pair *x, const double complex *host);
 wd_complex wd_mg_pair_dot(wd_backend *be, const wd_mg_pair *x, const wd_mg_pair *y);

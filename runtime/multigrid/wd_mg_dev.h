@@ -51,6 +51,7 @@
 #define WDIRAC_MG_DEV_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "wd_backend.h"
 #include "wd_coarse_kernel.h"
@@ -186,6 +187,11 @@ typedef struct wd_mg_build_fine {
 wd_status wd_mg_coarse_build_cuda(const wd_mg_build_fine *fine, int nvec, int block_volume,
                                   size_t coarse_volume, const int *agg, const int *sites,
                                   const double *v, double *links);
+
+/* wd_mg_random_start (wd_mg.h) on the GPU into v (device memory, the host
+ * order): the same bits; WD_ERR_NO_DEVICE in a build without CUDA */
+wd_status wd_mg_random_start_cuda(const int dims[4], const int ext[4], const int org[4],
+                                  uint64_t base, int n, double *v);
 
 /*
  * wd_mg_orthonormalise (wd_mg.h) of the first level's null vectors on the
