@@ -21,45 +21,23 @@
 /* C11 has no M_PI */
 static const double two_pi = 6.28318530717958647692528676655900577;
 
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-static uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
 void wd_rng_seed(wd_rng *r, uint64_t seed)
 {
     /* splitmix64 is a bijection of its 64-bit counter, and four successive
      * counters are distinct, so at most one of the four words can be zero. */
     uint64_t state = seed;
     for (int i = 0; i < 4; i++)
-        r->s[i] = splitmix64(&state);
+        r->s[i] = wd_rng_splitmix64(&state);
 }
 
 uint64_t wd_rng_u64(wd_rng *r)
 {
-    uint64_t *s = r->s;
-    const uint64_t result = rotl(s[1] * 5, 7) * 9;
-    const uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
+    return wd_rng_step(r->s);
 }
 
 double wd_rng_uniform(wd_rng *r)
 {
-    return (double)(wd_rng_u64(r) >> 11) * 0x1.0p-53;
+    return wd_rng_to_uniform(wd_rng_u64(r));
 }
 
 double wd_rng_normal(wd_rng *r)

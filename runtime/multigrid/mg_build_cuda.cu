@@ -39,6 +39,7 @@
 
 #include "clover_field.h"
 #include "cuda_rt.h"
+#include "rng.h"
 #include "wd_core.h"
 #include "wd_mg_dev.h"
 
@@ -596,34 +597,7 @@ wd_status orth(build_mem *m, int level, size_t volume, int nvec, int bv, size_t 
     return wd_cuda_d2h_staged(v, m->v, bytes, m->pinned, STAGED_CHUNK, copy_threaded);
 }
 
-/* ---- random starts: rng.c's generator, the same bits ---- */
-
-__device__ inline uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-__device__ inline uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-/* xoshiro256** (wd_rng_u64) to a uniform double in [0, 1) (wd_rng_uniform) */
-__device__ inline double uniform(uint64_t s[4])
-{
-    const uint64_t result = rotl(s[1] * 5, 7) * 9;
-    const uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return (double)(result >> 11) * 0x1.0p-53;
-}
+/* ---- random starts: rng.h's steps, the host's bits ---- */
 
 struct start_args {
     int dims[4], ext[4], org[4];
@@ -646,10 +620,10 @@ __global__ void k_random_start(start_args a, double2 *v)
     }
     uint64_t state = a.base + global, s[4];
     for (int i = 0; i < 4; ++i)
-        s[i] = splitmix64(&state);
+        s[i] = wd_rng_splitmix64(&state);
     for (int i = 0; i < a.n; ++i) {
-        const double re = 2 * uniform(s) - 1;
-        v[x * a.n + i] = make_double2(re, 2 * uniform(s) - 1);
+        const double re = 2 * wd_rng_to_uniform(wd_rng_step(s)) - 1;
+        v[x * a.n + i] = make_double2(re, 2 * wd_rng_to_uniform(wd_rng_step(s)) - 1);
     }
 }
 
