@@ -123,7 +123,9 @@ m, res = r['mg'], r['result']
 assert r['solver'] == 'mg', r['solver']
 assert m['levels'] == 2 and m['block'] == [[2, 2, 2, 2]] and m['nvec'] == [8], m
 assert m['setup_max_iter'] == 30 and m['cycle'] == 'k' and m['post_smooth'] == 4, m
+assert m['coarse_eo'] == 1, m
 su = m['setup']
+assert su['diagnostics_seconds'] > 0, su
 assert su['seconds'] > 0 and su['fine_applies'] > 0, su
 assert su['dims'] == [[4, 4, 4, 8], [2, 2, 2, 4]], su['dims']
 assert len(su['setup_residual']) == 1 and 0 < su['setup_residual'][0] < 1, su
@@ -150,6 +152,10 @@ check "--mg-nvec without --mg: exit 2" 2 $?
 "$wdirac" solve --gauge "$g" --random 1 --backend cpu --mg --mg-cycle w > "$dir/e.log" 2>&1
 check "--mg-cycle w: exit 2" 2 $?
 grep -q -- "--mg-cycle needs v or k, got 'w'" "$dir/e.log"
+check "... the message names the option and the value" 0 $?
+"$wdirac" solve --gauge "$g" --random 1 --backend cpu --mg --mg-coarse-eo 2 > "$dir/e.log" 2>&1
+check "--mg-coarse-eo 2: exit 2" 2 $?
+grep -q -- "--mg-coarse-eo needs 0 or 1, got '2'" "$dir/e.log"
 check "... the message names the option and the value" 0 $?
 
 # exit codes
