@@ -1479,15 +1479,30 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         /* on the GPU where it takes the shape (the first level), else here */
         int orth_done = 0;
         if (l == 0 && mg->on_device) {
-            /* the transfer's single vectors made there too (dev_transfer) */
+            /* the random starts' stage is not needed again before the
+             * solves: the GPU build's room */
+            if (mg->stage) {
+                mg->dev->free(mg->stage);
+                mg->stage = NULL;
+                mg->dev_bytes -= mg->lv[0].len * sizeof(double complex);
+            }
+            /* the transfer's single vectors made there too (dev_transfer)
+             * where they fit beside the GPU build that follows (about 1200
+             * + 192 nvec bytes a fine site with its double vectors and
+             * links); else rounded on the host after the build, as before */
             const size_t vbytes1 = f->t.fine_volume * 2 * (size_t)f->t.nvec * f->t.n_fine *
                                    sizeof(float);
-            st = dev_alloc(mg, &f->dv, vbytes1, "the null vectors");
+            const double build_bytes = (double)(f->op.volume + f->op.halo.nghost) *
+                                       (1200.0 + 192.0 * f->t.nvec);
+            wd_cuda_info info;
+            if (wd_cuda_device_info(&info) == WD_OK &&
+                (double)info.free_bytes > 1.1 * (vbytes1 + build_bytes))
+                st = dev_alloc(mg, &f->dv, vbytes1, "the null vectors");
             if (st == WD_OK)
                 st = wd_mg_orthonormalise_cuda(l, f->t.fine_volume, f->t.nvec, f->t.block_volume,
                                                f->t.coarse_volume, f->t.sites, (double *)f->t.v,
                                                f->dv, &orth_done);
-            f->dv_ready = st == WD_OK && orth_done;
+            f->dv_ready = st == WD_OK && orth_done && f->dv;
         }
         if (st == WD_OK && !orth_done)
             st = wd_mg_orthonormalise(&f->t, l);
