@@ -30,8 +30,12 @@
  *            solution to 1e-8, a second solve gives the same bits, and the
  *            outer iterations stay below BiCGstab's; 2 levels, and 3 (the
  *            2^4 coarse lattice blocked by 2^4 again: Wilson with the
- *            K-cycle, clover with the V-cycle); Wilson with a half sloppy
- *            precision (smoother, null vectors and coarse links in half)
+ *            K-cycle, clover with the V-cycle; and Wilson with 2^4 blocks
+ *            twice, the 2^4 last level solved even-odd); Wilson with a half
+ *            sloppy precision (smoother, null vectors and coarse links in
+ *            half); the 2-level Wilson solve's even-odd coarse level against
+ *            GCR on the whole coarse operator (the same tolerance, fewer
+ *            coarse iterations)
  *   file     the Wilson setup saved (wd_mg_settings.save) and loaded into a
  *            second solver: the same x bit for bit; a file of another
  *            block, a corrupted byte and an existing path refused with
@@ -366,16 +370,18 @@ static void test_file(double complex *u, const int dims[4], const wd_solver_sett
     free(x);
 }
 
-/* levels 3: the 2^4 coarse lattice blocked again by 2^4 into one site of
- * 16 components, a V-cycle (vcycle) or K-cycle between levels 1 and 2 */
+/* blocks b0^4 on the fine level; levels 3: level 1 blocked again by 2^4
+ * (b0 4: the 2^4 coarse lattice into one site of 16 components; b0 2: the
+ * 4^4 one into a 2^4 last level, solved even-odd), a V-cycle (vcycle) or
+ * K-cycle between levels 1 and 2 */
 static void test_solve(uint64_t seed, double complex *u, const int dims[4], int clover, int levels,
-                       int vcycle, int half)
+                       int vcycle, int half, int b0)
 {
     const size_t vol = wd_volume(dims), n = vol * 12;
-    char tag[48];
-    snprintf(tag, sizeof tag, "%s%s%s", clover ? "clover" : "wilson",
+    char tag[64];
+    snprintf(tag, sizeof tag, "%s%s%s%s", clover ? "clover" : "wilson",
              levels == 3 ? (vcycle ? " 3 levels V-cycle" : " 3 levels K-cycle") : "",
-             half ? " sloppy half" : "");
+             half ? " sloppy half" : "", b0 == 2 ? " blocks 2^4, 2^4" : "");
     wd_solver_settings s;
     wd_solver_default_settings(&s);
     s.backend = backend;
@@ -388,7 +394,7 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     wd_mg_settings m;
     wd_mg_default_settings(&m);
     for (int mu = 0; mu < 4; ++mu)
-        m.block[0][mu] = 4;
+        m.block[0][mu] = b0;
     m.nvec[0] = 8;
     m.levels = levels;
     m.cycle = vcycle ? WD_MG_VCYCLE : WD_MG_KCYCLE;
@@ -412,7 +418,7 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     }
     const fine_ref ref = {dims, u, t, s.mass, s.tbc};
     wd_solver *sv;
-    char name[96], detail[160];
+    char name[128], detail[160];
     if (wd_solver_create(&sv, (const double *)u, dims, &s) != WD_OK) {
         check_true("solver create", 0, wd_last_error());
         return;
@@ -430,7 +436,7 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     if (saving)
         check_true("file: setup with save", st == WD_OK, path);
     m.save = NULL;
-    snprintf(name, sizeof name, "mg setup %s 8^4 blocks 4^4 nvec 8 iter %d", tag, setup_iter);
+    snprintf(name, sizeof name, "mg setup %s 8^4 nvec 8 iter %d", tag, setup_iter);
     const double orth = levels == 3 && ss.orth_error[1] > ss.orth_error[0] ? ss.orth_error[1]
                                                                            : ss.orth_error[0];
     const double cerr = levels == 3 && ss.coarse_error[1] > ss.coarse_error[0]
@@ -587,12 +593,14 @@ int main(int argc, char **argv)
     if (base) {
         test_errors(u, dims);
         for (int clover = 0; clover < 2; ++clover)
-            test_solve(seed, u, dims, clover, 2, 0, 0);
+            test_solve(seed, u, dims, clover, 2, 0, 0, 4);
     }
     if (levels) {
-        test_solve(seed, u, dims, 0, 3, 0, 0);
-        test_solve(seed, u, dims, 1, 3, 1, 0);
-        test_solve(seed, u, dims, 0, 2, 0, 1);
+        test_solve(seed, u, dims, 0, 3, 0, 0, 4);
+        test_solve(seed, u, dims, 1, 3, 1, 0, 4);
+        test_solve(seed, u, dims, 0, 2, 0, 1, 4);
+        /* fine blocks 2^4: a 4^4 level 1 and a 2^4 level 2, solved even-odd */
+        test_solve(seed, u, dims, 0, 3, 0, 0, 2);
     }
     free(u);
     printf("%d of %d failed\n", checks_failed, checks_run);
