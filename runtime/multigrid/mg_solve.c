@@ -13,7 +13,8 @@
  *   level solved (K-cycle: GCR to coarse_tol preconditioned by its own
  *   cycle; V-cycle: one application of its cycle), the correction
  *   prolongated, post-smoothing (MR on the level's residual);
- *   the last level: GCR to coarse_tol.
+ *   the last level: GCR to coarse_tol, on its even-odd Schur complement
+ *   (eo_solve) where every global extent is even and coarse_eo is set.
  * The fine level runs on the solver's backend (mg_fine.c: the outer GCR
  * in the outer precision, the smoother on the even-odd Schur operator in
  * the sloppy precision); the transfers and the coarse levels on the same
@@ -21,8 +22,10 @@
  * generated coarse kernels; the coarse GCR orthogonalises by classical
  * Gram-Schmidt, one multi-dot a step).  The setup (null vectors of coarse
  * levels, orthonormalisation, the coarse operators, diagnostics) runs on
- * the host in float64 (wd_mg.h) and is then uploaded.  Deterministic: the
- * same bits from run to run and for any thread count.
+ * the host in float64 (wd_mg.h) and is then uploaded, but on a GPU the
+ * first level's random starts, orthonormalisation and coarse operator
+ * (mg_build_cuda.cu).  Deterministic: the same bits from run to run and
+ * for any thread count.  Verbosity 3 times a solve's parts (prof).
  *
  * On a process grid every level is this rank's block (the aggregates
  * inside it): an application of a level's operator first fills its
@@ -34,8 +37,9 @@
  * (seeded per global site); a solve's bits still depend on the grid
  * through the order of the global sums, as the Krylov solvers' do.
  *
- * Null vectors: from nvec seeded random fields v, each relaxed on the
- * homogeneous system A v = 0 by CG on the normal equations (the fine
+ * Null vectors: from nvec seeded random fields v (uniform in [-1, 1)), each
+ * relaxed on the homogeneous system A v = 0 by CG on the normal equations
+ * (the fine
  * level: of the Schur operator on the backend, the odd sites from A v = 0;
  * a coarse level: of A, with A^dag = g5 A g5 since P preserves
  * chirality), stopped when |A^dag A v| <= setup_tol |A^dag A v_0| (CG's
