@@ -39,9 +39,8 @@
  *
  * Null vectors: from nvec seeded random fields v (uniform in [-1, 1)), each
  * relaxed on the homogeneous system A v = 0 by CG on the normal equations
- * (the fine
- * level: of the Schur operator on the backend, the odd sites from A v = 0;
- * a coarse level: of A, with A^dag = g5 A g5 since P preserves
+ * (the fine level: of the Schur operator on the backend, the odd sites from
+ * A v = 0; a coarse level: of A, with A^dag = g5 A g5 since P preserves
  * chirality), stopped when |A^dag A v| <= setup_tol |A^dag A v_0| (CG's
  * own residual, QUDA's criterion) or after
  * setup_max_iter iterations; or read from a file (mg_file.c), and written
