@@ -307,6 +307,7 @@ def mg_checks(u, b, mass, krylov, rng):
     m = smg.mg_stats
     check("mg: setup stats (coarse 2x2x2x4, P^dag P = 1, D_c = P^dag A P, cost)",
           m.levels == 2 and m.dims == [(4, 4, 4, 8), (2, 2, 2, 4)] and m.seconds > 0
+          and 0 < m.diagnostics_seconds < m.seconds
           and m.fine_applies > 0 and m.orth_error[0] < 1e-12 and m.coarse_error[0] < 1e-12
           and 0 < m.setup_residual[0] < 1, str(m)[:200])
     xm, stm = smg.solve(b)

@@ -186,8 +186,10 @@ class MGSetupStats:
     (relaxations that stopped at setup_max_iter above setup_tol),
     orth_error (||P^dag P - 1||) and coarse_error
     (||D_c v - P^dag A P v|| / ||D_c v|| on a random v): NaN unless the
-    settings ask for diagnostics (or verbosity >= 1)."""
+    settings ask for diagnostics (or verbosity >= 1), which took
+    diagnostics_seconds of the seconds."""
     seconds: float
+    diagnostics_seconds: float
     fine_applies: float
     levels: int
     dims: list

@@ -608,10 +608,10 @@ static PyObject *py_solver_mg_setup(PyObject *self, PyObject *args)
         Py_XDECREF(coarse);
         return NULL;
     }
-    return Py_BuildValue("{s:d, s:d, s:i, s:N, s:N, s:N, s:N, s:N}", "seconds", st.seconds,
-                         "fine_applies", st.fine_applies, "levels", st.levels, "dims", dims,
-                         "setup_residual", res, "setup_unconverged", unc, "orth_error", orth,
-                         "coarse_error", coarse);
+    return Py_BuildValue("{s:d, s:d, s:d, s:i, s:N, s:N, s:N, s:N, s:N}", "seconds", st.seconds,
+                         "diagnostics_seconds", st.diagnostics_seconds, "fine_applies",
+                         st.fine_applies, "levels", st.levels, "dims", dims, "setup_residual", res,
+                         "setup_unconverged", unc, "orth_error", orth, "coarse_error", coarse);
 }
 
 /* the progress callback: runs on the solving thread, takes the GIL for
