@@ -9,6 +9,7 @@
  *   wd_mg_orthonormalise_cuda the first level's block orthonormalisation
  *                             (wd_mg_orthonormalise) there, in place
  *   wd_mg_random_start_cuda   wd_mg_random_start's field there
+ *   wd_mg_coarse_build_cuda_bytes  the device memory the build takes
  *
  * Notes.  "UV then VUV", as QUDA builds its coarse operators: one thread
  * block a coarse site b, its threads owning entries (i, j) = ((chi', k'),
@@ -318,12 +319,13 @@ void copy_threaded(void *dst, const void *src, size_t bytes)
 /* what the build holds: freed by release on every path */
 struct build_mem {
     void *u, *clover, *v, *nbr, *agg, *sites, *links;
+    void *flag;                  /* the orthonormalisation's lowest dependent vector */
     void *pinned;
 };
 
 void release(build_mem *m)
 {
-    void *dev[] = {m->u, m->clover, m->v, m->nbr, m->agg, m->sites, m->links};
+    void *dev[] = {m->u, m->clover, m->v, m->nbr, m->agg, m->sites, m->links, m->flag};
     for (void *p : dev)
         wd_cuda_free(p);
     if (m->pinned)
@@ -337,6 +339,16 @@ wd_status upload(build_mem *m, void **dst, const void *src, size_t bytes, const 
     if (st == WD_OK)
         st = wd_cuda_h2d_staged(*dst, src, bytes, m->pinned, STAGED_CHUNK, copy_threaded);
     return st;
+}
+
+/* the device memory build() takes, allocation by allocation */
+size_t build_bytes(size_t vol, size_t nghost, int nvec, int clover, size_t coarse_volume)
+{
+    const size_t ext = vol + nghost, nc2 = 4 * (size_t)nvec * nvec;
+    return ext * 36 * sizeof(double2) +
+           (clover ? vol * WD_CLOVER_SITE_REALS * sizeof(double) : 0) +
+           ext * (size_t)nvec * NFINE * sizeof(double2) + vol * DIRS * sizeof(int) +
+           2 * vol * sizeof(int) + coarse_volume * TERMS * nc2 * sizeof(double2);
 }
 
 wd_status build(build_mem *m, const wd_mg_build_fine *f, int nvec, int bv, size_t coarse_volume,
@@ -394,6 +406,7 @@ wd_status build(build_mem *m, const wd_mg_build_fine *f, int nvec, int bv, size_
         return wd_fail(WD_ERR_CUDA, "multigrid GPU coarse build: cudaMallocHost of %d bytes: %s",
                        2 * STAGED_CHUNK, cudaGetErrorString(e));
     }
+    /* the allocations build_bytes sums */
     wd_status st = upload(m, &m->u, f->u, ext * 36 * sizeof(double2),
                           "the multigrid coarse build's fine links");
     if (st == WD_OK && f->clover)
@@ -565,21 +578,21 @@ wd_status orth(build_mem *m, int level, size_t volume, int nvec, int bv, size_t 
         st = upload(m, &m->sites, sites, volume * sizeof(int),
                     "the multigrid orthonormalisation's aggregate sites");
     if (st == WD_OK)
-        st = wd_cuda_malloc(&m->agg, sizeof(unsigned long long), "a flag");
+        st = wd_cuda_malloc(&m->flag, sizeof(unsigned long long), "a flag");
     if (st == WD_OK)
-        st = wd_cuda_memset(m->agg, 0xff, sizeof(unsigned long long));
+        st = wd_cuda_memset(m->flag, 0xff, sizeof(unsigned long long));
     if (st != WD_OK)
         return st;
     const cudaStream_t s = (cudaStream_t)wd_cuda_stream();
     if (!s)
         return wd_fail(WD_ERR_CUDA, "multigrid GPU orthonormalisation: no CUDA stream");
     k_orth<<<(unsigned)(2 * coarse_volume), ORTH_THREADS, 0, s>>>(
-        (const int *)m->sites, (double2 *)m->v, nvec, bv, (unsigned long long *)m->agg);
+        (const int *)m->sites, (double2 *)m->v, nvec, bv, (unsigned long long *)m->flag);
     unsigned long long bad = 0;
     if ((e = cudaGetLastError()) != cudaSuccess || (e = cudaStreamSynchronize(s)) != cudaSuccess)
         return wd_fail(WD_ERR_CUDA, "multigrid GPU orthonormalisation: kernel: %s",
                        cudaGetErrorString(e));
-    if ((st = wd_cuda_d2h(&bad, m->agg, sizeof bad)) != WD_OK)
+    if ((st = wd_cuda_d2h(&bad, m->flag, sizeof bad)) != WD_OK)
         return st;
     if (bad != ~0ull)
         return wd_fail(WD_ERR_INVALID, "multigrid level %d: null vector %llu is zero or "
@@ -628,6 +641,12 @@ __global__ void k_random_start(start_args a, double2 *v)
 }
 
 } /* namespace */
+
+extern "C" size_t wd_mg_coarse_build_cuda_bytes(size_t volume, size_t nghost, int nvec,
+                                                int clover, size_t coarse_volume)
+{
+    return build_bytes(volume, nghost, nvec, clover, coarse_volume);
+}
 
 extern "C" wd_status wd_mg_random_start_cuda(const int dims[4], const int ext[4],
                                              const int org[4], uint64_t base, int n, double *v)

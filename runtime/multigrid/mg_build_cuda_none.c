@@ -5,6 +5,7 @@
  *   wd_mg_coarse_build_cuda     WD_ERR_NO_DEVICE (wd_mg_dev.h)
  *   wd_mg_orthonormalise_cuda   the same
  *   wd_mg_random_start_cuda     the same
+ *   wd_mg_coarse_build_cuda_bytes  0
  */
 #include "wd_core.h"
 #include "wd_mg_dev.h"
@@ -34,4 +35,11 @@ wd_status wd_mg_random_start_cuda(const int dims[4], const int ext[4], const int
 {
     (void)dims, (void)ext, (void)org, (void)base, (void)n, (void)v;
     return wd_fail(WD_ERR_NO_DEVICE, "multigrid: GPU random starts need a build with CUDA");
+}
+
+size_t wd_mg_coarse_build_cuda_bytes(size_t volume, size_t nghost, int nvec, int clover,
+                                     size_t coarse_volume)
+{
+    (void)volume, (void)nghost, (void)nvec, (void)clover, (void)coarse_volume;
+    return 0;
 }

@@ -318,6 +318,12 @@ static wd_status nccl_exchange(wd_mg *mg, mg_level *v, float *in)
     return st;
 }
 
+/* flops of one application of a level's operator per site */
+static double apply_flops(const wd_mg_op *op)
+{
+    return op->u ? 1368.0 + (op->clover ? 504.0 : 0.0) : 9.0 * 8.0 * op->n * op->n;
+}
+
 /* out = A_l in on the backend, in's ghost sites first (gathered there,
  * swapped with the neighbours through NCCL on GPUs, else through the
  * host) */
@@ -330,32 +336,34 @@ static wd_status dev_exchange(wd_mg *mg, int l, float *in)
                                    2 * v->dop.layout.ncomp);
 }
 
-static wd_status dev_apply(wd_mg *mg, int l, float *out, float *in)
+/* out = k in for a kernel level k of level l (its operator, or an
+ * even-odd hop level), in's ghosts filled first; flops counted, timed */
+static wd_status kernel_apply(wd_mg *mg, int l, const wd_mg_dev_level *k, double flops,
+                              float *out, float *in)
 {
-    const int n = mg->lv[l].dop.layout.ncomp;
     prof(mg, PROF_COARSE_BLAS);
-    mg->prof_applies++;
-    mg->flops += 72.0 * n * n * mg->lv[l].dop.layout.volume;
+    mg->flops += flops;
     wd_status st = dev_exchange(mg, l, in);
     if (st == WD_OK)
-        st = mg->dev->apply(&mg->lv[l].dop, out, in);
+        st = mg->dev->apply(k, out, in);
     prof(mg, PROF_COARSE_APPLY);
     return st;
 }
 
+static wd_status dev_apply(wd_mg *mg, int l, float *out, float *in)
+{
+    const mg_level *v = &mg->lv[l];
+    mg->prof_applies++;
+    return kernel_apply(mg, l, &v->dop, apply_flops(&v->op) * v->op.volume, out, in);
+}
+
 /* out (parity p's sites, compact) = sum_d X^-1 Y_d of them on a whole
- * field of level l (its ghosts filled here) */
+ * field of level l: the 8 hops' flops (not the kernel's zero block 8) */
 static wd_status schur_hop(wd_mg *mg, int l, int p, float *out, float *full)
 {
-    const int n = mg->lv[l].dop.layout.ncomp;
-    prof(mg, PROF_COARSE_BLAS);
-    /* the 8 hops (the kernel's zero block 8 not counted) */
-    mg->flops += 64.0 * n * n * mg->lv[l].half_volume;
-    wd_status st = dev_exchange(mg, l, full);
-    if (st == WD_OK)
-        st = mg->dev->apply(&mg->lv[l].dhop[p], out, full);
-    prof(mg, PROF_COARSE_APPLY);
-    return st;
+    const mg_level *v = &mg->lv[l];
+    const double hops = apply_flops(&v->op) * WD_MG_DIRS / WD_COARSE_BLOCKS;
+    return kernel_apply(mg, l, &v->dhop[p], hops * v->half_volume, out, full);
 }
 
 /* out = S in = in - X^-1 Y_eo X^-1 Y_oe in on the even sites (compact
@@ -650,15 +658,26 @@ static wd_status coarse_xinv(const wd_mg_op *op, int l, double complex *xinv)
     return WD_OK;
 }
 
+/* a level's global extents and the global coordinates of its block's
+ * first site */
+static void level_origin(const wd_mg_op *op, int ext[4], int org[4])
+{
+    const wd_grid *g = op->halo.grid;
+    for (int mu = 0; mu < 4; ++mu) {
+        ext[mu] = op->dims[mu] * (g ? g->procs[mu] : 1);
+        org[mu] = g ? g->coord[mu] * op->dims[mu] : 0;
+    }
+}
+
 /* whether a coarse level can be solved even-odd: every global extent even
  * (one of 1 makes a site its own neighbour) and the block's sites half of
  * each parity (one local extent even); the same answer on every rank */
 static int eo_possible(const wd_mg_op *op)
 {
-    const wd_grid *g = op->halo.grid;
-    int half = 0;
+    int ext[4], org[4], half = 0;
+    level_origin(op, ext, org);
     for (int mu = 0; mu < 4; ++mu) {
-        if (op->dims[mu] * (g ? g->procs[mu] : 1) % 2)
+        if (ext[mu] % 2)
             return 0;
         half |= op->dims[mu] % 2 == 0;
     }
@@ -687,12 +706,12 @@ static wd_status dev_schur(wd_mg *mg, int l)
         st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate the even-odd solve's "
                      "setup (%zu bytes)", l, op->volume * nn * 24);
     /* the parity of the global coordinates */
-    const wd_grid *g = op->halo.grid;
-    int count[2] = {0, 0};
+    int ext[4], org[4], count[2] = {0, 0};
+    level_origin(op, ext, org);
     for (int s = 0; st == WD_OK && s < V; ++s) {
         int r = s, par = 0;
         for (int mu = 0; mu < 4; ++mu) {
-            par += r % op->dims[mu] + (g ? g->coord[mu] * op->dims[mu] : 0);
+            par += r % op->dims[mu] + org[mu];
             r /= op->dims[mu];
         }
         list[par % 2][count[par % 2]++] = s;
@@ -1352,11 +1371,6 @@ static double coarse_error(wd_mg *mg, int l, wd_rng *rng)
     return ref > 0 ? sqrt(gnorm2(mg, c->w[0], c->len) / ref) : 0;
 }
 
-/* flops of one application of a level's operator per site */
-static double apply_flops(const wd_mg_op *op)
-{
-    return op->u ? 1368.0 + (op->clover ? 504.0 : 0.0) : 9.0 * 8.0 * op->n * op->n;
-}
 
 /* the first coarse operator built on the GPU from the fine level's host
  * operator and transfer (on a grid, the null vectors' ghosts first) */
@@ -1387,12 +1401,8 @@ static wd_status coarse_build_gpu(wd_mg_op *coarse, wd_mg_op *fine, wd_mg_transf
 static wd_status random_start(wd_mg *mg, int l, int k, double complex *v, int *on_device)
 {
     const wd_mg_op *op = &mg->lv[l].op;
-    const wd_grid *g = op->halo.grid;
     int ext[4], org[4];
-    for (int mu = 0; mu < 4; ++mu) {
-        ext[mu] = op->dims[mu] * (g ? g->procs[mu] : 1);
-        org[mu] = g ? g->coord[mu] * op->dims[mu] : 0;
-    }
+    level_origin(op, ext, org);
     const uint64_t base = ((mg->set.seed * 1000003u + (uint64_t)l) * 1000003u + (uint64_t)k) *
                           1000003u;
     *on_device = l == 0 && mg->on_device;
@@ -1490,16 +1500,16 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
                 mg->dev_bytes -= mg->lv[0].len * sizeof(double complex);
             }
             /* the transfer's single vectors made there too (dev_transfer)
-             * where they fit beside the GPU build that follows (about 1200
-             * + 192 nvec bytes a fine site with its double vectors and
-             * links); else rounded on the host after the build, as before */
+             * where they fit beside the GPU build that follows; else
+             * rounded on the host after the build, as before */
             const size_t vbytes1 = f->t.fine_volume * 2 * (size_t)f->t.nvec * f->t.n_fine *
                                    sizeof(float);
-            const double build_bytes = (double)(f->op.volume + f->op.halo.nghost) *
-                                       (1200.0 + 192.0 * f->t.nvec);
+            const size_t build_bytes = wd_mg_coarse_build_cuda_bytes(
+                f->op.volume, f->op.halo.nghost, f->t.nvec, f->op.clover != NULL,
+                f->t.coarse_volume);
             wd_cuda_info info;
             if (wd_cuda_device_info(&info) == WD_OK &&
-                (double)info.free_bytes > 1.1 * (vbytes1 + build_bytes))
+                (double)info.free_bytes > 1.1 * (double)(vbytes1 + build_bytes))
                 st = dev_alloc(mg, &f->dv, vbytes1, "the null vectors");
             if (st == WD_OK)
                 st = wd_mg_orthonormalise_cuda(l, f->t.fine_volume, f->t.nvec, f->t.block_volume,

@@ -188,6 +188,12 @@ wd_status wd_mg_coarse_build_cuda(const wd_mg_build_fine *fine, int nvec, int bl
                                   size_t coarse_volume, const int *agg, const int *sites,
                                   const double *v, double *links);
 
+/* the device memory wd_mg_coarse_build_cuda takes for a fine level of
+ * volume + nghost sites (clover: with clover blocks) and coarse_volume
+ * aggregates (0 in a build without CUDA) */
+size_t wd_mg_coarse_build_cuda_bytes(size_t volume, size_t nghost, int nvec, int clover,
+                                     size_t coarse_volume);
+
 /* wd_mg_random_start (wd_mg.h) on the GPU into v (device memory, the host
  * order): the same bits; WD_ERR_NO_DEVICE in a build without CUDA */
 wd_status wd_mg_random_start_cuda(const int dims[4], const int ext[4], const int org[4],
