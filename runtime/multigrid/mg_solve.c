@@ -909,10 +909,10 @@ static wd_status eo_solve(wd_mg *mg, int l)
         st = schur_hop(mg, l, 0, c->dex, c->dw[2]);
     if (st == WD_OK)
         st = d->gather(h, 2 * n, c->deo[0], c->dw[2], c->deb);
+    const wd_complex minus = {-1, 0};
+    float *w[1] = {c->dex};
     if (st == WD_OK)
-        st = d->xmy(h, n, c->deb, c->dex);
-    if (st == WD_OK)
-        st = d->copy(h, n, c->deb, c->dex);
+        st = dev_multi_caxpy(mg, l, h, 1, &minus, w, c->deb);
     if (st == WD_OK)
         st = d->zero(h, n, c->dex);
     if (st != WD_OK)
