@@ -133,7 +133,7 @@ void wd_cli_mg_usage(FILE *f)
             "  --mg-coarse-tol T     relative tolerance of each coarse GCR (default %g)\n"
             "  --mg-coarse-iter N    iteration cap of each coarse GCR (default %d)\n"
             "  --mg-coarse-eo 0|1    1: the coarsest GCR on the even-odd Schur complement\n"
-            "                        where every local coarse extent is even (default %d)\n"
+            "                        where every global coarse extent is even (default %d)\n"
             "  --mg-nkrylov N        GCR basis before a restart, outer and coarse (default %d)\n"
             "  --mg-seed N           random starts of the null vectors (default %llu)\n"
             "  --mg-verbose N        multigrid messages on stderr: 1 the setup's diagnostics per\n"
@@ -416,7 +416,8 @@ json_t *wd_cli_mg_json(const wd_mg_settings *m, const wd_mg_setup_stats *st)
                              "pre_smooth", m->pre_smooth, "post_smooth", m->post_smooth,
                              "cycle", m->cycle == WD_MG_VCYCLE ? "v" : "k",
                              "coarse_tol", m->coarse_tol, "coarse_max_iter", m->coarse_max_iter,
-                             "coarse_eo", m->coarse_eo, "gcr_nkrylov", m->gcr_nkrylov, "seed", (json_int_t)m->seed,
+                             "coarse_eo", m->coarse_eo, "gcr_nkrylov", m->gcr_nkrylov,
+                             "seed", (json_int_t)m->seed,
                              "verbosity", m->verbosity);
     if (!root || !st)
         return root;
