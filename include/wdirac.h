@@ -403,7 +403,7 @@ typedef struct wd_mg_settings {
     const char *save;                   ///< NULL: write the setup's null vectors (as relaxed, every level) to this file, which a later setup's `load` turns into the same multigrid bit for bit
     int save_overwrite;                 ///< 0: 1 replaces an existing file at `save` (0 refuses it before the setup starts)
     const char *load;                   ///< NULL: take the null vectors from this file instead of relaxing them (levels, blocks and nvec must match it; the coarse operators are built for this setup's mass, so a file serves nearby masses too)
-    int coarse_eo;                      ///< 1: the coarsest level's GCR solves its even-odd Schur complement 1 - X^-1 Y_eo X^-1 Y_oe (QUDA's) where every local coarse extent is even (else, and with 0, the whole coarse operator)
+    int coarse_eo;                      ///< 1: the coarsest level's GCR solves its even-odd Schur complement 1 - X^-1 Y_eo X^-1 Y_oe (QUDA's) where every global coarse extent is even (else, and with 0, the whole coarse operator)
     int diagnostics;                    ///< 0: 1 measures the setup's float64 checks (orth_error, coarse_error of wd_mg_setup_stats; about 15% of a setup on the GPU), as verbosity >= 1 does; else they are NaN
 } wd_mg_settings;
 

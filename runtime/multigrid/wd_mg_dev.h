@@ -206,9 +206,9 @@ wd_status wd_mg_random_start_cuda(const int dims[4], const int ext[4], const int
  * orthonormalised by classical Gram-Schmidt twice (each dot summed in a
  * fixed order: the same bits on every run, not the host's), downloaded,
  * and where vf is not NULL also rounded to float into vf (device memory,
- * the same order: wd_mg_dev_transfer's v).  *done = 0 and nothing touched where the kernel does not take the shape
- * (nvec > 32 or 6 block_volume > 4096: the caller orthonormalises on the
- * host); WD_ERR_INVALID naming a dependent vector as the host's does;
+ * the same order: wd_mg_dev_transfer's v).  *done = 0 and nothing
+ * touched where the kernel does not take the shape (nvec > 32 or
+ * 6 block_volume > 4096: the caller orthonormalises on the host); WD_ERR_INVALID naming a dependent vector as the host's does;
  * WD_ERR_NO_DEVICE in a build without CUDA.
  */
 wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, int nvec, int block_volume,
