@@ -14,15 +14,26 @@
  *           of the 9 blocks of every coarse site: 1e-12 (the GPU's output
  *           poisoned with NaN first: every entry written; the host's
  *           asserted non-zero)
- *   repeat  a second GPU build: the same bytes
+ *   repeat  a second GPU build, its null vectors in device memory: the
+ *           same bytes
  *   start   wd_mg_random_start_cuda against wd_mg_random_start on a block
  *           off the origin of a larger lattice: the same bits, the parts
  *           in [-1, 1)
  *   orth    (Wilson, tbc +1) wd_mg_orthonormalise_cuda of the raw vectors
  *           against the host's wd_mg_orthonormalise: 1e-12 relative to the
  *           largest entry; its floats rounded on the device equal to the
- *           host's rounding; a second run the same bytes; a vector made -2
+ *           host's rounding; the vectors stored in device memory one by
+ *           one (wd_mg_vector_set_cuda) the raw bytes, and orthonormalised
+ *           there the same bytes as the first run; a vector made -2
  *           times the first refused (WD_ERR_INVALID naming vector 1)
+ *   pack    wd_mg_coarse_pack_cuda on 48 coarse sites of random links
+ *           (local blocks diagonally dominant), nvec 8, 16, 24, 32, single
+ *           and half, outputs poisoned first: the packed links
+ *           wd_pack_coarse_links's bytes (alone and with the even-odd
+ *           blocks); max |X X^-1 - 1| <= 1e-5; each hop H_d = X^-1 Y_d
+ *           unpacked, max |X H_d - Y_d| / max |Y_d| <= 1e-5 (single), 5e-3
+ *           (half); block 8 zero; a zero local block refused naming the
+ *           lowest such site
  * One line per check; "N of M failed" last; exit 0 when all pass.
  */
 #include <complex.h>
@@ -37,6 +48,7 @@
 #include "cuda_rt.h"
 #include "gauge_tools.h"
 #include "rng.h"
+#include "wd_coarse_layout.h"
 #include "wd_mg.h"
 #include "wd_mg_dev.h"
 #include "wdirac.h"
@@ -107,10 +119,39 @@ static void test_orth(const char *tag, const wd_mg_transfer *t, const double com
         st = wd_cuda_h2d(dvf, vf, 2 * n * sizeof *vf);
     if (st == WD_OK)
         st = wd_mg_orthonormalise_cuda(0, t->fine_volume, t->nvec, t->block_volume,
-                                       t->coarse_volume, t->sites, (double *)g, dvf, &done);
+                                       t->coarse_volume, t->sites, (double *)g, 0, dvf, &done);
+    /* the repeat on vectors in device memory, stored there vector by
+     * vector (wd_mg_vector_set_cuda) from fields in the host order */
+    void *dagain = NULL, *dfield = NULL;
+    double complex *field = xalloc(t->fine_volume * 12 * sizeof *field);
+    if (st == WD_OK)
+        st = wd_cuda_malloc(&dagain, n * sizeof *g, "test vectors");
+    if (st == WD_OK)
+        st = wd_cuda_memset(dagain, 0xff, n * sizeof *g);
+    if (st == WD_OK)
+        st = wd_cuda_malloc(&dfield, t->fine_volume * 12 * sizeof *field, "test field");
+    for (int k = 0; k < t->nvec && st == WD_OK; ++k) {
+        for (size_t x = 0; x < t->fine_volume; ++x)
+            memcpy(field + 12 * x, raw + (x * t->nvec + k) * 12, 12 * sizeof *field);
+        if ((st = wd_cuda_h2d(dfield, field, t->fine_volume * 12 * sizeof *field)) == WD_OK)
+            st = wd_mg_vector_set_cuda(t->fine_volume, t->nvec, k, (const double *)dfield,
+                                       (double *)dagain);
+        if (st == WD_OK)
+            st = wd_cuda_sync();
+    }
+    if (st == WD_OK)
+        st = wd_cuda_d2h(again, dagain, n * sizeof *g);
+    snprintf(name, sizeof name, "%s: gpu vectors stored vector by vector", tag);
+    check_true(name, st == WD_OK && !memcmp(again, raw, n * sizeof *g), "the raw vectors' bytes");
     if (st == WD_OK)
         st = wd_mg_orthonormalise_cuda(0, t->fine_volume, t->nvec, t->block_volume,
-                                       t->coarse_volume, t->sites, (double *)again, NULL, &done2);
+                                       t->coarse_volume, t->sites, (double *)dagain, 1, NULL,
+                                       &done2);
+    if (st == WD_OK)
+        st = wd_cuda_d2h(again, dagain, n * sizeof *g);
+    wd_cuda_free(dagain);
+    wd_cuda_free(dfield);
+    free(field);
     if (st == WD_OK)
         st = wd_cuda_d2h(vf, dvf, 2 * n * sizeof *vf);
     int same = st == WD_OK;
@@ -125,7 +166,7 @@ static void test_orth(const char *tag, const wd_mg_transfer *t, const double com
         check_true(name, 0, st != WD_OK ? wd_last_error() : "not taken");
     else
         check(name, max_rel(g, t->v, n), 1e-12);
-    snprintf(name, sizeof name, "%s: gpu orthonormalisation repeat", tag);
+    snprintf(name, sizeof name, "%s: gpu orthonormalisation repeat in device memory", tag);
     check_true(name, st == WD_OK && !memcmp(g, again, n * sizeof *g), "the same bytes");
     /* vector 1 a multiple of vector 0 at every site */
     memcpy(g, raw, n * sizeof *g);
@@ -133,7 +174,7 @@ static void test_orth(const char *tag, const wd_mg_transfer *t, const double com
         for (int a = 0; a < 12; ++a)
             g[(x * t->nvec + 1) * 12 + a] = -2 * g[(x * t->nvec) * 12 + a];
     st = wd_mg_orthonormalise_cuda(0, t->fine_volume, t->nvec, t->block_volume,
-                                   t->coarse_volume, t->sites, (double *)g, NULL, &done);
+                                   t->coarse_volume, t->sites, (double *)g, 0, NULL, &done);
     snprintf(name, sizeof name, "%s: gpu orthonormalisation refuses a dependent vector", tag);
     check_true(name, st == WD_ERR_INVALID && strstr(wd_last_error(), "null vector 1 "),
                wd_last_error());
@@ -203,17 +244,22 @@ static void test_case(uint64_t seed, const int dims[4], const int block[4], int 
         poison(gpu, count);
         poison(again, count);
         st = wd_mg_coarse_build_cuda(&bf, nvec, t.block_volume, t.coarse_volume, t.agg, t.sites,
-                                     (const double *)t.v, (double *)gpu);
+                                     (const double *)t.v, 0, (double *)gpu);
+        /* the repeat from vectors in device memory */
+        void *dv = NULL;
+        if (st == WD_OK && (st = wd_cuda_malloc(&dv, n * sizeof *t.v, "test vectors")) == WD_OK)
+            st = wd_cuda_h2d(dv, t.v, n * sizeof *t.v);
         if (st == WD_OK)
             st = wd_mg_coarse_build_cuda(&bf, nvec, t.block_volume, t.coarse_volume, t.agg,
-                                         t.sites, (const double *)t.v, (double *)again);
+                                         t.sites, (const double *)dv, 1, (double *)again);
+        wd_cuda_free(dv);
         if (st != WD_OK) {
             snprintf(name, sizeof name, "%s: gpu build", tag);
             check_true(name, 0, wd_last_error());
         } else {
             snprintf(name, sizeof name, "%s: links", tag);
             check(name, max_rel(gpu, coarse.links, count), 1e-12);
-            snprintf(name, sizeof name, "%s: repeat", tag);
+            snprintf(name, sizeof name, "%s: repeat from device memory", tag);
             check_true(name, !memcmp(gpu, again, count * sizeof *gpu), "the same bytes");
         }
         free(gpu);
@@ -259,6 +305,174 @@ static void test_random_start(uint64_t seed)
     free(g);
 }
 
+/* x y of n x n row-major complex matrices into out */
+static void matmul(int n, const double complex *x, const double complex *y, double complex *out)
+{
+    for (int r = 0; r < n; ++r)
+        for (int c = 0; c < n; ++c) {
+            double complex acc = 0;
+            for (int k = 0; k < n; ++k)
+                acc += x[(size_t)r * n + k] * y[(size_t)k * n + c];
+            out[(size_t)r * n + c] = acc;
+        }
+}
+
+/* block blk of a packed layout back to row-major complex double */
+static void unpack_block(const wd_coarse_layout *lay, const void *packed, const float *norm,
+                         size_t blk, double complex *out)
+{
+    const int n = lay->ncomp;
+    const size_t base = blk * 2 * (size_t)n * n;
+    const double scale = lay->precision == 2 ? norm[blk] / (double)WD_HALF_SCALE : 1;
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) {
+            const size_t re = base + 2 * (size_t)j * n + i, im = re + (size_t)n;
+            out[(size_t)i * n + j] =
+                lay->precision == 4
+                    ? CMPLX(((const float *)packed)[re], ((const float *)packed)[im])
+                    : CMPLX(((const short *)packed)[re] * scale,
+                            ((const short *)packed)[im] * scale);
+        }
+}
+
+/* wd_mg_coarse_pack_cuda on fresh random links of V coarse sites (local
+ * blocks diagonally dominant): the packed links the host's bits; X^-1
+ * with |X X^-1 - 1| small; each hop H_d with |X H_d - Y_d| small and
+ * block 8 zero; a zero local block refused naming its site */
+static void test_coarse_pack(uint64_t seed, int nvec, int precision)
+{
+    enum { V = 48 };
+    const int n = 2 * nvec, h = V / 2;
+    const size_t nn = (size_t)n * n, count = (size_t)V * 9 * nn;
+    char name[160], detail[192];
+    wd_rng rng;
+    wd_rng_seed(&rng, seed);
+    double complex *links = xalloc(count * sizeof *links);
+    for (size_t i = 0; i < count; ++i)
+        links[i] = CMPLX(wd_rng_normal(&rng), wd_rng_normal(&rng));
+    for (int s = 0; s < V; ++s)
+        for (int i = 0; i < n; ++i)
+            links[((size_t)s * 9 + 8) * nn + (size_t)i * n + i] += 2.0 * n;
+    int slot[V];
+    for (int s = 0; s < V; ++s)
+        slot[s] = s % 2 * h + s / 2;
+    wd_coarse_layout lay, hlay;
+    wd_status st = wd_coarse_layout_make(&lay, V, nvec, precision);
+    if (st == WD_OK)
+        st = wd_coarse_layout_make(&hlay, h, nvec, precision);
+    unsigned char *want = xalloc(lay.link_bytes), *got = xalloc(lay.link_bytes);
+    float *want_norm = xalloc(lay.link_norm_bytes + 4), *got_norm = xalloc(lay.link_norm_bytes + 4);
+    float *xinv = xalloc(nn * V * 2 * sizeof *xinv);
+    unsigned char *hops[2] = {xalloc(hlay.link_bytes), xalloc(hlay.link_bytes)};
+    float *hnorm[2] = {xalloc(hlay.link_norm_bytes + 4), xalloc(hlay.link_norm_bytes + 4)};
+    if (st == WD_OK)
+        wd_pack_coarse_links(&lay, want, want_norm, links);
+    void *d[8] = {NULL};
+    const size_t sizes[8] = {lay.link_bytes, lay.link_norm_bytes + 4, nn * V * 2 * sizeof(float),
+                             hlay.link_bytes, hlay.link_bytes, hlay.link_norm_bytes + 4,
+                             hlay.link_norm_bytes + 4, 0};
+    for (int i = 0; i < 7 && st == WD_OK; ++i)
+        if ((st = wd_cuda_malloc(&d[i], sizes[i], "test pack")) == WD_OK)
+            st = wd_cuda_memset(d[i], 0xff, sizes[i]);   /* NaN floats, -1 shorts */
+    wd_mg_coarse_pack pk = {.n = n, .volume = V, .precision = precision,
+                            .links = (const double *)links, .dlinks = d[0],
+                            .dlink_norm = precision == 2 ? d[1] : NULL};
+    /* the links alone, then with the even-odd solve's blocks */
+    for (int eo = 0; eo < 2; ++eo) {
+        if (eo) {
+            pk.slot = slot;
+            pk.half_volume = h;
+            pk.dxinv = d[2];
+            pk.dhops[0] = d[3];
+            pk.dhops[1] = d[4];
+            pk.dhop_norm[0] = precision == 2 ? d[5] : NULL;
+            pk.dhop_norm[1] = precision == 2 ? d[6] : NULL;
+            if (st == WD_OK)
+                st = wd_cuda_memset(d[0], 0xff, sizes[0]);
+        }
+        if (st == WD_OK)
+            st = wd_mg_coarse_pack_cuda(&pk, 1);
+        if (st == WD_OK)
+            st = wd_cuda_d2h(got, d[0], lay.link_bytes);
+        if (st == WD_OK && precision == 2)
+            st = wd_cuda_d2h(got_norm, d[1], lay.link_norm_bytes);
+        snprintf(name, sizeof name, "pack nvec %d prec %d%s: links the host's bytes", nvec,
+                 precision, eo ? " (even-odd)" : "");
+        check_true(name, st == WD_OK && !memcmp(got, want, lay.link_bytes) &&
+                             (precision == 4 || !memcmp(got_norm, want_norm, lay.link_norm_bytes)),
+                   st == WD_OK ? "memcmp" : wd_last_error());
+    }
+    if (st == WD_OK)
+        st = wd_cuda_d2h(xinv, d[2], nn * V * 2 * sizeof *xinv);
+    for (int p = 0; p < 2 && st == WD_OK; ++p)
+        if ((st = wd_cuda_d2h(hops[p], d[3 + p], hlay.link_bytes)) == WD_OK && precision == 2)
+            st = wd_cuda_d2h(hnorm[p], d[5 + p], hlay.link_norm_bytes);
+    /* |X X^-1 - 1| and |X H_d - Y_d| / max |Y_d| over every site, in float64 */
+    double complex *xi = xalloc(nn * sizeof *xi), *hd = xalloc(nn * sizeof *hd),
+                   *prod = xalloc(nn * sizeof *prod);
+    double inv_err = st == WD_OK ? 0 : INFINITY, hop_err = inv_err, zero_err = inv_err;
+    for (int s = 0; s < V && st == WD_OK; ++s) {
+        const double complex *x = links + ((size_t)s * 9 + 8) * nn;
+        for (int i = 0; i < n; ++i)
+            for (int j = 0; j < n; ++j) {
+                const float *o = xinv + 2 * (((size_t)s * n + j) * n + i);
+                xi[(size_t)i * n + j] = CMPLX(o[0], o[1]);
+            }
+        matmul(n, x, xi, prod);
+        for (size_t e = 0; e < nn; ++e) {
+            const double err = cabs(prod[e] - (e % (n + 1) == 0));
+            inv_err = fmax(inv_err, isfinite(err) ? err : INFINITY);
+        }
+        const int p = slot[s] / h;
+        for (int dd = 0; dd < 9; ++dd) {
+            unpack_block(&hlay, hops[p], hnorm[p], (size_t)(slot[s] % h) * 9 + dd, hd);
+            if (dd == 8) {
+                for (size_t e = 0; e < nn; ++e)
+                    zero_err = fmax(zero_err, isfinite(cabs(hd[e])) ? cabs(hd[e]) : INFINITY);
+                continue;
+            }
+            const double complex *y = links + ((size_t)s * 9 + dd) * nn;
+            matmul(n, x, hd, prod);
+            double diff = 0, top = 0;
+            for (size_t e = 0; e < nn; ++e) {
+                diff = fmax(diff, isfinite(cabs(prod[e] - y[e])) ? cabs(prod[e] - y[e]) : INFINITY);
+                top = fmax(top, cabs(y[e]));
+            }
+            hop_err = fmax(hop_err, top > 0 ? diff / top : INFINITY);
+        }
+    }
+    snprintf(name, sizeof name, "pack nvec %d prec %d: max |X X^-1 - 1| (single X^-1)", nvec,
+             precision);
+    check(name, inv_err, 1e-5);
+    snprintf(name, sizeof name, "pack nvec %d prec %d: max |X H_d - Y_d| / max |Y_d|", nvec,
+             precision);
+    check(name, hop_err, precision == 4 ? 1e-5 : 5e-3);
+    snprintf(name, sizeof name, "pack nvec %d prec %d: the hops' block 8 zero", nvec, precision);
+    check(name, zero_err, 0);
+    /* a singular local block (sites 7 and 30 zero): refused naming site 7 */
+    for (int s = 7; s < V; s += 23)
+        memset(links + ((size_t)s * 9 + 8) * nn, 0, nn * sizeof *links);
+    const wd_status bad = st == WD_OK ? wd_mg_coarse_pack_cuda(&pk, 1) : st;
+    snprintf(detail, sizeof detail, "%s", bad == WD_ERR_INVALID ? wd_last_error() : "accepted");
+    snprintf(name, sizeof name, "pack nvec %d prec %d: a singular block refused", nvec, precision);
+    check_true(name, bad == WD_ERR_INVALID && strstr(detail, "coarse site 7 ") != NULL, detail);
+    for (int i = 0; i < 7; ++i)
+        wd_cuda_free(d[i]);
+    free(xi);
+    free(hd);
+    free(prod);
+    free(links);
+    free(want);
+    free(got);
+    free(want_norm);
+    free(got_norm);
+    free(xinv);
+    for (int p = 0; p < 2; ++p) {
+        free(hops[p]);
+        free(hnorm[p]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     uint64_t seed = (uint64_t)time(NULL);
@@ -289,6 +503,9 @@ int main(int argc, char **argv)
                         test_case(seed + 1000003u * c++, lattices[l], blocks[b], nvecs[n],
                                   clover, tbc);
     test_random_start(seed);
+    for (int nv = 8; nv <= 32; nv += 8)
+        for (int prec = 4; prec >= 2; prec -= 2)
+            test_coarse_pack(seed + 7 * (uint64_t)nv + (uint64_t)prec, nv, prec);
     printf("%d of %d failed\n", checks_failed, checks_run);
     return checks_failed ? 1 : 0;
 }

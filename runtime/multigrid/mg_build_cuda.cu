@@ -9,7 +9,12 @@
  *   wd_mg_orthonormalise_cuda the first level's block orthonormalisation
  *                             (wd_mg_orthonormalise) there, in place
  *   wd_mg_random_start_cuda   wd_mg_random_start's field there
+ *   wd_mg_vector_set_cuda     wd_mg_vector_set there (the null vectors
+ *                             kept on the GPU between the setup's steps)
  *   wd_mg_coarse_build_cuda_bytes  the device memory the build takes
+ *   wd_mg_coarse_pack_cuda    a coarse level's packed links and, for its
+ *                             even-odd solve, X^-1 and the hops X^-1 Y,
+ *                             from its host links
  *
  * Notes.  "UV then VUV", as QUDA builds its coarse operators: one thread
  * block a coarse site b, its threads owning entries (i, j) = ((chi', k'),
@@ -342,17 +347,20 @@ wd_status upload(build_mem *m, void **dst, const void *src, size_t bytes, const 
 }
 
 /* the device memory build() takes, allocation by allocation */
-size_t build_bytes(size_t vol, size_t nghost, int nvec, int clover, size_t coarse_volume)
+size_t build_bytes(size_t vol, size_t nghost, int nvec, int clover, int v_on_device,
+                   size_t coarse_volume)
 {
     const size_t ext = vol + nghost, nc2 = 4 * (size_t)nvec * nvec;
     return ext * 36 * sizeof(double2) +
            (clover ? vol * WD_CLOVER_SITE_REALS * sizeof(double) : 0) +
-           ext * (size_t)nvec * NFINE * sizeof(double2) + vol * DIRS * sizeof(int) +
+           (v_on_device ? 0 : ext * (size_t)nvec * NFINE * sizeof(double2)) +
+           vol * DIRS * sizeof(int) +
            2 * vol * sizeof(int) + coarse_volume * TERMS * nc2 * sizeof(double2);
 }
 
 wd_status build(build_mem *m, const wd_mg_build_fine *f, int nvec, int bv, size_t coarse_volume,
-                const int *agg, const int *sites, const double *v, double *links)
+                const int *agg, const int *sites, const double *v, int v_on_device,
+                double *links)
 {
     const size_t vol = f->volume, nc2 = 4 * (size_t)nvec * nvec;
     /* the links and null vectors with their ghost sites (a hop's source) */
@@ -412,7 +420,7 @@ wd_status build(build_mem *m, const wd_mg_build_fine *f, int nvec, int bv, size_
     if (st == WD_OK && f->clover)
         st = upload(m, &m->clover, f->clover, vol * WD_CLOVER_SITE_REALS * sizeof(double),
                     "the multigrid coarse build's clover blocks");
-    if (st == WD_OK)
+    if (st == WD_OK && !v_on_device)
         st = upload(m, &m->v, v, ext * (size_t)nvec * NFINE * sizeof(double2),
                     "the multigrid coarse build's null vectors");
     if (st == WD_OK)
@@ -431,7 +439,7 @@ wd_status build(build_mem *m, const wd_mg_build_fine *f, int nvec, int bv, size_
 
     a.u = (const double2 *)m->u;
     a.clover = (const double *)m->clover;
-    a.v = (const double2 *)m->v;
+    a.v = (const double2 *)(v_on_device ? v : m->v);
     a.nbr = (const int *)m->nbr;
     a.agg = (const int *)m->agg;
     a.sites = (const int *)m->sites;
@@ -564,7 +572,7 @@ __global__ void k_to_float(size_t n, const double *in, float *out)
 }
 
 wd_status orth(build_mem *m, int level, size_t volume, int nvec, int bv, size_t coarse_volume,
-               const int *sites, double *v, float *vf, int *done)
+               const int *sites, double *v, int v_on_device, float *vf, int *done)
 {
     cudaError_t e = cudaMallocHost(&m->pinned, 2 * (size_t)STAGED_CHUNK);
     if (e != cudaSuccess) {
@@ -573,7 +581,10 @@ wd_status orth(build_mem *m, int level, size_t volume, int nvec, int bv, size_t 
                        cudaGetErrorString(e));
     }
     const size_t bytes = volume * (size_t)nvec * NFINE * sizeof(double2);
-    wd_status st = upload(m, &m->v, v, bytes, "the multigrid orthonormalisation's null vectors");
+    wd_status st = v_on_device ? WD_OK
+                               : upload(m, &m->v, v, bytes,
+                                        "the multigrid orthonormalisation's null vectors");
+    double2 *dv = (double2 *)(v_on_device ? v : m->v);
     if (st == WD_OK)
         st = upload(m, &m->sites, sites, volume * sizeof(int),
                     "the multigrid orthonormalisation's aggregate sites");
@@ -587,7 +598,7 @@ wd_status orth(build_mem *m, int level, size_t volume, int nvec, int bv, size_t 
     if (!s)
         return wd_fail(WD_ERR_CUDA, "multigrid GPU orthonormalisation: no CUDA stream");
     k_orth<<<(unsigned)(2 * coarse_volume), ORTH_THREADS, 0, s>>>(
-        (const int *)m->sites, (double2 *)m->v, nvec, bv, (unsigned long long *)m->flag);
+        (const int *)m->sites, dv, nvec, bv, (unsigned long long *)m->flag);
     unsigned long long bad = 0;
     if ((e = cudaGetLastError()) != cudaSuccess || (e = cudaStreamSynchronize(s)) != cudaSuccess)
         return wd_fail(WD_ERR_CUDA, "multigrid GPU orthonormalisation: kernel: %s",
@@ -601,12 +612,17 @@ wd_status orth(build_mem *m, int level, size_t volume, int nvec, int bv, size_t 
                        bad / (2ull * nvec), bad / nvec % 2);
     if (vf) {
         const size_t n = bytes / sizeof(double);
-        k_to_float<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(n, (const double *)m->v, vf);
+        k_to_float<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(n, (const double *)dv, vf);
         if ((e = cudaGetLastError()) != cudaSuccess)
             return wd_fail(WD_ERR_CUDA, "multigrid GPU orthonormalisation: rounding kernel: %s",
                            cudaGetErrorString(e));
     }
     *done = 1;
+    if (v_on_device)
+        return (e = cudaStreamSynchronize(s)) == cudaSuccess
+                   ? WD_OK
+                   : wd_fail(WD_ERR_CUDA, "multigrid GPU orthonormalisation: rounding kernel: %s",
+                             cudaGetErrorString(e));
     return wd_cuda_d2h_staged(v, m->v, bytes, m->pinned, STAGED_CHUNK, copy_threaded);
 }
 
@@ -640,12 +656,301 @@ __global__ void k_random_start(start_args a, double2 *v)
     }
 }
 
+/* ---- a coarse level's packed links, X^-1 and the even-odd hops ---- */
+
+/* 256 threads a coarse site; n = 2 nvec <= PACK_NMAX (shared memory: two
+ * n x n blocks in double2, 131 kB at 64); sites in pieces of at most
+ * PACK_CHUNK bytes of host links */
+enum { PACK_THREADS = 256, PACK_WARPS = PACK_THREADS / 32, PACK_NMAX = 64 };
+const size_t PACK_CHUNK = (size_t)256 << 20;
+
+struct pack_args {
+    int n, precision, half_volume;
+    const double2 *links;        /* the piece's host links on the device */
+    void *dlinks;
+    float *dlink_norm;
+    const int *slot;             /* NULL: no even-odd solve */
+    float *dxinv;
+    void *dhops[2];
+    float *dhop_norm[2];
+};
+
+/* the largest of every thread's m (every thread calls it) */
+__device__ double block_max(double m, double *red)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        m = fmax(m, __shfl_down_sync(0xffffffffu, m, o));
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0)
+        red[threadIdx.x >> 5] = m;
+    __syncthreads();
+    double r = 0;
+    for (int w = 0; w < PACK_WARPS; ++w)
+        r = fmax(r, red[w]);
+    return r;
+}
+
+/* wd_pack_coarse_links's store of one real: its bits */
+__device__ inline void store_real(int precision, void *dst, size_t at, double v, double scale)
+{
+    if (precision == 4)
+        ((float *)dst)[at] = __double2float_rn(v);
+    else
+        ((short *)dst)[at] = (short)__double2ll_rn(v * scale);
+}
+
+/* block blk (row-major n x n, x) packed as wd_pack_coarse_links packs it:
+ * its norm the largest |real| (half), column j's real then imaginary
+ * plane, i fastest */
+__device__ void pack_block(const double2 *x, int n, int precision, void *dst, float *norm,
+                           size_t blk, double *red)
+{
+    const int nn = n * n;
+    double scale = 1;
+    if (precision == 2) {
+        double m = 0;
+        for (int e = threadIdx.x; e < nn; e += PACK_THREADS)
+            m = fmax(m, fmax(fabs(x[e].x), fabs(x[e].y)));
+        const float nm = __double2float_rn(block_max(m, red));
+        if (threadIdx.x == 0)
+            norm[blk] = nm;
+        scale = nm > 0 ? WD_HALF_SCALE / (double)nm : 0;
+    }
+    const size_t base = blk * 2 * (size_t)nn;
+    for (int e = threadIdx.x; e < nn; e += PACK_THREADS) {
+        const int j = e / n, i = e % n;
+        const double2 z = x[(size_t)i * n + j];
+        store_real(precision, dst, base + 2 * (size_t)j * n + i, z.x, scale);
+        store_real(precision, dst, base + (2 * (size_t)j + 1) * n + i, z.y, scale);
+    }
+}
+
+/*
+ * One coarse site s = s0 + blockIdx.x a thread block: its 9 blocks packed;
+ * with the even-odd solve also X(s)^-1 by Gauss-Jordan with partial
+ * pivoting in float64 (the host's coarse_xinv's steps: the first row of
+ * the largest |entry| the pivot) written in single, column-major, and X^-1
+ * Y_d (d < 8; the sum over k in order) packed into its parity's hops at
+ * its slot, block 8 zero.  A singular block records the lowest such s in
+ * *bad and leaves the site's X^-1 and hops unwritten.
+ */
+__global__ void __launch_bounds__(PACK_THREADS) k_coarse_pack(const __grid_constant__ pack_args a,
+                                                              int s0, unsigned long long *bad)
+{
+    extern __shared__ double2 pack_shared[];
+    __shared__ double red[PACK_WARPS];
+    __shared__ int pivot_row, failed;
+    const int n = a.n, nn = n * n;
+    const size_t s = (size_t)s0 + blockIdx.x;
+    const double2 *blk = a.links + (size_t)blockIdx.x * TERMS * nn;
+    for (int d = 0; d < TERMS; ++d)
+        pack_block(blk + (size_t)d * nn, n, a.precision, a.dlinks, a.dlink_norm,
+                   s * TERMS + d, red);
+    if (!a.slot)
+        return;
+    double2 *x = pack_shared, *inv = pack_shared + nn;
+    for (int e = threadIdx.x; e < nn; e += PACK_THREADS) {
+        x[e] = blk[(size_t)LOCAL * nn + e];
+        inv[e] = make_double2(e % (n + 1) == 0 ? 1.0 : 0.0, 0.0);
+    }
+    if (threadIdx.x == 0)
+        failed = 0;
+    __syncthreads();
+    for (int c = 0; c < n; ++c) {
+        /* the pivot: the largest |x[r][c]| of r >= c, the lowest r of a tie */
+        if (threadIdx.x < 32) {
+            double best = -1;
+            int row = n;
+            for (int r = c + (int)threadIdx.x; r < n; r += 32) {
+                const double2 z = x[(size_t)r * n + c];
+                const double m = hypot(z.x, z.y);
+                if (m > best) {
+                    best = m;
+                    row = r;
+                }
+            }
+            for (int o = 16; o > 0; o >>= 1) {
+                const double ob = __shfl_down_sync(0xffffffffu, best, o);
+                const int orow = __shfl_down_sync(0xffffffffu, row, o);
+                if (ob > best || (ob == best && orow < row)) {
+                    best = ob;
+                    row = orow;
+                }
+            }
+            if (threadIdx.x == 0) {
+                pivot_row = row;
+                const double2 z = row < n ? x[(size_t)row * n + c] : make_double2(0, 0);
+                if (!(best > 0) || !isfinite(z.x) || !isfinite(z.y))
+                    failed = 1;
+            }
+        }
+        __syncthreads();
+        if (failed)
+            break;
+        const int p = pivot_row;
+        if (p != c)
+            for (int j = threadIdx.x; j < 2 * n; j += PACK_THREADS) {
+                double2 *m = j < n ? x : inv;
+                const int jj = j < n ? j : j - n;
+                const double2 t = m[(size_t)c * n + jj];
+                m[(size_t)c * n + jj] = m[(size_t)p * n + jj];
+                m[(size_t)p * n + jj] = t;
+            }
+        __syncthreads();
+        /* the pivot row times 1 / pivot */
+        const double2 piv = x[(size_t)c * n + c];
+        const double den = piv.x * piv.x + piv.y * piv.y;
+        const double2 rp = make_double2(piv.x / den, -piv.y / den);
+        __syncthreads();
+        for (int j = threadIdx.x; j < 2 * n; j += PACK_THREADS) {
+            double2 *m = j < n ? x : inv;
+            const int jj = j < n ? j : j - n;
+            const double2 z = m[(size_t)c * n + jj];
+            m[(size_t)c * n + jj] = make_double2(z.x * rp.x - z.y * rp.y, z.x * rp.y + z.y * rp.x);
+        }
+        __syncthreads();
+        /* every other row minus its column-c entry times the pivot row
+         * (the factors read first: column c itself changes) */
+        double2 *f = inv + nn;
+        for (int r = threadIdx.x; r < n; r += PACK_THREADS)
+            f[r] = r == c ? make_double2(0, 0) : x[(size_t)r * n + c];
+        __syncthreads();
+        for (int w = threadIdx.x; w < 2 * n * n; w += PACK_THREADS) {
+            const int r = w / (2 * n), j = w % (2 * n);
+            if (r == c)
+                continue;
+            double2 *m = j < n ? x : inv;
+            const int jj = j < n ? j : j - n;
+            const double2 fr = f[r], pc = m[(size_t)c * n + jj];
+            double2 z = m[(size_t)r * n + jj];
+            z.x -= fr.x * pc.x - fr.y * pc.y;
+            z.y -= fr.x * pc.y + fr.y * pc.x;
+            m[(size_t)r * n + jj] = z;
+        }
+        __syncthreads();
+    }
+    if (failed) {
+        if (threadIdx.x == 0)
+            atomicMin(bad, (unsigned long long)s);
+        return;
+    }
+    /* X^-1 in single, column-major: entry (i, j) at float pair (s n + j) n + i */
+    for (int e = threadIdx.x; e < nn; e += PACK_THREADS) {
+        const int j = e / n, i = e % n;
+        const double2 z = inv[(size_t)i * n + j];
+        a.dxinv[2 * (s * nn + e)] = __double2float_rn(z.x);
+        a.dxinv[2 * (s * nn + e) + 1] = __double2float_rn(z.y);
+    }
+    const int slot = a.slot[s], par = slot / a.half_volume, at = slot % a.half_volume;
+    for (int d = 0; d < TERMS; ++d) {
+        /* x = X^-1 Y_d (x is free: the elimination left 1 there) */
+        __syncthreads();
+        const double2 *y = blk + (size_t)d * nn;
+        for (int e = threadIdx.x; e < nn; e += PACK_THREADS) {
+            double2 acc = make_double2(0, 0);
+            if (d < DIRS) {
+                const int r = e / n, col = e % n;
+                for (int k = 0; k < n; ++k)
+                    acc = cmadd(acc, inv[(size_t)r * n + k], y[(size_t)k * n + col]);
+            }
+            x[e] = acc;
+        }
+        __syncthreads();
+        pack_block(x, n, a.precision, par ? a.dhops[1] : a.dhops[0],
+                   par ? a.dhop_norm[1] : a.dhop_norm[0], (size_t)at * TERMS + d, red);
+    }
+}
+
+wd_status coarse_pack(build_mem *m, const wd_mg_coarse_pack *p, int level)
+{
+    const int n = p->n, eo = p->slot != NULL;
+    const size_t nn = (size_t)n * n, site_bytes = TERMS * nn * sizeof(double2);
+    const size_t chunk = PACK_CHUNK / site_bytes < 1 ? 1 : PACK_CHUNK / site_bytes;
+    const size_t piece = chunk < (size_t)p->volume ? chunk : (size_t)p->volume;
+    const size_t smem = eo ? (2 * nn + n) * sizeof(double2) : 0;
+    cudaError_t e = cudaSuccess;
+    if (eo && (e = cudaFuncSetAttribute(k_coarse_pack, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)smem)) != cudaSuccess)
+        return wd_fail(WD_ERR_CUDA, "multigrid level %d: coarse packing: cudaFuncSetAttribute "
+                       "(%zu bytes of shared memory): %s", level, smem, cudaGetErrorString(e));
+    if ((e = cudaMallocHost(&m->pinned, 2 * (size_t)STAGED_CHUNK)) != cudaSuccess) {
+        m->pinned = NULL;
+        return wd_fail(WD_ERR_CUDA, "multigrid level %d: coarse packing: cudaMallocHost: %s",
+                       level, cudaGetErrorString(e));
+    }
+    wd_status st = wd_cuda_malloc(&m->links, piece * site_bytes, "the coarse links' upload");
+    if (st == WD_OK && eo)
+        st = upload(m, &m->sites, p->slot, (size_t)p->volume * sizeof(int),
+                    "the even-odd coarse sites' slots");
+    if (st == WD_OK)
+        st = wd_cuda_malloc(&m->flag, sizeof(unsigned long long), "a flag");
+    if (st == WD_OK)
+        st = wd_cuda_memset(m->flag, 0xff, sizeof(unsigned long long));
+    if (st != WD_OK)
+        return st;
+    const cudaStream_t s = (cudaStream_t)wd_cuda_stream();
+    if (!s)
+        return wd_fail(WD_ERR_CUDA, "multigrid level %d: coarse packing: no CUDA stream", level);
+    pack_args a;
+    memset(&a, 0, sizeof a);
+    a.n = n;
+    a.precision = p->precision;
+    a.half_volume = p->half_volume;
+    a.links = (const double2 *)m->links;
+    a.dlinks = p->dlinks;
+    a.dlink_norm = p->dlink_norm;
+    a.slot = eo ? (const int *)m->sites : NULL;
+    a.dxinv = p->dxinv;
+    for (int q = 0; q < 2; ++q) {
+        a.dhops[q] = p->dhops[q];
+        a.dhop_norm[q] = p->dhop_norm[q];
+    }
+    for (size_t s0 = 0; s0 < (size_t)p->volume; s0 += piece) {
+        const size_t count = (size_t)p->volume - s0 < piece ? (size_t)p->volume - s0 : piece;
+        /* the previous piece's kernel has read the buffer */
+        if ((e = cudaStreamSynchronize(s)) != cudaSuccess)
+            return wd_fail(WD_ERR_CUDA, "multigrid level %d: coarse packing: %s", level,
+                           cudaGetErrorString(e));
+        if ((st = wd_cuda_h2d_staged(m->links, p->links + 2 * s0 * TERMS * nn,
+                                     count * site_bytes, m->pinned, STAGED_CHUNK,
+                                     copy_threaded)) != WD_OK)
+            return st;
+        k_coarse_pack<<<(unsigned)count, PACK_THREADS, smem, s>>>(a, (int)s0,
+                                                                   (unsigned long long *)m->flag);
+        if ((e = cudaGetLastError()) != cudaSuccess)
+            return wd_fail(WD_ERR_CUDA, "multigrid level %d: coarse packing kernel: %s", level,
+                           cudaGetErrorString(e));
+    }
+    if ((e = cudaStreamSynchronize(s)) != cudaSuccess)
+        return wd_fail(WD_ERR_CUDA, "multigrid level %d: coarse packing kernel: %s", level,
+                       cudaGetErrorString(e));
+    unsigned long long bad = 0;
+    if ((st = wd_cuda_d2h(&bad, m->flag, sizeof bad)) != WD_OK)
+        return st;
+    if (bad != ~0ull)
+        return wd_fail(WD_ERR_INVALID, "multigrid level %d: the local block of coarse site %llu "
+                       "is singular: no even-odd coarse solve (coarse_eo 0 solves the whole "
+                       "operator)", level, bad);
+    return WD_OK;
+}
+
+/* v[(x nvec + k) 12 + a] = field[12 x + a] over the volume's sites */
+__global__ void k_vector_set(size_t volume, int nvec, int k, const double2 *field, double2 *v)
+{
+    const size_t w = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (w >= volume * NFINE)
+        return;
+    const size_t x = w / NFINE;
+    v[(x * nvec + k) * NFINE + w % NFINE] = field[w];
+}
+
 } /* namespace */
 
 extern "C" size_t wd_mg_coarse_build_cuda_bytes(size_t volume, size_t nghost, int nvec,
-                                                int clover, size_t coarse_volume)
+                                                int clover, int v_on_device,
+                                                size_t coarse_volume)
 {
-    return build_bytes(volume, nghost, nvec, clover, coarse_volume);
+    return build_bytes(volume, nghost, nvec, clover, v_on_device, coarse_volume);
 }
 
 extern "C" wd_status wd_mg_random_start_cuda(const int dims[4], const int ext[4],
@@ -673,8 +978,8 @@ extern "C" wd_status wd_mg_random_start_cuda(const int dims[4], const int ext[4]
 
 extern "C" wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, int nvec,
                                                int block_volume, size_t coarse_volume,
-                                               const int *sites, double *v, float *vf,
-                                               int *done)
+                                               const int *sites, double *v, int v_on_device,
+                                               float *vf, int *done)
 {
     *done = 0;
     if (nvec > ORTH_NVEC || (size_t)HALF * block_volume > (size_t)ORTH_THREADS * ORTH_PER)
@@ -687,7 +992,7 @@ extern "C" wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, in
     build_mem m;
     memset(&m, 0, sizeof m);
     const wd_status st = orth(&m, level, fine_volume, nvec, block_volume, coarse_volume, sites,
-                              v, vf, done);
+                              v, v_on_device, vf, done);
     release(&m);
     return st;
 }
@@ -695,7 +1000,7 @@ extern "C" wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, in
 extern "C" wd_status wd_mg_coarse_build_cuda(const wd_mg_build_fine *fine, int nvec,
                                              int block_volume, size_t coarse_volume,
                                              const int *agg, const int *sites, const double *v,
-                                             double *links)
+                                             int v_on_device, double *links)
 {
     if (!fine || !fine->nbr || !fine->u || !agg || !sites || !v || !links)
         return wd_fail(WD_ERR_INVALID, "multigrid GPU coarse build: a null argument");
@@ -708,7 +1013,45 @@ extern "C" wd_status wd_mg_coarse_build_cuda(const wd_mg_build_fine *fine, int n
                        coarse_volume, block_volume, nvec);
     build_mem m;
     memset(&m, 0, sizeof m);
-    const wd_status st = build(&m, fine, nvec, block_volume, coarse_volume, agg, sites, v, links);
+    const wd_status st = build(&m, fine, nvec, block_volume, coarse_volume, agg, sites, v,
+                               v_on_device, links);
+    release(&m);
+    return st;
+}
+
+extern "C" wd_status wd_mg_vector_set_cuda(size_t volume, int nvec, int k, const double *field,
+                                           double *v)
+{
+    if (!field || !v || k < 0 || k >= nvec || volume < 1)
+        return wd_fail(WD_ERR_INVALID, "multigrid: storing null vector %d of %d on the GPU: a "
+                       "null field or no sites", k, nvec);
+    const cudaStream_t s = (cudaStream_t)wd_cuda_stream();
+    if (!s)
+        return wd_fail(WD_ERR_CUDA, "multigrid: storing a null vector on the GPU: no CUDA stream");
+    const size_t n = volume * NFINE;
+    k_vector_set<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(volume, nvec, k,
+                                                            (const double2 *)field, (double2 *)v);
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return wd_fail(WD_ERR_CUDA, "multigrid: storing a null vector on the GPU: %s",
+                       cudaGetErrorString(e));
+    return WD_OK;
+}
+
+extern "C" wd_status wd_mg_coarse_pack_cuda(const wd_mg_coarse_pack *p, int level)
+{
+    if (!p || !p->links || !p->dlinks || p->n < 1 || p->n > PACK_NMAX || p->volume < 1 ||
+        (p->precision != 4 && p->precision != 2) || (p->precision == 2 && !p->dlink_norm) ||
+        (p->slot && (!p->dxinv || p->half_volume < 1 || 2 * p->half_volume != p->volume ||
+                     !p->dhops[0] || !p->dhops[1] ||
+                     (p->precision == 2 && (!p->dhop_norm[0] || !p->dhop_norm[1])))))
+        return wd_fail(WD_ERR_INVALID, "multigrid level %d: coarse packing on the GPU: %d "
+                       "components a site (at most %d), %d sites, precision %d, or a null "
+                       "argument", level, p ? p->n : 0, (int)PACK_NMAX, p ? p->volume : 0,
+                       p ? p->precision : 0);
+    build_mem m;
+    memset(&m, 0, sizeof m);
+    const wd_status st = coarse_pack(&m, p, level);
     release(&m);
     return st;
 }

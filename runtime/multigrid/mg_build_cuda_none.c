@@ -5,6 +5,8 @@
  *   wd_mg_coarse_build_cuda     WD_ERR_NO_DEVICE (wd_mg_dev.h)
  *   wd_mg_orthonormalise_cuda   the same
  *   wd_mg_random_start_cuda     the same
+ *   wd_mg_vector_set_cuda       the same
+ *   wd_mg_coarse_pack_cuda      WD_ERR_NO_DEVICE
  *   wd_mg_coarse_build_cuda_bytes  0
  */
 #include "wd_core.h"
@@ -12,19 +14,19 @@
 
 wd_status wd_mg_coarse_build_cuda(const wd_mg_build_fine *fine, int nvec, int block_volume,
                                   size_t coarse_volume, const int *agg, const int *sites,
-                                  const double *v, double *links)
+                                  const double *v, int v_on_device, double *links)
 {
     (void)fine, (void)nvec, (void)block_volume, (void)coarse_volume, (void)agg, (void)sites,
-        (void)v, (void)links;
+        (void)v, (void)v_on_device, (void)links;
     return wd_fail(WD_ERR_NO_DEVICE, "multigrid: the GPU coarse build needs a build with CUDA");
 }
 
 wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, int nvec, int block_volume,
-                                    size_t coarse_volume, const int *sites, double *v, float *vf,
-                                    int *done)
+                                    size_t coarse_volume, const int *sites, double *v,
+                                    int v_on_device, float *vf, int *done)
 {
     (void)level, (void)fine_volume, (void)nvec, (void)block_volume, (void)coarse_volume,
-        (void)sites, (void)v, (void)vf;
+        (void)sites, (void)v, (void)v_on_device, (void)vf;
     *done = 0;
     return wd_fail(WD_ERR_NO_DEVICE, "multigrid: the GPU orthonormalisation needs a build with "
                    "CUDA");
@@ -38,8 +40,21 @@ wd_status wd_mg_random_start_cuda(const int dims[4], const int ext[4], const int
 }
 
 size_t wd_mg_coarse_build_cuda_bytes(size_t volume, size_t nghost, int nvec, int clover,
-                                     size_t coarse_volume)
+                                     int v_on_device, size_t coarse_volume)
 {
-    (void)volume, (void)nghost, (void)nvec, (void)clover, (void)coarse_volume;
+    (void)volume, (void)nghost, (void)nvec, (void)clover, (void)v_on_device, (void)coarse_volume;
     return 0;
+}
+
+wd_status wd_mg_vector_set_cuda(size_t volume, int nvec, int k, const double *field, double *v)
+{
+    (void)volume, (void)nvec, (void)k, (void)field, (void)v;
+    return wd_fail(WD_ERR_NO_DEVICE, "multigrid: GPU null vectors need a build with CUDA");
+}
+
+wd_status wd_mg_coarse_pack_cuda(const wd_mg_coarse_pack *p, int level)
+{
+    (void)p, (void)level;
+    return wd_fail(WD_ERR_NO_DEVICE, "multigrid: packing coarse links on the GPU needs a build "
+                   "with CUDA");
 }

@@ -16,6 +16,7 @@
  *   wd_mg_fine_nullvec        relax a random start on A v = 0 (CG on the
  *                             normal equations of the Schur operator, sloppy
  *                             precision, odd sites from A v = 0), into the host
+ *                             or the backend's memory
  *   wd_mg_fine_to_host / _from_host   a full field to and from host order
  *   wd_mg_pair_*              the BLAS of full fields (deterministic: the
  *                             backend's reductions, even part first)
@@ -316,8 +317,8 @@ wd_status wd_mg_fine_smooth(wd_mg_fine *f, wd_mg_pair *e, const wd_mg_pair *r, i
 }
 
 wd_status wd_mg_fine_nullvec(wd_mg_fine *f, const double complex *start, int on_device,
-                             double complex *v, double tol, int max_iter, double *res,
-                             int *iters)
+                             double complex *v, int v_on_device, double tol, int max_iter,
+                             double *res, int *iters)
 {
     wd_backend *be = f->be;
     const wd_eo_op *op = &f->op;
@@ -355,7 +356,8 @@ wd_status wd_mg_fine_nullvec(wd_mg_fine *f, const double complex *start, int on_
     wd_blas_zero(be, &f->rs.o);
     if ((st = schur_odd(f, &f->es.o, &f->rs.o)) != WD_OK)
         return st;
-    if ((st = wd_download_pair(be, (double *)v, &f->es.e, &f->es.o, 0, NULL)) != WD_OK)
+    if ((st = wd_download_pair(be, (double *)v, &f->es.e, &f->es.o, v_on_device, NULL)) !=
+        WD_OK)
         return st;
     *iters = it;
     *res = zz0 > 0 ? sqrt(zz / zz0) : 0;

@@ -23,7 +23,8 @@
  * Gram-Schmidt, one multi-dot a step).  The setup (null vectors of coarse
  * levels, orthonormalisation, the coarse operators, diagnostics) runs on
  * the host in float64 (wd_mg.h) and is then uploaded, but on a GPU the
- * first level's random starts, orthonormalisation and coarse operator
+ * first level's random starts, orthonormalisation and coarse operator,
+ * and every coarse level's packing, X^-1 and hops X^-1 Y
  * (mg_build_cuda.cu).  Deterministic: the same bits from run to run and
  * for any thread count.  Verbosity 3 times a solve's parts (prof).
  *
@@ -79,6 +80,10 @@ typedef struct mg_level {
     void *dlinks;
     float *dlink_norm, *dv;
     int dv_ready;               /* dv already holds the transfer's vectors (the GPU's rounding) */
+    /* the first level's null vectors in float64 on the GPU during the
+     * setup (the transfer's order), where they stay there from the
+     * relaxation to the build (resident_vectors) */
+    double *dvd;
     float *db, *dx, *dr, *dw[4], **dz, **dq;
     /* the level's GCR (fine: the outer one): the projections
      * beta[i nk + j], the step coefficients alpha, the back-substituted
@@ -443,6 +448,7 @@ static void dev_free(wd_mg *mg)
         d->free(v->dagg);
         d->free(v->dsites);
         d->free(v->dv);
+        d->free(v->dvd);
         for (int p = 0; p < 2; ++p) {
             d->free(v->deo[p]);
             d->free(v->dhnbr[p]);
@@ -508,8 +514,10 @@ static wd_status dev_transfer(wd_mg *mg, int l)
 }
 
 /* coarse level l's operator (links packed in single, or half: mg->coarse_precision) and its
- * work fields on the backend */
-static wd_status dev_level(wd_mg *mg, int l)
+ * work fields on the backend: the links packed on the host, or on a GPU
+ * there (wd_mg_coarse_pack_cuda; with the even-odd solve's blocks by
+ * dev_schur where eo_next) */
+static wd_status dev_level(wd_mg *mg, int l, int eo_next)
 {
     const wd_mg_dev_ops *d = mg->dev;
     mg_level *v = &mg->lv[l];
@@ -539,23 +547,31 @@ static wd_status dev_level(wd_mg *mg, int l)
             st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate %zu bytes of faces",
                          l, 2 * face_bytes);
     }
-    void *buf = st == WD_OK ? malloc(lay->link_bytes) : NULL;
-    if (st == WD_OK && !buf)
-        st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate %zu bytes to pack the "
-                     "coarse links", l, lay->link_bytes);
-    float *norm = NULL;
-    if (st == WD_OK && lay->link_norm_bytes && !(norm = malloc(lay->link_norm_bytes)))
-        st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate the link norms", l);
-    if (st == WD_OK) {
-        wd_pack_coarse_links(lay, buf, norm, v->op.links);
-        if ((st = dev_alloc(mg, &v->dlinks, lay->link_bytes, "the coarse links")) == WD_OK)
+    if (st == WD_OK)
+        st = dev_alloc(mg, &v->dlinks, lay->link_bytes, "the coarse links");
+    if (st == WD_OK && lay->link_norm_bytes)
+        st = dev_alloc(mg, &v->dlink_norm, lay->link_norm_bytes, "the coarse link norms");
+    if (st == WD_OK && mg->on_device && !eo_next) {
+        const wd_mg_coarse_pack pk = {.n = v->op.n, .volume = (int)v->op.volume,
+                                      .precision = lay->precision,
+                                      .links = (const double *)v->op.links, .dlinks = v->dlinks,
+                                      .dlink_norm = v->dlink_norm};
+        st = wd_mg_coarse_pack_cuda(&pk, l);
+    } else if (st == WD_OK && !mg->on_device) {
+        void *buf = malloc(lay->link_bytes);
+        float *norm = lay->link_norm_bytes ? malloc(lay->link_norm_bytes) : NULL;
+        if (!buf || (lay->link_norm_bytes && !norm))
+            st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate %zu bytes to pack "
+                         "the coarse links", l, lay->link_bytes);
+        if (st == WD_OK) {
+            wd_pack_coarse_links(lay, buf, norm, v->op.links);
             st = d->h2d(v->dlinks, buf, lay->link_bytes);
+        }
+        if (st == WD_OK && norm)
+            st = d->h2d(v->dlink_norm, norm, lay->link_norm_bytes);
+        free(buf);
+        free(norm);
     }
-    if (st == WD_OK && norm &&
-        (st = dev_alloc(mg, &v->dlink_norm, lay->link_norm_bytes, "the coarse link norms")) == WD_OK)
-        st = d->h2d(v->dlink_norm, norm, lay->link_norm_bytes);
-    free(buf);
-    free(norm);
     v->dop.nbr = v->dnbr;
     v->dop.links = v->dlinks;
     v->dop.link_norm = v->dlink_norm;
@@ -686,8 +702,9 @@ static int eo_possible(const wd_mg_op *op)
 
 /* the even-odd solve of the coarsest level l on the backend: parity site
  * lists, X^-1 (single), and the hop levels of each parity with links X^-1
- * Y_d (d < 8; block 8 zero) packed in the level's precision, a piece of
- * CHUNK sites at a time */
+ * Y_d (d < 8; block 8 zero) packed in the level's precision: on the host
+ * a piece of CHUNK sites at a time, or on a GPU there together with the
+ * level's links (wd_mg_coarse_pack_cuda) */
 static wd_status dev_schur(wd_mg *mg, int l)
 {
     enum { CHUNK = 64 };
@@ -695,14 +712,16 @@ static wd_status dev_schur(wd_mg *mg, int l)
     mg_level *v = &mg->lv[l];
     const wd_mg_op *op = &v->op;
     const int n = op->n, V = (int)op->volume, h = V / 2, nghost = (int)op->halo.nghost;
+    const int gpu = mg->on_device;
     const size_t nn = (size_t)n * n, blocks = WD_COARSE_BLOCKS * nn;
     int *list[2] = {malloc(h * sizeof(int)), malloc(h * sizeof(int))};
-    double complex *xinv = malloc(op->volume * nn * sizeof *xinv);
-    double complex *hb = malloc(CHUNK * blocks * sizeof *hb);
-    float *xf = malloc(op->volume * nn * 2 * sizeof *xf);
     int *hn = malloc((size_t)h * WD_MG_DIRS * sizeof *hn);
+    int *slot = gpu ? malloc(op->volume * sizeof *slot) : NULL;
+    double complex *xinv = gpu ? NULL : malloc(op->volume * nn * sizeof *xinv);
+    double complex *hb = gpu ? NULL : malloc(CHUNK * blocks * sizeof *hb);
+    float *xf = gpu ? NULL : malloc(op->volume * nn * 2 * sizeof *xf);
     wd_status st = WD_OK;
-    if (!list[0] || !list[1] || !xinv || !hb || !xf || !hn)
+    if (!list[0] || !list[1] || !hn || (gpu ? !slot : (!xinv || !hb || !xf)))
         st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate the even-odd solve's "
                      "setup (%zu bytes)", l, op->volume * nn * 24);
     /* the parity of the global coordinates */
@@ -714,12 +733,17 @@ static wd_status dev_schur(wd_mg *mg, int l)
             par += r % op->dims[mu] + org[mu];
             r /= op->dims[mu];
         }
+        if (slot)
+            slot[s] = par % 2 * h + count[par % 2];
         list[par % 2][count[par % 2]++] = s;
     }
-    if (st == WD_OK)
+    if (st == WD_OK && !gpu)
         st = coarse_xinv(op, l, xinv);
+    if (st == WD_OK && gpu)
+        st = dev_alloc(mg, &v->dxinv, op->volume * nn * 2 * sizeof(float),
+                       "the coarse blocks' inverses");
     /* X^-1 in single, column-major */
-    if (st == WD_OK) {
+    if (st == WD_OK && !gpu) {
 #pragma omp parallel for schedule(static)
         for (int s = 0; s < V; ++s)
             for (int i = 0; i < n; ++i)
@@ -754,11 +778,11 @@ static wd_status dev_schur(wd_mg *mg, int l)
                             "the coarse hops' norms")) != WD_OK)
             break;
         const size_t site_bytes = hp->layout.link_bytes / h;
-        void *pack = malloc(CHUNK * site_bytes);
-        float *norm = malloc(CHUNK * WD_COARSE_BLOCKS * sizeof *norm);
-        if (!pack || !norm)
+        void *pack = gpu ? NULL : malloc(CHUNK * site_bytes);
+        float *norm = gpu ? NULL : malloc(CHUNK * WD_COARSE_BLOCKS * sizeof *norm);
+        if (!gpu && (!pack || !norm))
             st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate the hops' packing", l);
-        for (int i0 = 0; st == WD_OK && i0 < h; i0 += CHUNK) {
+        for (int i0 = 0; st == WD_OK && !gpu && i0 < h; i0 += CHUNK) {
             const int m = h - i0 < CHUNK ? h - i0 : CHUNK;
             /* X^-1 Y_d of each site, row by row: out[r][c] = sum_k X^-1[r][k] Y_d[k][c] */
 #pragma omp parallel for schedule(static)
@@ -798,6 +822,15 @@ static wd_status dev_schur(wd_mg *mg, int l)
         hp->hin_norm = v->dop.hin_norm;
         hp->hout_norm = v->dop.hout_norm;
     }
+    if (st == WD_OK && gpu) {
+        const wd_mg_coarse_pack pk = {
+            .n = n, .volume = V, .precision = v->dop.layout.precision,
+            .links = (const double *)op->links, .dlinks = v->dlinks,
+            .dlink_norm = v->dlink_norm, .slot = slot, .half_volume = h, .dxinv = v->dxinv,
+            .dhops = {v->dhlinks[0], v->dhlinks[1]},
+            .dhop_norm = {v->dhlink_norm[0], v->dhlink_norm[1]}};
+        st = wd_mg_coarse_pack_cuda(&pk, l);
+    }
     /* the parity fields; the whole fields the hops read start finite (a
      * zero block times a stale site is then zero) */
     const size_t field_bytes = (size_t)h * 2 * n * sizeof(float);
@@ -807,6 +840,7 @@ static wd_status dev_schur(wd_mg *mg, int l)
         st = d->zero(V + nghost, n, v->dw[i]);
     free(list[0]);
     free(list[1]);
+    free(slot);
     free(xinv);
     free(hb);
     free(xf);
@@ -834,10 +868,11 @@ static wd_status dev_setup(wd_mg *mg)
     for (int l = 0; st == WD_OK && l < mg->levels; ++l) {
         if (l + 1 < mg->levels)
             st = dev_transfer(mg, l);
+        const int eo = l > 0 && l + 1 == mg->levels && mg->set.coarse_eo &&
+                       eo_possible(&mg->lv[l].op);
         if (st == WD_OK && l > 0)
-            st = dev_level(mg, l);
-        if (st == WD_OK && l > 0 && l + 1 == mg->levels && mg->set.coarse_eo &&
-            eo_possible(&mg->lv[l].op))
+            st = dev_level(mg, l, eo);
+        if (st == WD_OK && eo)
             st = dev_schur(mg, l);
     }
     return st;
@@ -1373,11 +1408,14 @@ static double coarse_error(wd_mg *mg, int l, wd_rng *rng)
 
 
 /* the first coarse operator built on the GPU from the fine level's host
- * operator and transfer (on a grid, the null vectors' ghosts first) */
-static wd_status coarse_build_gpu(wd_mg_op *coarse, wd_mg_op *fine, wd_mg_transfer *t)
+ * operator and transfer (on a grid, the null vectors' ghosts first), its
+ * null vectors t->v, or dvd on the GPU (one process: no ghosts) */
+static wd_status coarse_build_gpu(wd_mg_op *coarse, wd_mg_op *fine, wd_mg_transfer *t,
+                                  const double *dvd)
 {
-    wd_status st = wd_mg_halo_exchange(&fine->halo, t->v,
-                                       (size_t)t->nvec * fine->n * sizeof *t->v);
+    wd_status st = dvd ? WD_OK
+                       : wd_mg_halo_exchange(&fine->halo, t->v,
+                                             (size_t)t->nvec * fine->n * sizeof *t->v);
     if (st != WD_OK || (st = wd_mg_coarse_init(coarse, t, fine->halo.grid)) != WD_OK)
         return st;
     const wd_mg_build_fine bf = {.dims = {fine->dims[0], fine->dims[1], fine->dims[2],
@@ -1387,7 +1425,8 @@ static wd_status coarse_build_gpu(wd_mg_op *coarse, wd_mg_op *fine, wd_mg_transf
                                  .u = (const double *)fine->u, .clover = fine->clover,
                                  .kappa = fine->kappa, .tbc = fine->tbc};
     st = wd_mg_coarse_build_cuda(&bf, t->nvec, t->block_volume, t->coarse_volume, t->agg,
-                                     t->sites, (const double *)t->v, (double *)coarse->links);
+                                     t->sites, dvd ? dvd : (const double *)t->v, dvd != NULL,
+                                     (double *)coarse->links);
     if (st != WD_OK)
         wd_mg_op_free(coarse);
     return st;
@@ -1418,6 +1457,31 @@ static wd_status random_start(wd_mg *mg, int l, int k, double complex *v, int *o
     return st;
 }
 
+/* whether bytes more fit in the GPU's free memory, a tenth to spare */
+static int fits(size_t bytes)
+{
+    wd_cuda_info info;
+    return wd_cuda_device_info(&info) == WD_OK && (double)info.free_bytes > 1.1 * (double)bytes;
+}
+
+/* the first level's float64 vectors off the GPU (dvd freed): into the
+ * host's t.v where `download`, else t.v freed (nothing reads it: dv holds
+ * the transfer's vectors) */
+static wd_status host_vectors(wd_mg *mg, mg_level *f, size_t vbytes, int download)
+{
+    wd_status st = WD_OK;
+    if (download) {
+        st = mg->dev->d2h(f->t.v, f->dvd, vbytes);
+    } else {
+        free(f->t.v);
+        f->t.v = NULL;
+    }
+    mg->dev->free(f->dvd);
+    f->dvd = NULL;
+    mg->dev_bytes -= vbytes;
+    return st;
+}
+
 /* A setup's file: the vectors read (load) or written (save) level by level */
 typedef struct mg_files {
     FILE *in;
@@ -1445,6 +1509,19 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         const size_t vbytes = (size_t)m->nvec[l] * f->len * sizeof *f->t.v;
         if (io->in && (st = wd_mg_file_io(io->in, 0, f->t.v, vbytes, &io->in_sum, m->load)) != WD_OK)
             break;
+        /* a GPU's first level: its single vectors (dv, for the transfer)
+         * and where it all fits, the float64 ones kept there from the
+         * relaxation to the build (dvd: no host copies, one process) */
+        const int gpu_first = l == 0 && mg->on_device;
+        const size_t vbytes1 = f->t.fine_volume * 2 * (size_t)f->t.nvec * f->t.n_fine *
+                               sizeof(float);
+        if (gpu_first && !io->in && f->op.halo.nghost == 0 &&
+            fits(vbytes + vbytes1 + f->len * sizeof(double complex) +
+                 wd_mg_coarse_build_cuda_bytes(f->op.volume, 0, f->t.nvec, f->op.clover != NULL,
+                                               1, f->t.coarse_volume)) &&
+            (st = agreed(mg, dev_alloc(mg, &f->dvd, vbytes, "the null vectors in float64"))) !=
+                WD_OK)
+            break;
         for (int k = 0; !io->in && k < m->nvec[l]; ++k) {
             /* relaxed in a field of its own (the fine level's w[1] is free
              * until the coarse error below; a coarse level's x, where
@@ -1459,8 +1536,10 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
             int its;
             double res;
             if (l == 0) {
-                /* on the backend, the even-odd system in the sloppy precision */
-                if ((st = wd_mg_fine_nullvec(&mg->fine, on_device ? mg->stage : v, on_device, v,
+                /* on the backend, the even-odd system in the sloppy
+                 * precision (kept there with dvd) */
+                if ((st = wd_mg_fine_nullvec(&mg->fine, on_device ? mg->stage : v, on_device,
+                                             f->dvd ? mg->stage : v, f->dvd != NULL,
                                              m->setup_tol, m->setup_max_iter, &res, &its)) !=
                     WD_OK)
                     return st;
@@ -1473,7 +1552,11 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
             }
             t_relax += now_s() - t_part;
             t_part = now_s();
-            wd_mg_vector_set(&f->t, k, v);
+            if (f->dvd && (st = wd_mg_vector_set_cuda(f->t.fine_volume, f->t.nvec, k,
+                                                      (const double *)mg->stage, f->dvd)) != WD_OK)
+                return st;
+            if (!f->dvd)
+                wd_mg_vector_set(&f->t, k, v);
             t_store += now_s() - t_part;
             if (res > worst)
                 worst = res;
@@ -1484,6 +1567,8 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         }
         stats->setup_residual[l] = worst;
         stats->setup_unconverged[l] = unconverged;
+        if (io->saving && f->dvd && (st = mg->dev->d2h(f->t.v, f->dvd, vbytes)) != WD_OK)
+            break;
         if (io->saving &&
             (st = wd_mg_file_io(io->out.f, 1, f->t.v, vbytes, &io->out_sum, m->save)) != WD_OK)
             break;
@@ -1491,7 +1576,7 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         t_step = now_s();
         /* on the GPU where it takes the shape (the first level), else here */
         int orth_done = 0;
-        if (l == 0 && mg->on_device) {
+        if (gpu_first) {
             /* the random starts' stage is not needed again before the
              * solves: the GPU build's room */
             if (mg->stage) {
@@ -1502,20 +1587,20 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
             /* the transfer's single vectors made there too (dev_transfer)
              * where they fit beside the GPU build that follows; else
              * rounded on the host after the build, as before */
-            const size_t vbytes1 = f->t.fine_volume * 2 * (size_t)f->t.nvec * f->t.n_fine *
-                                   sizeof(float);
-            const size_t build_bytes = wd_mg_coarse_build_cuda_bytes(
-                f->op.volume, f->op.halo.nghost, f->t.nvec, f->op.clover != NULL,
-                f->t.coarse_volume);
-            wd_cuda_info info;
-            if (wd_cuda_device_info(&info) == WD_OK &&
-                (double)info.free_bytes > 1.1 * (double)(vbytes1 + build_bytes))
+            if (fits(vbytes1 + wd_mg_coarse_build_cuda_bytes(f->op.volume, f->op.halo.nghost,
+                                                             f->t.nvec, f->op.clover != NULL,
+                                                             f->dvd != NULL, f->t.coarse_volume)))
                 st = dev_alloc(mg, &f->dv, vbytes1, "the null vectors");
             if (st == WD_OK)
                 st = wd_mg_orthonormalise_cuda(l, f->t.fine_volume, f->t.nvec, f->t.block_volume,
-                                               f->t.coarse_volume, f->t.sites, (double *)f->t.v,
-                                               f->dv, &orth_done);
+                                               f->t.coarse_volume, f->t.sites,
+                                               f->dvd ? f->dvd : (double *)f->t.v,
+                                               f->dvd != NULL, f->dv, &orth_done);
             f->dv_ready = st == WD_OK && orth_done && f->dv;
+            /* the shape the GPU does not take, or no room for dv: the
+             * vectors to the host, as without dvd */
+            if (st == WD_OK && f->dvd && !f->dv_ready)
+                st = host_vectors(mg, f, vbytes, !orth_done);
         }
         if (st == WD_OK && !orth_done)
             st = wd_mg_orthonormalise(&f->t, l);
@@ -1523,13 +1608,18 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
             break;
         t_orth = now_s() - t_step;
         t_step = now_s();
-        const int on_gpu = l == 0 && mg->on_device;
-        if ((st = agreed(mg, on_gpu ? coarse_build_gpu(&mg->lv[1].op, &f->op, &f->t)
-                                    : wd_mg_coarse_build(&mg->lv[l + 1].op, &f->op, &f->t))) !=
+        const int vectors_kept = f->dvd != NULL;
+        if ((st = agreed(mg, gpu_first ? coarse_build_gpu(&mg->lv[1].op, &f->op, &f->t, f->dvd)
+                                       : wd_mg_coarse_build(&mg->lv[l + 1].op, &f->op, &f->t))) !=
             WD_OK)
             break;
         t_build = now_s() - t_step;
         t_step = now_s();
+        /* dvd's vectors to the host only for the diagnostics (the rest
+         * reads dv) */
+        if (f->dvd && (st = host_vectors(mg, f, vbytes, m->diagnostics || m->verbosity >= 1)) !=
+            WD_OK)
+            break;
         stats->fine_applies += cost * 2.0 * m->nvec[l];
         if ((st = agreed(mg, level_alloc(mg, l + 1))) != WD_OK)
             break;
@@ -1553,12 +1643,13 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
                 break;
         }
         if (m->verbosity >= 1)
-            fprintf(stderr, "wdirac multigrid: level %d setup: null vectors %.3f s (%s: random "
+            fprintf(stderr, "wdirac multigrid: level %d setup: null vectors %.3f s (%s%s: random "
                     "starts %.3f s, relaxation with the moves %.3f s, stored %.3f s), "
                     "orthonormalisation %.3f s, coarse operator %.3f s (%s), diagnostics %.3f s\n",
                     l, t_vectors,
                     io->in ? "read" : l ? "relaxed on the host" : "relaxed on the backend",
-                    t_random, t_relax, t_store, t_orth, t_build, on_gpu ? "GPU" : "host",
+                    gpu_first && vectors_kept ? ", kept there" : "",
+                    t_random, t_relax, t_store, t_orth, t_build, gpu_first ? "GPU" : "host",
                     now_s() - t_step);
         if (m->verbosity >= 1) {
             const int *cd = stats->coarse_dims[l + 1];

@@ -283,12 +283,12 @@ wd_status wd_mg_fine_apply_k(wd_mg_fine *f, wd_mg_pair *out, const wd_mg_pair *i
  * A e = r from 0, odd sites reconstructed (e may be r) */
 wd_status wd_mg_fine_smooth(wd_mg_fine *f, wd_mg_pair *e, const wd_mg_pair *r, int steps);
 /* start (host order, full lattice; in the backend's memory where
- * on_device) the random start, v (host) the relaxed vector (v may be
- * start on the host); *res = |Mhat^dag Mhat v_e| / |Mhat^dag Mhat v_e,0|
+ * on_device) the random start, v the relaxed vector (the same order; in
+ * the backend's memory where v_on_device; v may be start); *res = |Mhat^dag Mhat v_e| / |Mhat^dag Mhat v_e,0|
  * (CG's own residual, the criterion against tol), *iters */
 wd_status wd_mg_fine_nullvec(wd_mg_fine *f, const double complex *start, int on_device,
-                             double complex *v, double tol, int max_iter, double *res,
-                             int *iters);
+                             double complex *v, int v_on_device, double tol, int max_iter,
+                             double *res, int *iters);
 wd_status wd_mg_fine_to_host(wd_mg_fine *f, double complex *host, const wd_mg_pair *x);
 wd_status wd_mg_fine_from_host(wd_mg_fine *f, wd_mg_pair *x, const double complex *host);
 wd_complex wd_mg_pair_dot(wd_backend *be, const wd_mg_pair *x, const wd_mg_pair *y);

@@ -165,7 +165,8 @@ wd_status wd_mg_halo_exchange_dev(const struct wd_mg_halo *h, const wd_mg_dev_op
  *          fine fields;
  *   the transfer: nvec, block_volume, coarse_volume, agg[x], sites[b bv +
  *          j], v (site-major complex double, wd_mg_transfer's v, its
- *          ghost sites filled);
+ *          ghost sites filled; device memory where v_on_device, else
+ *          host);
  *   links: out, host, coarse_volume x 9 x (2 nvec)^2 complex double in
  *          wd_mg_op's coarse order (8 hops then the local block, each
  *          row-major, row (chi', k') and column (chi, k)), every entry
@@ -186,13 +187,20 @@ typedef struct wd_mg_build_fine {
 
 wd_status wd_mg_coarse_build_cuda(const wd_mg_build_fine *fine, int nvec, int block_volume,
                                   size_t coarse_volume, const int *agg, const int *sites,
-                                  const double *v, double *links);
+                                  const double *v, int v_on_device, double *links);
 
 /* the device memory wd_mg_coarse_build_cuda takes for a fine level of
  * volume + nghost sites (clover: with clover blocks) and coarse_volume
- * aggregates (0 in a build without CUDA) */
+ * aggregates, the null vectors' copy included unless v_on_device (0 in a
+ * build without CUDA) */
 size_t wd_mg_coarse_build_cuda_bytes(size_t volume, size_t nghost, int nvec, int clover,
-                                     size_t coarse_volume);
+                                     int v_on_device, size_t coarse_volume);
+
+/* wd_mg_vector_set (wd_mg.h) of a first level on the GPU: vector k of v
+ * (device memory, volume x nvec x 12 complex double, the transfer's
+ * order) from field (device memory, the host order of the backend's pair
+ * transfers: volume x 12); WD_ERR_NO_DEVICE in a build without CUDA */
+wd_status wd_mg_vector_set_cuda(size_t volume, int nvec, int k, const double *field, double *v);
 
 /* wd_mg_random_start (wd_mg.h) on the GPU into v (device memory, the host
  * order): the same bits; WD_ERR_NO_DEVICE in a build without CUDA */
@@ -201,10 +209,11 @@ wd_status wd_mg_random_start_cuda(const int dims[4], const int ext[4], const int
 
 /*
  * wd_mg_orthonormalise (wd_mg.h) of the first level's null vectors on the
- * GPU in float64: v (host, site-major complex double, fine_volume sites of
- * nvec x 12; ghosts untouched) uploaded, each aggregate's chirality
+ * GPU in float64: v (site-major complex double, fine_volume sites of nvec
+ * x 12; ghosts untouched; host memory, uploaded and downloaded, or device
+ * memory where v_on_device, in place) with each aggregate's chirality
  * orthonormalised by classical Gram-Schmidt twice (each dot summed in a
- * fixed order: the same bits on every run, not the host's), downloaded,
+ * fixed order: the same bits on every run, not the host's),
  * and where vf is not NULL also rounded to float into vf (device memory,
  * the same order: wd_mg_dev_transfer's v).  *done = 0 and nothing
  * touched where the kernel does not take the shape (nvec > 32 or
@@ -212,8 +221,41 @@ wd_status wd_mg_random_start_cuda(const int dims[4], const int ext[4], const int
  * WD_ERR_NO_DEVICE in a build without CUDA.
  */
 wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, int nvec, int block_volume,
-                                    size_t coarse_volume, const int *sites, double *v, float *vf,
-                                    int *done);
+                                    size_t coarse_volume, const int *sites, double *v,
+                                    int v_on_device, float *vf, int *done);
+
+/*
+ * A coarse level's links as its kernels read them, made on the GPU from
+ * the host's float64 links (wd_mg_op's: volume x 9 x n x n complex
+ * double, n = 2 nvec <= 64), uploaded in pieces of at most 256 MB:
+ *   dlinks, dlink_norm  the 9 blocks of every site packed in a layout of
+ *                  volume sites and `precision` (4 or 2; the norms for
+ *                  2): wd_pack_coarse_links's bits;
+ * and where slot is not NULL (the level's even-odd solve; host, volume
+ * ints: slot[s] = p half_volume + i for the i-th site of parity p):
+ *   dxinv          X(s)^-1 of the local block (Gauss-Jordan with partial
+ *                  pivoting in float64, the host's pivots) in single,
+ *                  column-major: entry (i, j) at float pair (s n + j) n + i;
+ *   dhops[p], dhop_norm[p]  X^-1 Y_d (d < 8; block 8 zero) of parity p's
+ *                  sites packed in a layout of half_volume sites, site i at
+ *                  its slot.
+ * Every output is device memory of the given layout, every entry
+ * written.  WD_ERR_INVALID naming the lowest coarse site whose local block
+ * is singular; WD_ERR_NO_DEVICE in a build without CUDA.
+ */
+typedef struct wd_mg_coarse_pack {
+    int n, volume, precision;
+    const double *links;
+    void *dlinks;
+    float *dlink_norm;
+    const int *slot;
+    int half_volume;
+    float *dxinv;
+    void *dhops[2];
+    float *dhop_norm[2];
+} wd_mg_coarse_pack;
+
+wd_status wd_mg_coarse_pack_cuda(const wd_mg_coarse_pack *p, int level);
 
 #ifdef __cplusplus
 }
