@@ -1616,10 +1616,15 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         t_build = now_s() - t_step;
         t_step = now_s();
         /* dvd's vectors to the host only for the diagnostics (the rest
-         * reads dv) */
-        if (f->dvd && (st = host_vectors(mg, f, vbytes, m->diagnostics || m->verbosity >= 1)) !=
-            WD_OK)
-            break;
+         * reads dv; the move counted in their seconds) */
+        const int diagnose = m->diagnostics || m->verbosity >= 1;
+        if (f->dvd) {
+            const double t_move = now_s();
+            if ((st = host_vectors(mg, f, vbytes, diagnose)) != WD_OK)
+                break;
+            if (diagnose)
+                stats->diagnostics_seconds += now_s() - t_move;
+        }
         stats->fine_applies += cost * 2.0 * m->nvec[l];
         if ((st = agreed(mg, level_alloc(mg, l + 1))) != WD_OK)
             break;
@@ -1631,7 +1636,7 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         /* the float64 diagnostics where asked for (every rank agrees:
          * the settings are the same) */
         stats->orth_error[l] = stats->coarse_error[l] = NAN;
-        if (m->diagnostics || m->verbosity >= 1) {
+        if (diagnose) {
             const double t_diag = now_s();
             double orth = orth_error(&f->t);
             if (mg->ranks > 1 && (st = wd_comm_max(&orth, 1)) != WD_OK)
