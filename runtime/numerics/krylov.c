@@ -63,6 +63,24 @@
  * iteration ran on past convergence into NaN).
  * BiCGstab: after a reliable update rho = <r0, r> is recomputed for the new
  * r; p, v, r0 carry on.
+ *
+ * On a process grid every rank must take every branch alike, or one rank
+ * waits in a collective (a halo, a sum) that another never reaches.  Every
+ * value a branch reads is therefore a global reduction (the same bits on
+ * every rank: a NaN in one rank's part is a NaN of every rank's sum) or a
+ * status agreed over the ranks: the backend's sticky failure (be->error,
+ * which a void operation sets on one rank alone) is agreed once an
+ * iteration and at every true-residual check (agreed()), so a rank whose
+ * backend failed stops with the others at the same point, every rank
+ * returning its status and, on the others, "rank R: <its message>".
+ *
+ * Fault injection, for tests only: compiled with -DWD_FAULT_INJECTION
+ * (tests/meson.build builds a copy of the program with this file so; the
+ * library has no such code), WDIRAC_FAULT=KIND:RANK:K makes rank RANK of
+ * the grid fail after phase B of iteration K of the first Krylov run that
+ * gets there, between the iteration's two operator applications: KIND
+ * "fail" records a backend failure (WD_ERR_INTERNAL) there, "nan" sets its
+ * part of the iterated residual to NaN (tests/test_cli_solve_fault.sh).
  */
 #include <complex.h>
 #include <math.h>
@@ -117,6 +135,52 @@ static double rel(const wd_krylov *ks, double r)
     return r * ks->scale;
 }
 
+/* The backend's sticky failure (be->error), agreed over the ranks of its
+ * grid so that every rank branches on it alike; a failure of another rank
+ * is recorded in be->error too.  On one process be->error itself. */
+static wd_status agreed(wd_backend *be)
+{
+    if (be->grid.size <= 1)
+        return be->error;
+    const wd_status st = wd_backend_agree(be->error);
+    if (st != WD_OK && be->error == WD_OK)
+        be->error = st;
+    return st;
+}
+
+#ifdef WD_FAULT_INJECTION
+/* WDIRAC_FAULT=KIND:RANK:K (the file comment): on rank RANK, at iteration
+ * K, once per process.  A malformed value fails every rank alike. */
+static void inject_fault(wd_krylov *ks)
+{
+    static int fired;
+    const char *v = getenv("WDIRAC_FAULT");
+    wd_backend *be = ks->be;
+    char kind[8];
+    int rank, k, end = 0;
+    if (fired || !v || !*v)
+        return;
+    if (sscanf(v, "%7[a-z]:%d:%d%n", kind, &rank, &k, &end) != 3 || v[end] ||
+        (strcmp(kind, "fail") && strcmp(kind, "nan"))) {
+        fired = 1;
+        if (be->error == WD_OK)
+            be->error = wd_fail(WD_ERR_INVALID, "WDIRAC_FAULT=%s: expected fail:RANK:K or "
+                                "nan:RANK:K", v);
+        return;
+    }
+    if (ks->k != k)
+        return;
+    fired = 1;
+    if (rank != be->grid.rank)
+        return;
+    if (!strcmp(kind, "nan"))
+        wd_blas_ax(be, NAN, ks->rs);
+    else if (be->error == WD_OK)
+        be->error = wd_fail(WD_ERR_INTERNAL, "injected failure (WDIRAC_FAULT=%s) on rank %d at "
+                            "iteration %d", v, rank, k);
+}
+#endif
+
 /* After iteration k: the iterated residual rn to whoever watches. */
 static void report(const wd_krylov *ks, double rn, const char *what)
 {
@@ -146,7 +210,7 @@ static wd_status true_residual(wd_krylov *ks, double *rs, double *rn2)
             return st;
         *rn2 = wd_blas_norm2(be, ks->r);
     }
-    return be->error;
+    return agreed(be);
 }
 
 /* Algorithm 2's update (see the file comment); *rn2 = |rs|^2 afterwards. */
@@ -157,7 +221,7 @@ static wd_status check(wd_krylov *ks, state *s, int *result, double *rn2)
     s->since_check = 0;
     if (!isfinite(wd_blas_norm2(be, ks->xs))) {
         *result = CHECK_NAN;
-        return be->error;
+        return agreed(be);
     }
     /* x += xs in double, xs read exactly: one pass (was a copy into r and
      * an axpy, the same arithmetic) */
@@ -190,7 +254,7 @@ static wd_status check(wd_krylov *ks, state *s, int *result, double *rn2)
                 ks->l, rel(ks, rs), *result == CHECK_ACCEPT ? "" : " (update rejected, restart)");
     if (ks->progress)
         ks->progress(ks->progress_arg, ks->k + ks->l, rel(ks, rs));
-    return be->error;
+    return agreed(be);
 }
 
 /* What the iterated residual rn asks for after an iteration. */
@@ -800,10 +864,9 @@ wd_status wd_krylov_run_many(wd_krylov *ks, int n, wd_status *lane_status)
                 phase_a(&L[i]);
                 stepping += L[i].step;
             }
-        if (be->error != WD_OK) {
-            st = be->error;
+        /* the one agreement an iteration on a grid */
+        if ((st = agreed(be)) != WD_OK)
             break;
-        }
         if (fatal_lane(L, n) >= 0 || !stepping)
             break;
         double red[3];
@@ -814,6 +877,9 @@ wd_status wd_krylov_run_many(wd_krylov *ks, int n, wd_status *lane_status)
         (bicg ? bicgstab_b : cg_b)(L, n, fused ? red : NULL);
         if (fatal_lane(L, n) >= 0)
             break;
+#ifdef WD_FAULT_INJECTION
+        inject_fault(&ks[0]);
+#endif
         if (bicg && fused)
             st = apply_reduce(L, ROLE_T, ROLE_RS, ROLE_RS, red);
         else

@@ -714,17 +714,27 @@ static wd_status run_lanes(wd_solver *sv, double *const x[], const double *const
         if (label)
             snprintf(ks[i].tag, sizeof ks[i].tag, " [rhs %d]", label[i]);
     }
+    /* a field or a transfer can fail on one rank alone: every rank enters
+     * the iteration, or none */
+    if (sv->grid.size > 1)
+        st = wd_comm_agree(st);
     if (st != WD_OK)
         return st;
     const double flops0 = be->flops, t0 = now_s();
+    /* on a grid its status and be->error are the same on every rank */
     st = wd_krylov_run_many(ks, n, lane_st);
     const double t1 = now_s();
     const double flops = be->flops - flops0;
     if (st == WD_OK && be->error != WD_OK)
         st = be->error;
-    for (int i = 0; i < n && st == WD_OK; ++i)
-        st = reconstruct(sv, &ks[i], odd, &sv->view[i][F_BO], (on_device & X_DEVICE) != 0, s,
-                         x[i]);
+    if (st == WD_OK) {
+        for (int i = 0; i < n && st == WD_OK; ++i)
+            st = reconstruct(sv, &ks[i], odd, &sv->view[i][F_BO], (on_device & X_DEVICE) != 0,
+                             s, x[i]);
+        /* the residual check that follows is collective */
+        if (sv->grid.size > 1)
+            st = wd_comm_agree(st);
+    }
     if (st != WD_OK)
         return st;
     const double t2 = now_s();
