@@ -21,8 +21,9 @@
  *           in [-1, 1)
  *   orth    (Wilson, tbc +1) wd_mg_orthonormalise_cuda of the raw vectors
  *           against the host's wd_mg_orthonormalise: 1e-12 relative to the
- *           largest entry; its floats rounded on the device equal to the
- *           host's rounding; the vectors stored in device memory one by
+ *           largest entry; its floats and (a second run) 16-bit vectors
+ *           rounded on the device wd_mg_pack_vectors's bits, the 16-bit
+ *           within 1.6e-5 of their norm; the vectors stored in device memory one by
  *           one (wd_mg_vector_set_cuda) the raw bytes, and orthonormalised
  *           there the same bytes as the first run; a vector made -2
  *           times the first refused (WD_ERR_INVALID naming vector 1)
@@ -119,7 +120,8 @@ static void test_orth(const char *tag, const wd_mg_transfer *t, const double com
         st = wd_cuda_h2d(dvf, vf, 2 * n * sizeof *vf);
     if (st == WD_OK)
         st = wd_mg_orthonormalise_cuda(0, t->fine_volume, t->nvec, t->block_volume,
-                                       t->coarse_volume, t->sites, (double *)g, 0, dvf, &done);
+                                       t->coarse_volume, t->sites, (double *)g, 0, 4, dvf, NULL,
+                                       &done);
     /* the repeat on vectors in device memory, stored there vector by
      * vector (wd_mg_vector_set_cuda) from fields in the host order */
     void *dagain = NULL, *dfield = NULL;
@@ -143,22 +145,58 @@ static void test_orth(const char *tag, const wd_mg_transfer *t, const double com
         st = wd_cuda_d2h(again, dagain, n * sizeof *g);
     snprintf(name, sizeof name, "%s: gpu vectors stored vector by vector", tag);
     check_true(name, st == WD_OK && !memcmp(again, raw, n * sizeof *g), "the raw vectors' bytes");
+    /* this run rounds to 16 bits (poisoned first) */
+    const size_t count = t->fine_volume * (size_t)t->nvec;
+    void *dhalf = NULL, *dnorm = NULL;
+    short *half = xalloc(2 * n * sizeof *half), *want_half = xalloc(2 * n * sizeof *half);
+    float *norm = xalloc(count * sizeof *norm), *want_norm = xalloc(count * sizeof *norm);
+    if (st == WD_OK && (st = wd_cuda_malloc(&dhalf, 2 * n * sizeof *half, "test half")) == WD_OK)
+        st = wd_cuda_memset(dhalf, 0x7f, 2 * n * sizeof *half);
+    if (st == WD_OK && (st = wd_cuda_malloc(&dnorm, count * sizeof *norm, "test norms")) == WD_OK)
+        st = wd_cuda_memset(dnorm, 0xff, count * sizeof *norm);
     if (st == WD_OK)
         st = wd_mg_orthonormalise_cuda(0, t->fine_volume, t->nvec, t->block_volume,
-                                       t->coarse_volume, t->sites, (double *)dagain, 1, NULL,
-                                       &done2);
+                                       t->coarse_volume, t->sites, (double *)dagain, 1, 2, dhalf,
+                                       dnorm, &done2);
     if (st == WD_OK)
         st = wd_cuda_d2h(again, dagain, n * sizeof *g);
+    if (st == WD_OK)
+        st = wd_cuda_d2h(half, dhalf, 2 * n * sizeof *half);
+    if (st == WD_OK)
+        st = wd_cuda_d2h(norm, dnorm, count * sizeof *norm);
+    wd_mg_pack_vectors(2, 12, 0, count, (const double *)again, want_half, want_norm);
+    double worst = 0;   /* |unpacked - v| / the vector-site's norm */
+    for (size_t i = 0; i < count; ++i)
+        for (int r = 0; r < 24; ++r) {
+            const double got = want_half[24 * i + r] * (double)want_norm[i] / 32767;
+            const double e = fabs(got - ((const double *)again)[24 * i + r]) / want_norm[i];
+            worst = fmax(worst, isfinite(e) ? e : INFINITY);
+        }
+    snprintf(name, sizeof name, "%s: gpu orthonormalisation's 16-bit vectors", tag);
+    char detail[160];
+    snprintf(detail, sizeof detail, "the host's bits; rounding %.2e of a norm (<= 1.6e-5)",
+             worst);
+    check_true(name, st == WD_OK && !memcmp(half, want_half, 2 * n * sizeof *half) &&
+                         !memcmp(norm, want_norm, count * sizeof *norm) && worst <= 1.6e-5,
+               detail);
+    wd_cuda_free(dhalf);
+    wd_cuda_free(dnorm);
+    free(half);
+    free(want_half);
+    free(norm);
+    free(want_norm);
     wd_cuda_free(dagain);
     wd_cuda_free(dfield);
     free(field);
     if (st == WD_OK)
         st = wd_cuda_d2h(vf, dvf, 2 * n * sizeof *vf);
-    int same = st == WD_OK;
-    for (size_t i = 0; same && i < 2 * n; ++i)
-        same = vf[i] == (float)((const double *)g)[i];
+    float *want_vf = xalloc(2 * n * sizeof *want_vf);
+    wd_mg_pack_vectors(4, 12, 0, t->fine_volume * (size_t)t->nvec, (const double *)g, want_vf,
+                       NULL);
     snprintf(name, sizeof name, "%s: gpu orthonormalisation's floats", tag);
-    check_true(name, same, "each the host's (float) of the downloaded double");
+    check_true(name, st == WD_OK && !memcmp(vf, want_vf, 2 * n * sizeof *vf),
+               "wd_mg_pack_vectors's bits of the downloaded double");
+    free(want_vf);
     wd_cuda_free(dvf);
     free(vf);
     snprintf(name, sizeof name, "%s: gpu orthonormalisation vs host", tag);
@@ -174,7 +212,8 @@ static void test_orth(const char *tag, const wd_mg_transfer *t, const double com
         for (int a = 0; a < 12; ++a)
             g[(x * t->nvec + 1) * 12 + a] = -2 * g[(x * t->nvec) * 12 + a];
     st = wd_mg_orthonormalise_cuda(0, t->fine_volume, t->nvec, t->block_volume,
-                                   t->coarse_volume, t->sites, (double *)g, 0, NULL, &done);
+                                   t->coarse_volume, t->sites, (double *)g, 0, 4, NULL, NULL,
+                                   &done);
     snprintf(name, sizeof name, "%s: gpu orthonormalisation refuses a dependent vector", tag);
     check_true(name, st == WD_ERR_INVALID && strstr(wd_last_error(), "null vector 1 "),
                wd_last_error());

@@ -21,7 +21,9 @@
  *   transfer  restrict_ and prolong against wd_mg_restrict / wd_mg_prolong
  *             of the host (float64) on an 8^4 lattice, blocks 4^4 and
  *             2^4, nvec 8 and 24: from the host layout (12 components a
- *             site) and from packed coarse fields (16 and 48 components)
+ *             site) and from packed coarse fields (16 and 48 components),
+ *             the null vectors in float and in 16 bits (the reference's
+ *             float64 vectors then the values the 16 bits hold)
  *   apply     the coarse operator of a random gauge field (wd_mg_coarse_build
  *             of orthonormalised random vectors) against wd_mg_op_apply, in
  *             single and half links (nvec 8 and, where built, 24): 1e-5 and
@@ -333,24 +335,38 @@ static void test_blas(int volume, int n)
     free(want);
 }
 
-/* a level's transfer on the backend from the host one (v rounded to float) */
-static wd_mg_dev_transfer dev_transfer(const wd_mg_transfer *t, int fine_host, void **mem)
+/* a level's transfer on the backend from the host one (v rounded by
+ * wd_mg_pack_vectors in precision 4 or 2; for 2 the host's t->v replaced
+ * by the values the 16-bit vectors hold, so that the float64 reference
+ * uses the same P) */
+static wd_mg_dev_transfer dev_transfer(wd_mg_transfer *t, int fine_host, int precision,
+                                       void **mem)
 {
-    const size_t nvf = (size_t)t->nvec * t->fine_volume * t->n_fine * 2;
-    float *v = xalloc(nvf * sizeof *v);
-    for (size_t i = 0; i < nvf; ++i)
-        v[i] = (float)((const double *)t->v)[i];
-    mem[0] = dev_alloc(nvf * sizeof *v);
-    up(mem[0], v, nvf * sizeof *v);
+    const size_t count = (size_t)t->nvec * t->fine_volume, reals = 2 * (size_t)t->n_fine;
+    const size_t bytes = wd_mg_vector_bytes(precision, t->n_fine, count);
+    void *v = xalloc(bytes);
+    float *norm = xalloc(count * sizeof *norm);
+    wd_mg_pack_vectors(precision, t->n_fine, 0, count, (const double *)t->v, v, norm);
+    for (size_t i = 0; precision == 2 && i < count; ++i)
+        for (size_t r = 0; r < reals; ++r)
+            ((double *)t->v)[i * reals + r] = ((const short *)v)[i * reals + r] *
+                                              (double)norm[i] / WD_HALF_SCALE;
+    mem[0] = dev_alloc(bytes);
+    up(mem[0], v, bytes);
     mem[1] = dev_alloc(t->fine_volume * sizeof(int));
     up(mem[1], t->agg, t->fine_volume * sizeof(int));
     mem[2] = dev_alloc(t->fine_volume * sizeof(int));
     up(mem[2], t->sites, t->fine_volume * sizeof(int));
+    mem[3] = dev_alloc(count * sizeof *norm);
+    up(mem[3], norm, count * sizeof *norm);
     free(v);
+    free(norm);
     return (wd_mg_dev_transfer){.fine_host = fine_host, .fine_volume = (int)t->fine_volume,
                                 .coarse_volume = (int)t->coarse_volume,
                                 .block_volume = t->block_volume, .n_fine = t->n_fine,
-                                .nvec = t->nvec, .agg = mem[1], .sites = mem[2], .v = mem[0]};
+                                .nvec = t->nvec, .agg = mem[1], .sites = mem[2],
+                                .v_precision = precision, .v = mem[0],
+                                .v_norm = precision == 2 ? mem[3] : NULL};
 }
 
 static double complex *random_field(size_t n)
@@ -387,7 +403,7 @@ static void to_doubles(double *d, const float *p, size_t volume, int n)
 /* restrict_ and prolong of a transfer with n_fine components: the host
  * layout when fine_host, else packed */
 static void test_transfer(const int dims[4], int n_fine, const int block[4], int nvec,
-                          int fine_host)
+                          int fine_host, int precision)
 {
     char name[128];
     wd_mg_transfer t;
@@ -406,8 +422,8 @@ static void test_transfer(const int dims[4], int n_fine, const int block[4], int
         wd_mg_transfer_free(&t);
         return;
     }
-    void *mem[3];
-    const wd_mg_dev_transfer dt = dev_transfer(&t, fine_host, mem);
+    void *mem[4];
+    const wd_mg_dev_transfer dt = dev_transfer(&t, fine_host, precision, mem);
     /* P^dag: the same (float-rounded) fine field on both sides */
     double complex *f = random_field(fn), *c_ref = xalloc(cn * sizeof *c_ref);
     float *fp = to_packed(f, t.fine_volume, n_fine);
@@ -429,8 +445,8 @@ static void test_transfer(const int dims[4], int n_fine, const int block[4], int
         cref_packed[s * 2 * n + i] = creal(c_ref[j]);
         cref_packed[s * 2 * n + n + i] = cimag(c_ref[j]);
     }
-    snprintf(name, sizeof name, "transfer %s nf %d block %d nvec %d: P^dag",
-             fine_host ? "host layout" : "packed", n_fine, block[0], nvec);
+    snprintf(name, sizeof name, "transfer %s nf %d block %d nvec %d v%d: P^dag",
+             fine_host ? "host layout" : "packed", n_fine, block[0], nvec, precision);
     check(name, rel_diff_f(cout, cref_packed, cn * 2), 2e-5);
 
     /* P: a random coarse field (float) to the fine layout */
@@ -456,10 +472,10 @@ static void test_transfer(const int dims[4], int n_fine, const int block[4], int
         num = d > num || isnan(d) ? d : num;
         den = fmax(den, fabs(((const double *)f_ref)[i]));
     }
-    snprintf(name, sizeof name, "transfer %s nf %d block %d nvec %d: P",
-             fine_host ? "host layout" : "packed", n_fine, block[0], nvec);
+    snprintf(name, sizeof name, "transfer %s nf %d block %d nvec %d v%d: P",
+             fine_host ? "host layout" : "packed", n_fine, block[0], nvec, precision);
     check(name, num / den, 2e-5);
-    for (int i = 0; i < 3; ++i)
+    for (int i = 0; i < 4; ++i)
         ops->free(mem[i]);
     ops->free(dfine);
     ops->free(dcoarse);
@@ -590,12 +606,14 @@ int main(int argc, char **argv)
     test_blas(3456, 48);
     test_blas(16, 16);
     const int dims[4] = {8, 8, 8, 8}, b4[4] = {4, 4, 4, 4}, b2[4] = {2, 2, 2, 2};
-    test_transfer(dims, 12, b4, 8, 1);
-    test_transfer(dims, 12, b4, 24, 1);
-    test_transfer(dims, 12, b2, 8, 1);
-    test_transfer(dims, 16, b2, 8, 0);
     const int cdims[4] = {4, 4, 4, 4};
-    test_transfer(cdims, 48, b2, 24, 0);
+    for (int prec = 4; prec >= 2; prec -= 2) {
+        test_transfer(dims, 12, b4, 8, 1, prec);
+        test_transfer(dims, 12, b4, 24, 1, prec);
+        test_transfer(dims, 12, b2, 8, 1, prec);
+        test_transfer(dims, 16, b2, 8, 0, prec);
+        test_transfer(cdims, 48, b2, 24, 0, prec);
+    }
     double complex *u = xalloc(wd_volume(dims) * 36 * sizeof *u);
     if (wd_gauge_init((double *)u, dims, WD_START_HOT, seed) != WD_OK) {
         check_true("random gauge field", 0, wd_last_error());

@@ -563,16 +563,37 @@ __global__ void k_orth(const int *sites, double2 *v, int nv, int bv,
     }
 }
 
-/* out[i] = (float)in[i] over n doubles */
-__global__ void k_to_float(size_t n, const double *in, float *out)
+/* wd_mg_pack_vectors on the device: a thread a vector-site of NFINE
+ * complex (float: each real rounded; 16-bit: its norm the largest |real|,
+ * each real round(real 32767 / norm) in float64) */
+__global__ void k_round_vectors(size_t count, int precision, const double2 *in, void *out,
+                                float *norm)
 {
     const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (i < n)
-        out[i] = (float)in[i];
+    if (i >= count)
+        return;
+    const double2 *src = in + i * NFINE;
+    if (precision != 2) {
+        float2 *o = (float2 *)out + i * NFINE;
+        for (int a = 0; a < NFINE; ++a)
+            o[a] = make_float2(__double2float_rn(src[a].x), __double2float_rn(src[a].y));
+        return;
+    }
+    double m = 0;
+    for (int a = 0; a < NFINE; ++a)
+        m = fmax(m, fmax(fabs(src[a].x), fabs(src[a].y)));
+    const float nm = __double2float_rn(m);
+    norm[i] = nm;
+    const double scale = nm > 0 ? WD_HALF_SCALE / (double)nm : 0;
+    short2 *o = (short2 *)out + i * NFINE;
+    for (int a = 0; a < NFINE; ++a)
+        o[a] = make_short2((short)__double2ll_rn(src[a].x * scale),
+                           (short)__double2ll_rn(src[a].y * scale));
 }
 
 wd_status orth(build_mem *m, int level, size_t volume, int nvec, int bv, size_t coarse_volume,
-               const int *sites, double *v, int v_on_device, float *vf, int *done)
+               const int *sites, double *v, int v_on_device, int vf_precision, void *vf,
+               float *vf_norm, int *done)
 {
     cudaError_t e = cudaMallocHost(&m->pinned, 2 * (size_t)STAGED_CHUNK);
     if (e != cudaSuccess) {
@@ -611,8 +632,9 @@ wd_status orth(build_mem *m, int level, size_t volume, int nvec, int bv, size_t 
                        "that found too few independent vectors)", level, bad % nvec,
                        bad / (2ull * nvec), bad / nvec % 2);
     if (vf) {
-        const size_t n = bytes / sizeof(double);
-        k_to_float<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(n, (const double *)dv, vf);
+        const size_t n = volume * (size_t)nvec;
+        k_round_vectors<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(n, vf_precision, dv, vf,
+                                                                    vf_norm);
         if ((e = cudaGetLastError()) != cudaSuccess)
             return wd_fail(WD_ERR_CUDA, "multigrid GPU orthonormalisation: rounding kernel: %s",
                            cudaGetErrorString(e));
@@ -729,7 +751,7 @@ __device__ void pack_block(const double2 *x, int n, int precision, void *dst, fl
  * One coarse site s = s0 + blockIdx.x a thread block: its 9 blocks packed;
  * with the even-odd solve also X(s)^-1 by Gauss-Jordan with partial
  * pivoting in float64 (the host's coarse_xinv's steps: the first row of
- * the largest |entry| the pivot) written in single, column-major, and X^-1
+ * the largest |entry|^2 the pivot) written in single, column-major, and X^-1
  * Y_d (d < 8; the sum over k in order) packed into its parity's hops at
  * its slot, block 8 zero.  A singular block records the lowest such s in
  * *bad and leaves the site's X^-1 and hops unwritten.
@@ -757,13 +779,13 @@ __global__ void __launch_bounds__(PACK_THREADS) k_coarse_pack(const __grid_const
         failed = 0;
     __syncthreads();
     for (int c = 0; c < n; ++c) {
-        /* the pivot: the largest |x[r][c]| of r >= c, the lowest r of a tie */
+        /* the pivot: the largest |x[r][c]|^2 of r >= c, the lowest r of a tie */
         if (threadIdx.x < 32) {
             double best = -1;
             int row = n;
             for (int r = c + (int)threadIdx.x; r < n; r += 32) {
                 const double2 z = x[(size_t)r * n + c];
-                const double m = hypot(z.x, z.y);
+                const double m = z.x * z.x + z.y * z.y;
                 if (m > best) {
                     best = m;
                     row = r;
@@ -979,7 +1001,8 @@ extern "C" wd_status wd_mg_random_start_cuda(const int dims[4], const int ext[4]
 extern "C" wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, int nvec,
                                                int block_volume, size_t coarse_volume,
                                                const int *sites, double *v, int v_on_device,
-                                               float *vf, int *done)
+                                               int vf_precision, void *vf, float *vf_norm,
+                                               int *done)
 {
     *done = 0;
     if (nvec > ORTH_NVEC || (size_t)HALF * block_volume > (size_t)ORTH_THREADS * ORTH_PER)
@@ -989,10 +1012,14 @@ extern "C" wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, in
         return wd_fail(WD_ERR_INVALID, "multigrid GPU orthonormalisation: %zu fine sites, %zu "
                        "aggregates of %d do not fit together", fine_volume, coarse_volume,
                        block_volume);
+    if (vf && vf_precision != 4 && (vf_precision != 2 || !vf_norm))
+        return wd_fail(WD_ERR_INVALID, "multigrid GPU orthonormalisation: the transfer's "
+                       "vectors in precision %d%s (4 or 2 with norms)", vf_precision,
+                       vf_norm ? "" : " without norms");
     build_mem m;
     memset(&m, 0, sizeof m);
     const wd_status st = orth(&m, level, fine_volume, nvec, block_volume, coarse_volume, sites,
-                              v, v_on_device, vf, done);
+                              v, v_on_device, vf_precision, vf, vf_norm, done);
     release(&m);
     return st;
 }

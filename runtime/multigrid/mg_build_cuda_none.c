@@ -23,10 +23,11 @@ wd_status wd_mg_coarse_build_cuda(const wd_mg_build_fine *fine, int nvec, int bl
 
 wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, int nvec, int block_volume,
                                     size_t coarse_volume, const int *sites, double *v,
-                                    int v_on_device, float *vf, int *done)
+                                    int v_on_device, int vf_precision, void *vf, float *vf_norm,
+                                    int *done)
 {
     (void)level, (void)fine_volume, (void)nvec, (void)block_volume, (void)coarse_volume,
-        (void)sites, (void)v, (void)v_on_device, (void)vf;
+        (void)sites, (void)v, (void)v_on_device, (void)vf_precision, (void)vf, (void)vf_norm;
     *done = 0;
     return wd_fail(WD_ERR_NO_DEVICE, "multigrid: the GPU orthonormalisation needs a build with "
                    "CUDA");

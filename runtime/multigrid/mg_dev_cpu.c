@@ -5,10 +5,13 @@
  *
  * The externally accessible definitions are
  *   wd_mg_dev_cpu_ops   the table
+ *   wd_mg_pack_vectors  null vectors rounded into the transfers' layout
+ *   wd_mg_vector_bytes  its size
  * Reductions: each site's terms in component order summed in double into
  * chunks of WD_REDUCE_BLOCK sites, the chunks in chunk order (the same
  * bits for any thread count).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -262,9 +265,61 @@ static void fine_load(const wd_mg_dev_transfer *t, const void *fine, size_t x, i
     }
 }
 
+size_t wd_mg_vector_bytes(int precision, int n_fine, size_t count)
+{
+    return count * (size_t)n_fine * 2 * (precision == 2 ? sizeof(short) : sizeof(float));
+}
+
+void wd_mg_pack_vectors(int precision, int n_fine, size_t first, size_t count, const double *v,
+                        void *out, float *norm)
+{
+    const size_t reals = 2 * (size_t)n_fine;
+#pragma omp parallel for schedule(static) if (count * reals >= WD_MG_PARALLEL_MIN)
+    for (size_t i = 0; i < count; ++i) {
+        const double *src = v + (first + i) * reals;
+        if (precision != 2) {
+            for (size_t r = 0; r < reals; ++r)
+                ((float *)out)[i * reals + r] = (float)src[r];
+            continue;
+        }
+        double m = 0;
+        for (size_t r = 0; r < reals; ++r)
+            m = fmax(m, fabs(src[r]));
+        norm[i] = (float)m;
+        const double scale = norm[i] > 0 ? WD_HALF_SCALE / (double)norm[i] : 0;
+        for (size_t r = 0; r < reals; ++r)
+            ((short *)out)[i * reals + r] = (short)lrint(src[r] * scale);
+    }
+}
+
+/* the (re, im) of component a of null vector k at site x (vs = x nvec +
+ * k) in float (wd_mg_dev.h's reading of 16-bit vectors) */
+static void vector_load(const wd_mg_dev_transfer *t, size_t vs, int a, float *re, float *im)
+{
+    const size_t at = 2 * (vs * t->n_fine + (size_t)a);
+    if (t->v_precision == 2) {
+        const float sc = t->v_norm[vs] * WD_HALF_INV_SCALE;
+        *re = wd_s2f(((const short *)t->v)[at]) * sc;
+        *im = wd_s2f(((const short *)t->v)[at + 1]) * sc;
+    } else {
+        *re = ((const float *)t->v)[at];
+        *im = ((const float *)t->v)[at + 1];
+    }
+}
+
+static wd_status vector_check(const wd_mg_dev_transfer *t)
+{
+    return t->v_precision == 4 || (t->v_precision == 2 && t->v_norm)
+               ? WD_OK
+               : wd_fail(WD_ERR_INVALID, "multigrid transfer: null vectors in precision %d "
+                         "(4, or 2 with norms)", t->v_precision);
+}
+
 static wd_status cpu_restrict(const wd_mg_dev_transfer *t, float *coarse, const void *fine)
 {
     const int nv = t->nvec, nf = t->n_fine, h = nf / 2, bv = t->block_volume, nc = 2 * nv;
+    if (vector_check(t) != WD_OK)
+        return WD_ERR_INVALID;
 #pragma omp parallel for schedule(static) if (threaded(t->fine_volume, nf))
     for (int b = 0; b < t->coarse_volume; ++b) {
         float *cr = coarse + (size_t)b * 2 * nc, *ci = cr + nc;
@@ -273,12 +328,12 @@ static wd_status cpu_restrict(const wd_mg_dev_transfer *t, float *coarse, const 
                 float re = 0, im = 0;
                 for (int j = 0; j < bv; ++j) {
                     const size_t x = (size_t)t->sites[(size_t)b * bv + j];
-                    const float *v = t->v + 2 * ((x * nv + k) * nf + chi * h);
                     for (int a = 0; a < h; ++a) {
-                        float fr, fi;
+                        float fr, fi, vr, vi;
                         fine_load(t, fine, x, chi * h + a, &fr, &fi);
-                        re += v[2 * a] * fr + v[2 * a + 1] * fi;
-                        im += v[2 * a] * fi - v[2 * a + 1] * fr;
+                        vector_load(t, x * nv + k, chi * h + a, &vr, &vi);
+                        re += vr * fr + vi * fi;
+                        im += vr * fi - vi * fr;
                     }
                 }
                 cr[chi * nv + k] = re;
@@ -291,6 +346,8 @@ static wd_status cpu_restrict(const wd_mg_dev_transfer *t, float *coarse, const 
 static wd_status cpu_prolong(const wd_mg_dev_transfer *t, void *fine, const float *coarse)
 {
     const int nv = t->nvec, nf = t->n_fine, h = nf / 2, nc = 2 * nv;
+    if (vector_check(t) != WD_OK)
+        return WD_ERR_INVALID;
 #pragma omp parallel for schedule(static) if (threaded(t->fine_volume, nf))
     for (int xi = 0; xi < t->fine_volume; ++xi) {
         const size_t x = (size_t)xi;
@@ -299,9 +356,10 @@ static wd_status cpu_prolong(const wd_mg_dev_transfer *t, void *fine, const floa
             const int off = (a >= h) * nv;
             float re = 0, im = 0;
             for (int k = 0; k < nv; ++k) {
-                const float *v = t->v + 2 * ((x * nv + k) * nf + a);
-                re += v[0] * cr[off + k] - v[1] * ci[off + k];
-                im += v[0] * ci[off + k] + v[1] * cr[off + k];
+                float vr, vi;
+                vector_load(t, x * nv + k, a, &vr, &vi);
+                re += vr * cr[off + k] - vi * ci[off + k];
+                im += vr * ci[off + k] + vi * cr[off + k];
             }
             if (t->fine_host) {
                 double *f = (double *)fine + 2 * (x * nf + a);

@@ -186,21 +186,33 @@ __device__ __forceinline__ float2 fine_load(const void *fine, size_t x, int a, i
     return make_float2(f[a], f[nf + a]);
 }
 
+/* component a of null vector k at site x (vs = x nvec + k) as float:
+ * float, or 16-bit times its norm / 32767 */
+template <bool HALF>
+__device__ __forceinline__ float2 vector_load(const wd_mg_dev_transfer &t, size_t vs, int a)
+{
+    if (HALF) {
+        const short2 q = ((const short2 *)t.v)[vs * t.n_fine + a];
+        const float sc = t.v_norm[vs] * WD_HALF_INV_SCALE;
+        return make_float2(wd_s2f(q.x) * sc, wd_s2f(q.y) * sc);
+    }
+    return ((const float2 *)t.v)[vs * t.n_fine + a];
+}
+
 /* one block an aggregate, thread t = chi nvec + k */
-template <bool HOST>
+template <bool HOST, bool HALF>
 __global__ void k_restrict(wd_mg_dev_transfer t, float *coarse, const void *fine)
 {
     const int b = blockIdx.x, c = threadIdx.x, nv = t.nvec, nf = t.n_fine, h = nf / 2;
     if (c >= 2 * nv)
         return;
     const int chi = c / nv, k = c % nv;
-    const float2 *v = (const float2 *)t.v;
     float re = 0, im = 0;
     for (int j = 0; j < t.block_volume; ++j) {
         const size_t x = (size_t)t.sites[(size_t)b * t.block_volume + j];
-        const float2 *vk = v + (x * nv + k) * nf + chi * h;
         for (int a = 0; a < h; ++a) {
-            const float2 w = vk[a], f = fine_load<HOST>(fine, x, chi * h + a, nf);
+            const float2 w = vector_load<HALF>(t, x * nv + k, chi * h + a),
+                         f = fine_load<HOST>(fine, x, chi * h + a, nf);
             re += w.x * f.x + w.y * f.y;
             im += w.x * f.y - w.y * f.x;
         }
@@ -211,7 +223,7 @@ __global__ void k_restrict(wd_mg_dev_transfer t, float *coarse, const void *fine
 }
 
 /* a thread a fine component (x, a) */
-template <bool HOST>
+template <bool HOST, bool HALF>
 __global__ void k_prolong(wd_mg_dev_transfer t, void *fine, const float *coarse)
 {
     const int nv = t.nvec, nf = t.n_fine;
@@ -221,10 +233,9 @@ __global__ void k_prolong(wd_mg_dev_transfer t, void *fine, const float *coarse)
     const size_t x = idx / nf;
     const int a = (int)(idx % nf), off = (a >= nf / 2) * nv;
     const float *cr = coarse + (size_t)t.agg[x] * 4 * nv, *ci = cr + 2 * nv;
-    const float2 *v = (const float2 *)t.v + x * nv * nf + a;
     float re = 0, im = 0;
     for (int k = 0; k < nv; ++k) {
-        const float2 w = v[(size_t)k * nf];
+        const float2 w = vector_load<HALF>(t, x * nv + k, a);
         re += w.x * cr[off + k] - w.y * ci[off + k];
         im += w.x * ci[off + k] + w.y * cr[off + k];
     }
@@ -483,23 +494,35 @@ wd_status cuda_caxpy_norm2(int volume, int n, wd_complex a, const float *x, floa
     return st;
 }
 
+wd_status vector_check(const wd_mg_dev_transfer *t)
+{
+    return t->v_precision == 4 || (t->v_precision == 2 && t->v_norm)
+               ? WD_OK
+               : wd_fail(WD_ERR_INVALID, "multigrid transfer: null vectors in precision %d "
+                         "(4, or 2 with norms)", t->v_precision);
+}
+
 wd_status cuda_restrict(const wd_mg_dev_transfer *t, float *coarse, const void *fine)
 {
+    if (vector_check(t) != WD_OK)
+        return WD_ERR_INVALID;
     const int threads = 2 * t->nvec;
-    if (t->fine_host)
-        k_restrict<true><<<t->coarse_volume, threads, 0, stream_of()>>>(*t, coarse, fine);
-    else
-        k_restrict<false><<<t->coarse_volume, threads, 0, stream_of()>>>(*t, coarse, fine);
+    const bool half = t->v_precision == 2;
+    auto kernel = t->fine_host ? (half ? k_restrict<true, true> : k_restrict<true, false>)
+                               : (half ? k_restrict<false, true> : k_restrict<false, false>);
+    kernel<<<t->coarse_volume, threads, 0, stream_of()>>>(*t, coarse, fine);
     return launched("restrict");
 }
 
 wd_status cuda_prolong(const wd_mg_dev_transfer *t, void *fine, const float *coarse)
 {
+    if (vector_check(t) != WD_OK)
+        return WD_ERR_INVALID;
     const size_t count = (size_t)t->fine_volume * t->n_fine;
-    if (t->fine_host)
-        k_prolong<true><<<grid_for(count), THREADS, 0, stream_of()>>>(*t, fine, coarse);
-    else
-        k_prolong<false><<<grid_for(count), THREADS, 0, stream_of()>>>(*t, fine, coarse);
+    const bool half = t->v_precision == 2;
+    auto kernel = t->fine_host ? (half ? k_prolong<true, true> : k_prolong<true, false>)
+                               : (half ? k_prolong<false, true> : k_prolong<false, false>);
+    kernel<<<grid_for(count), THREADS, 0, stream_of()>>>(*t, fine, coarse);
     return launched("prolong");
 }
 

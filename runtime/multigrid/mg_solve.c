@@ -77,8 +77,8 @@ typedef struct mg_level {
     int *dnbr, *dagg, *dsites;
     int *dsend;                 /* on a grid: the faces' sites (wd_mg_halo's send) */
     float *dface, *hface;       /* the gathered faces there and on the host, then the ghosts */
-    void *dlinks;
-    float *dlink_norm, *dv;
+    void *dlinks, *dv;          /* dv: the transfer's null vectors (dt's v, dv_norm its norms) */
+    float *dlink_norm, *dv_norm;
     int dv_ready;               /* dv already holds the transfer's vectors (the GPU's rounding) */
     /* the first level's null vectors in float64 on the GPU during the
      * setup (the transfer's order), where they stay there from the
@@ -448,6 +448,7 @@ static void dev_free(wd_mg *mg)
         d->free(v->dagg);
         d->free(v->dsites);
         d->free(v->dv);
+        d->free(v->dv_norm);
         d->free(v->dvd);
         for (int p = 0; p < 2; ++p) {
             d->free(v->deo[p]);
@@ -470,16 +471,28 @@ static void dev_free(wd_mg *mg)
     }
 }
 
+/* the transfer's null vectors on the backend: allocated in the coarse
+ * links' precision (P and P^dag in single, or half with the half links) */
+static wd_status dev_vectors(wd_mg *mg, mg_level *v)
+{
+    const size_t count = v->t.fine_volume * (size_t)v->t.nvec;
+    wd_status st = dev_alloc(mg, &v->dv, wd_mg_vector_bytes(mg->coarse_precision, v->t.n_fine,
+                                                            count), "the null vectors");
+    if (st == WD_OK && mg->coarse_precision == 2)
+        st = dev_alloc(mg, &v->dv_norm, count * sizeof(float), "the null vectors' norms");
+    return st;
+}
+
 /* level l's transfer to the next on the backend: the aggregates and the
- * null vectors rounded to float (by every thread), uploaded in pieces of
- * CHUNK sites */
+ * null vectors rounded (wd_mg_pack_vectors, by every thread), uploaded in
+ * pieces of CHUNK sites, unless the GPU's orthonormalisation made them */
 static wd_status dev_transfer(wd_mg *mg, int l)
 {
     enum { CHUNK = 16384 };
     const wd_mg_dev_ops *d = mg->dev;
     mg_level *v = &mg->lv[l];
     const wd_mg_transfer *t = &v->t;
-    const size_t site_floats = 2 * (size_t)t->nvec * t->n_fine;
+    const int prec = mg->coarse_precision;
     const size_t agg_bytes = t->fine_volume * sizeof(int);
     wd_status st = dev_alloc(mg, &v->dagg, agg_bytes, "the aggregates");
     if (st == WD_OK)
@@ -488,28 +501,33 @@ static wd_status dev_transfer(wd_mg *mg, int l)
         st = dev_alloc(mg, &v->dsites, agg_bytes, "the aggregates' sites");
     if (st == WD_OK)
         st = d->h2d(v->dsites, t->sites, agg_bytes);
-    /* the null vectors in single: rounded on the GPU by its
-     * orthonormalisation (dv_ready), else here */
+    /* the null vectors: rounded on the GPU by its orthonormalisation
+     * (dv_ready), else here */
     if (st == WD_OK && !v->dv)
-        st = dev_alloc(mg, &v->dv, t->fine_volume * site_floats * sizeof(float),
-                       "the null vectors");
-    float *buf = st == WD_OK && !v->dv_ready ? malloc(CHUNK * site_floats * sizeof *buf) : NULL;
-    if (st == WD_OK && !buf && !v->dv_ready)
+        st = dev_vectors(mg, v);
+    const size_t per_site = (size_t)t->nvec, chunk = CHUNK * per_site;
+    void *buf = st == WD_OK && !v->dv_ready
+                    ? malloc(wd_mg_vector_bytes(prec, t->n_fine, chunk))
+                    : NULL;
+    float *norm = st == WD_OK && !v->dv_ready && prec == 2 ? malloc(chunk * sizeof *norm) : NULL;
+    if (st == WD_OK && !v->dv_ready && (!buf || (prec == 2 && !norm)))
         st = wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the null vectors' upload buffer");
     for (size_t x0 = 0; st == WD_OK && !v->dv_ready && x0 < t->fine_volume; x0 += CHUNK) {
         const size_t sites = t->fine_volume - x0 < CHUNK ? t->fine_volume - x0 : CHUNK;
-        const double *src = (const double *)(t->v + x0 * site_floats / 2);
-        const size_t count = sites * site_floats;
-#pragma omp parallel for schedule(static) if (count >= WD_MG_PARALLEL_MIN)
-        for (size_t i = 0; i < count; ++i)
-            buf[i] = (float)src[i];
-        st = d->h2d(v->dv + x0 * site_floats, buf, sites * site_floats * sizeof *buf);
+        const size_t first = x0 * per_site, count = sites * per_site;
+        wd_mg_pack_vectors(prec, t->n_fine, first, count, (const double *)t->v, buf, norm);
+        st = d->h2d((char *)v->dv + wd_mg_vector_bytes(prec, t->n_fine, first), buf,
+                    wd_mg_vector_bytes(prec, t->n_fine, count));
+        if (st == WD_OK && norm)
+            st = d->h2d(v->dv_norm + first, norm, count * sizeof *norm);
     }
     free(buf);
+    free(norm);
     v->dt = (wd_mg_dev_transfer){.fine_host = l == 0, .fine_volume = (int)t->fine_volume,
                                  .coarse_volume = (int)t->coarse_volume,
                                  .block_volume = t->block_volume, .n_fine = t->n_fine,
-                                 .nvec = t->nvec, .agg = v->dagg, .sites = v->dsites, .v = v->dv};
+                                 .nvec = t->nvec, .agg = v->dagg, .sites = v->dsites,
+                                 .v_precision = prec, .v = v->dv, .v_norm = v->dv_norm};
     return st;
 }
 
@@ -1513,8 +1531,9 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
          * and where it all fits, the float64 ones kept there from the
          * relaxation to the build (dvd: no host copies, one process) */
         const int gpu_first = l == 0 && mg->on_device;
-        const size_t vbytes1 = f->t.fine_volume * 2 * (size_t)f->t.nvec * f->t.n_fine *
-                               sizeof(float);
+        const size_t count1 = f->t.fine_volume * (size_t)f->t.nvec;
+        const size_t vbytes1 = wd_mg_vector_bytes(mg->coarse_precision, f->t.n_fine, count1) +
+                               (mg->coarse_precision == 2 ? count1 * sizeof(float) : 0);
         if (gpu_first && !io->in && f->op.halo.nghost == 0 &&
             fits(vbytes + vbytes1 + f->len * sizeof(double complex) +
                  wd_mg_coarse_build_cuda_bytes(f->op.volume, 0, f->t.nvec, f->op.clover != NULL,
@@ -1590,12 +1609,13 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
             if (fits(vbytes1 + wd_mg_coarse_build_cuda_bytes(f->op.volume, f->op.halo.nghost,
                                                              f->t.nvec, f->op.clover != NULL,
                                                              f->dvd != NULL, f->t.coarse_volume)))
-                st = dev_alloc(mg, &f->dv, vbytes1, "the null vectors");
+                st = dev_vectors(mg, f);
             if (st == WD_OK)
                 st = wd_mg_orthonormalise_cuda(l, f->t.fine_volume, f->t.nvec, f->t.block_volume,
                                                f->t.coarse_volume, f->t.sites,
                                                f->dvd ? f->dvd : (double *)f->t.v,
-                                               f->dvd != NULL, f->dv, &orth_done);
+                                               f->dvd != NULL, mg->coarse_precision, f->dv,
+                                               f->dv_norm, &orth_done);
             f->dv_ready = st == WD_OK && orth_done && f->dv;
             /* the shape the GPU does not take, or no room for dv: the
              * vectors to the host, as without dvd */

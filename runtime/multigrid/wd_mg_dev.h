@@ -35,10 +35,15 @@
  * coarse field of n_fine components a site.  Either way component a of a
  * site has chirality 0 for a < n_fine / 2, else 1.
  *
- * Null vectors.  v holds nvec vectors site-major, complex float
- * interleaved: the (re, im) of component a of vector k at fine site x at
- * v[2 ((x nvec + k) n_fine + a)] and the next float (the host's
- * wd_mg_transfer order, rounded to float).  Then
+ * Null vectors.  v holds nvec vectors site-major, complex interleaved:
+ * the (re, im) of component a of vector k at fine site x at v[2 ((x nvec
+ * + k) n_fine + a)] and the next real (the host's wd_mg_transfer order),
+ * in v_precision: 4, floats rounded from the float64 vectors; or 2,
+ * 16-bit with one norm a vector at a site, v_norm[x nvec + k] = the
+ * largest |real| of v_k(x)'s n_fine components (as float), each real
+ * stored as round(real 32767 / norm) (in float64, as
+ * wd_pack_coarse_links stores) and read as stored x (norm / 32767) in
+ * float (wd_mg_pack_vectors).  Then
  *   (P c)(x)_a = sum_k v_k(x)_a c(b(x), chi(a) nvec + k)
  *   (P^dag f)(b, chi nvec + k) = sum_{x in b} sum_{a of chi} conj(v_k(x)_a) f(x)_a
  * each sum in the order written (k, then the aggregate's sites in
@@ -85,7 +90,9 @@ typedef struct wd_mg_dev_transfer {
     int n_fine, nvec;            /* the coarse field has 2 nvec components a site */
     const int *agg;              /* agg[x]: the aggregate of fine site x */
     const int *sites;            /* sites[b * block_volume + j]: aggregate b's fine sites */
-    const float *v;              /* the null vectors */
+    int v_precision;             /* 4 float, 2 16-bit with v_norm */
+    const void *v;               /* the null vectors */
+    const float *v_norm;         /* v_precision 2: one a vector at a site; else NULL */
 } wd_mg_dev_transfer;
 
 typedef struct wd_mg_dev_ops {
@@ -137,6 +144,16 @@ typedef struct wd_mg_dev_ops {
 } wd_mg_dev_ops;
 
 extern const wd_mg_dev_ops wd_mg_dev_cpu_ops;
+
+/* the host's rounding of null vectors into wd_mg_dev_transfer's layout:
+ * the vector-sites [first, first + count) (x nvec + k) of v (complex
+ * double, n_fine components each) into out (their reals from out's
+ * start) and, for precision 2, norm (from norm's start); precision 4 or 2 */
+void wd_mg_pack_vectors(int precision, int n_fine, size_t first, size_t count, const double *v,
+                        void *out, float *norm);
+/* the bytes of `count` vector-sites of n_fine components in precision
+ * (the norms apart) */
+size_t wd_mg_vector_bytes(int precision, int n_fine, size_t count);
 /* the CUDA implementation, or NULL in a build without CUDA */
 const wd_mg_dev_ops *wd_mg_dev_cuda_ops(void);
 
@@ -214,15 +231,17 @@ wd_status wd_mg_random_start_cuda(const int dims[4], const int ext[4], const int
  * memory where v_on_device, in place) with each aggregate's chirality
  * orthonormalised by classical Gram-Schmidt twice (each dot summed in a
  * fixed order: the same bits on every run, not the host's),
- * and where vf is not NULL also rounded to float into vf (device memory,
- * the same order: wd_mg_dev_transfer's v).  *done = 0 and nothing
- * touched where the kernel does not take the shape (nvec > 32 or
- * 6 block_volume > 4096: the caller orthonormalises on the host); WD_ERR_INVALID naming a dependent vector as the host's does;
- * WD_ERR_NO_DEVICE in a build without CUDA.
+ * and where vf is not NULL also rounded into vf (and vf_norm) in
+ * vf_precision (device memory, wd_mg_dev_transfer's v: the bits of
+ * wd_mg_pack_vectors).  *done = 0 and nothing touched where the kernel
+ * does not take the shape (nvec > 32 or 6 block_volume > 4096: the caller
+ * orthonormalises on the host); WD_ERR_INVALID naming a dependent vector
+ * as the host's does; WD_ERR_NO_DEVICE in a build without CUDA.
  */
 wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, int nvec, int block_volume,
                                     size_t coarse_volume, const int *sites, double *v,
-                                    int v_on_device, float *vf, int *done);
+                                    int v_on_device, int vf_precision, void *vf, float *vf_norm,
+                                    int *done);
 
 /*
  * A coarse level's links as its kernels read them, made on the GPU from
@@ -234,7 +253,7 @@ wd_status wd_mg_orthonormalise_cuda(int level, size_t fine_volume, int nvec, int
  * and where slot is not NULL (the level's even-odd solve; host, volume
  * ints: slot[s] = p half_volume + i for the i-th site of parity p):
  *   dxinv          X(s)^-1 of the local block (Gauss-Jordan with partial
- *                  pivoting in float64, the host's pivots) in single,
+ *                  pivoting in float64, pivots by |entry|^2) in single,
  *                  column-major: entry (i, j) at float pair (s n + j) n + i;
  *   dhops[p], dhop_norm[p]  X^-1 Y_d (d < 8; block 8 zero) of parity p's
  *                  sites packed in a layout of half_volume sites, site i at
