@@ -11,6 +11,8 @@
  *   wd_mg_random_start_cuda   wd_mg_random_start's field there
  *   wd_mg_vector_set_cuda     wd_mg_vector_set there (the null vectors
  *                             kept on the GPU between the setup's steps)
+ *   wd_mg_download_cuda       a large download into pageable memory (pinned
+ *                             chunks, the host side copied by 8 threads)
  *   wd_mg_coarse_build_cuda_bytes  the device memory the build takes
  *   wd_mg_coarse_pack_cuda    a coarse level's packed links and, for its
  *                             even-odd solve, X^-1 and the hops X^-1 Y,
@@ -1043,6 +1045,18 @@ extern "C" wd_status wd_mg_coarse_build_cuda(const wd_mg_build_fine *fine, int n
     const wd_status st = build(&m, fine, nvec, block_volume, coarse_volume, agg, sites, v,
                                v_on_device, links);
     release(&m);
+    return st;
+}
+
+extern "C" wd_status wd_mg_download_cuda(void *dst, const void *src, size_t bytes)
+{
+    void *pinned = NULL;
+    const cudaError_t e = cudaMallocHost(&pinned, 2 * (size_t)STAGED_CHUNK);
+    if (e != cudaSuccess)
+        return wd_fail(WD_ERR_CUDA, "multigrid: a download's pinned buffer: cudaMallocHost: %s",
+                       cudaGetErrorString(e));
+    const wd_status st = wd_cuda_d2h_staged(dst, src, bytes, pinned, STAGED_CHUNK, copy_threaded);
+    cudaFreeHost(pinned);
     return st;
 }
 

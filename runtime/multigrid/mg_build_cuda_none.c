@@ -6,6 +6,7 @@
  *   wd_mg_orthonormalise_cuda   the same
  *   wd_mg_random_start_cuda     the same
  *   wd_mg_vector_set_cuda       the same
+ *   wd_mg_download_cuda         the same
  *   wd_mg_coarse_pack_cuda      WD_ERR_NO_DEVICE
  *   wd_mg_coarse_build_cuda_bytes  0
  */
@@ -45,6 +46,12 @@ size_t wd_mg_coarse_build_cuda_bytes(size_t volume, size_t nghost, int nvec, int
 {
     (void)volume, (void)nghost, (void)nvec, (void)clover, (void)v_on_device, (void)coarse_volume;
     return 0;
+}
+
+wd_status wd_mg_download_cuda(void *dst, const void *src, size_t bytes)
+{
+    (void)dst, (void)src, (void)bytes;
+    return wd_fail(WD_ERR_NO_DEVICE, "multigrid: GPU downloads need a build with CUDA");
 }
 
 wd_status wd_mg_vector_set_cuda(size_t volume, int nvec, int k, const double *field, double *v)

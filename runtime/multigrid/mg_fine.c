@@ -155,6 +155,19 @@ wd_status wd_mg_fine_solver(wd_mg_fine *f, const wd_solver_host *h)
     for (int k = 0; k < f->nk && st == WD_OK; ++k)
         if ((st = pair_create(be, &f->z[k], f->kp)) == WD_OK)
             st = pair_create(be, &f->q[k], f->kp);
+    /* the solves' host transfers made ready here (a GPU backend's staging
+     * buffers are made by its first host transfer, which a setup that
+     * keeps its vectors on the GPU no longer makes): x, zeroed, downloaded
+     * once */
+    double *host = st == WD_OK ? calloc(wd_volume(be->dims) * 24, sizeof *host) : NULL;
+    if (st == WD_OK && !host)
+        st = wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate a host field");
+    if (st == WD_OK) {
+        wd_blas_zero(be, &f->x.e);
+        wd_blas_zero(be, &f->x.o);
+        st = wd_download_pair(be, host, &f->x.e, &f->x.o, 0, NULL);
+    }
+    free(host);
     return st;
 }
 

@@ -1489,7 +1489,7 @@ static wd_status host_vectors(wd_mg *mg, mg_level *f, size_t vbytes, int downloa
 {
     wd_status st = WD_OK;
     if (download) {
-        st = mg->dev->d2h(f->t.v, f->dvd, vbytes);
+        st = wd_mg_download_cuda(f->t.v, f->dvd, vbytes);
     } else {
         free(f->t.v);
         f->t.v = NULL;
@@ -1586,7 +1586,7 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         }
         stats->setup_residual[l] = worst;
         stats->setup_unconverged[l] = unconverged;
-        if (io->saving && f->dvd && (st = mg->dev->d2h(f->t.v, f->dvd, vbytes)) != WD_OK)
+        if (io->saving && f->dvd && (st = wd_mg_download_cuda(f->t.v, f->dvd, vbytes)) != WD_OK)
             break;
         if (io->saving &&
             (st = wd_mg_file_io(io->out.f, 1, f->t.v, vbytes, &io->out_sum, m->save)) != WD_OK)

@@ -219,6 +219,11 @@ size_t wd_mg_coarse_build_cuda_bytes(size_t volume, size_t nghost, int nvec, int
  * transfers: volume x 12); WD_ERR_NO_DEVICE in a build without CUDA */
 wd_status wd_mg_vector_set_cuda(size_t volume, int nvec, int k, const double *field, double *v);
 
+/* bytes from device memory src into pageable host memory dst through two
+ * pinned chunks, the host side copied by several threads (the
+ * orthonormalisation's staging); WD_ERR_NO_DEVICE in a build without CUDA */
+wd_status wd_mg_download_cuda(void *dst, const void *src, size_t bytes);
+
 /* wd_mg_random_start (wd_mg.h) on the GPU into v (device memory, the host
  * order): the same bits; WD_ERR_NO_DEVICE in a build without CUDA */
 wd_status wd_mg_random_start_cuda(const int dims[4], const int ext[4], const int org[4],
