@@ -27,7 +27,9 @@
  *   apply     the coarse operator of a random gauge field (wd_mg_coarse_build
  *             of orthonormalised random vectors) against wd_mg_op_apply, in
  *             single and half links (nvec 8 and, where built, 24): 1e-5 and
- *             1e-3 (16-bit links and fields) relative to the largest entry
+ *             1e-3 (16-bit links and fields) relative to the largest entry;
+ *             again with skip_local, the packed block 8 poisoned (NaN),
+ *             against the operator with its local block zero
  * One line per check; "N of M failed" last; exit 0 when all pass.
  */
 #include <complex.h>
@@ -560,6 +562,36 @@ static void test_apply(const double complex *u, const int dims[4], int nvec, int
     snprintf(name, sizeof name, "apply nvec %d %s links vs wd_mg_op_apply", nvec,
              precision == 2 ? "half" : "single");
     check(name, st == WD_OK ? rel_diff_f(out, wp, cn * 2) : INFINITY, precision == 2 ? 1e-3 : 1e-5);
+
+    /* skip_local: block 8 poisoned (NaN floats; half: its norm NaN) and
+     * not read, against wd_mg_op_apply with the local block zero */
+    const size_t nn = (size_t)n * n, block_reals = 2 * nn;
+    for (size_t s = 0; s < coarse.volume; ++s) {
+        memset(coarse.links + (s * 9 + 8) * nn, 0, nn * sizeof *coarse.links);
+        if (precision == 2) {
+            lnorm[s * 9 + 8] = NAN;
+        } else {
+            for (size_t r = 0; r < block_reals; ++r)
+                ((float *)links)[(s * 9 + 8) * block_reals + r] = NAN;
+        }
+    }
+    up(dl, links, lay.link_bytes);
+    if (lnorm)
+        up(dln, lnorm, lay.link_norm_bytes);
+    lv.skip_local = 1;
+    poison(dout, cn * 2);
+    const wd_status st2 = ops->apply(&lv, dout, din);
+    down(out, dout, cn * 2 * sizeof(float));
+    wd_mg_op_apply(&coarse, want, c);
+    for (size_t j = 0; j < cn; ++j) {
+        const size_t s = j / n, i = j % n;
+        wp[s * 2 * n + i] = creal(want[j]);
+        wp[s * 2 * n + n + i] = cimag(want[j]);
+    }
+    snprintf(name, sizeof name, "apply nvec %d %s skip_local (block 8 poisoned, unread)", nvec,
+             precision == 2 ? "half" : "single");
+    check(name, st2 == WD_OK ? rel_diff_f(out, wp, cn * 2) : INFINITY,
+          precision == 2 ? 1e-3 : 1e-5);
     ops->free(dl);
     ops->free(dn);
     ops->free(dln);

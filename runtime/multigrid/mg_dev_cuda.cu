@@ -286,6 +286,7 @@ wd_status cuda_apply(const wd_mg_dev_level *lv, float *out, const float *in)
     a.link_norm = lv->link_norm;
     a.nbr = lv->nbr;
     a.volume = vol;
+    a.skip_local = lv->skip_local;
     wd_status st;
     if (half) {
         if (2 * n > 1024)

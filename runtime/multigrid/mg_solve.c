@@ -833,6 +833,7 @@ static wd_status dev_schur(wd_mg *mg, int l)
         free(pack);
         free(norm);
         hp->nbr = v->dhnbr[p];
+        hp->skip_local = 1;
         hp->links = v->dhlinks[p];
         hp->link_norm = v->dhlink_norm[p];
         hp->hin = v->dop.hin;
