@@ -27,6 +27,7 @@
  * bytes_allocated / bytes_peak count every field and gauge field the
  * backend holds (data, half-precision norms, padding).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,11 +87,21 @@ wd_status wd_backend_open(wd_backend *be, wd_backend_kind kind, const int dims[4
 
 void wd_backend_allsum(wd_backend *be, double *v, int n)
 {
-    if (be->grid.size == 1)
+    if (be->grid.size == 1 || be->sum_local)
         return;
+    /* a rank whose backend has failed sums NaN: every rank then meets the
+     * failure in this same reduction, where the solvers agree on the
+     * status (krylov.c), so a healthy step needs no agreement of its own */
+    if (be->error != WD_OK)
+        for (int i = 0; i < n; ++i)
+            v[i] = NAN;
     const wd_status st = wd_comm_sum(v, n);
-    if (st != WD_OK && be->error == WD_OK)
-        be->error = st;
+    if (st != WD_OK) {
+        if (be->error == WD_OK)
+            be->error = st;
+        for (int i = 0; i < n; ++i)
+            v[i] = NAN;
+    }
 }
 
 wd_status wd_backend_agree(wd_status st)
@@ -526,6 +537,18 @@ static double lane_flops(wd_lane_op op, const wd_field *y)
     }
 }
 
+/* whether op reduces (returns values in res) */
+static int lane_reduces(wd_lane_op op)
+{
+    switch (op) {
+    case WD_LANE_NORM2: case WD_LANE_CDOT: case WD_LANE_AXPY_NORM2: case WD_LANE_CDOT_NORM2:
+    case WD_LANE_CAXPY_NORM2_CDOT: case WD_LANE_BICGSTAB_UPDATE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* one lane through the one-lane table entries; r: its 3 results */
 static void lane_one(wd_backend *be, wd_lane_op op, wd_complex a, wd_complex b, const wd_field *x,
                      wd_field *y, wd_field *z, const wd_field *w, const wd_field *u, double *r)
@@ -582,6 +605,12 @@ void wd_blas_lanes5(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_f
         be->ops->blas_lanes(be, op, l, x, y, z, w, u, res);
         return;
     }
+    /* every lane's local sums first (wd_backend_allsum leaves them local),
+     * then one global sum of them all: each value is summed over the ranks
+     * in rank order as the lane's own call would sum it, so the bits are
+     * the same, for one collective a call instead of one a lane */
+    double all[3 * WD_LANES_MAX] = {0};
+    be->sum_local = 1;
     for (int j = 0; j < l->n; ++j) {
         const int q = l->idx[j];
         const wd_field *const in[5] = {x, y, z, w, u};
@@ -589,12 +618,14 @@ void wd_blas_lanes5(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_f
         for (int k = 0; k < 5; ++k)
             if (in[k])
                 v[k] = wd_field_view(in[k], q, 1);
-        double r[3] = {0, 0, 0};
         lane_one(be, op, l->a[j], l->b[j], x ? &v[0] : NULL, y ? &v[1] : NULL, z ? &v[2] : NULL,
-                 w ? &v[3] : NULL, u ? &v[4] : NULL, r);
-        if (res)
-            memcpy(res + 3 * j, r, sizeof r);
+                 w ? &v[3] : NULL, u ? &v[4] : NULL, all + 3 * j);
     }
+    be->sum_local = 0;
+    if (lane_reduces(op))
+        wd_backend_allsum(be, all, 3 * l->n);
+    if (res)
+        memcpy(res, all, 3 * (size_t)l->n * sizeof *res);
 }
 
 void wd_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,

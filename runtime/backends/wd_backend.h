@@ -63,8 +63,10 @@
  *
  * Errors.  Operations returning wd_status report failures directly; BLAS
  * operations return void or their reductions, and a backend records its
- * first failure in be->error (with wd_fail's message); the solvers poll it
- * once per iteration.
+ * first failure in be->error (with wd_fail's message).  On one process the
+ * solvers poll it once per iteration; on a grid a failed rank's reductions
+ * sum NaN on every rank (wd_backend_allsum), and there the solvers agree
+ * on it (wd_backend_agree).
  */
 #ifndef WDIRAC_BACKEND_H
 #define WDIRAC_BACKEND_H
@@ -144,9 +146,10 @@ typedef struct wd_backend wd_backend;
  * a[j], b[j] and its own reductions in res[3 j .. 3 j + 2].  On each lane
  * an operation is exactly the one-lane operation of the table named beside
  * it (the same arithmetic and reduction order: the same bits), so a
- * backend without blas_lanes runs the lanes one after another; the CUDA
- * backend runs every lane in one launch and reads all their reductions
- * back after one synchronisation.
+ * backend without blas_lanes runs the lanes one after another (and on a
+ * grid sums all their reductions over the ranks in one wd_backend_allsum);
+ * the CUDA backend runs every lane in one launch and reads all their
+ * reductions back after one synchronisation (and one sum over the ranks).
  */
 #define WD_LANES_MAX 16
 typedef enum wd_lane_op {
@@ -298,6 +301,8 @@ struct wd_backend {
     int volume_cb;
     int pad;                 /* elements of padding after each sub-array */
     wd_status error;         /* first failure of a void operation, sticky */
+    int sum_local;           /* wd_backend_allsum leaves sums local (set by
+                              * wd_blas_lanes, which sums its lanes at once) */
     size_t bytes_allocated;  /* fields + gauge now held */
     size_t bytes_peak;
     double flops;            /* counted by the wrappers below */
@@ -325,7 +330,10 @@ wd_status wd_backend_open_lattice(wd_backend *be, wd_backend_kind kind, const wd
  * that all take the same branch before the next collective call. */
 wd_status wd_backend_agree(wd_status st);
 /* For backends: the global sum over ranks of a reduction's n local values
- * (a no-op on one rank); a failure is recorded in be->error. */
+ * (a no-op on one rank); a failure is recorded in be->error.  A rank whose
+ * be->error is set contributes NaN, so every rank's result is NaN at the
+ * same reduction (a failure of the sum itself gives NaN on this rank):
+ * the solvers agree on be->error only where a reduction is not finite. */
 void wd_backend_allsum(wd_backend *be, double *v, int n);
 void wd_backend_close(wd_backend *be);
 

@@ -22,6 +22,9 @@
  *                                     the two neighbours, nonblocking
  *   wd_comm_bcast                     bytes from one rank to all
  *   wd_comm_send / wd_comm_recv       blocking bytes between two ranks
+ *   wd_comm_collectives               how many collective calls of this
+ *                                     module this process has made (tests
+ *                                     count a solver's reductions with it)
  *
  * Notes: wdirac talks on two duplicates of MPI_COMM_WORLD of its own, one
  * for halos and one for everything else, so none of its messages matches
@@ -50,6 +53,8 @@
 #define SUM_MAX 64
 
 static int my_rank = 0, n_ranks = 1;
+/* calls of agree, sum, max and bcast that communicated (wd_comm_collectives) */
+static long n_collectives;
 
 #ifdef WD_HAVE_MPI
 /* Bytes per MPI call of bcast, send and recv.  tests/meson.build builds a
@@ -224,12 +229,18 @@ wd_status wd_agree(wd_status st)
     return wd_comm_agree(st);
 }
 
+long wd_comm_collectives(void)
+{
+    return n_collectives;
+}
+
 wd_status wd_comm_agree(wd_status st)
 {
 #ifdef WD_HAVE_MPI
     if (n_ranks > 1) {
         const int mine = st != WD_OK ? my_rank : n_ranks;
         int first = n_ranks, rc;
+        n_collectives++;
         if ((rc = MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm)) != MPI_SUCCESS)
             return mpi_fail(rc, "MPI_Allreduce (agreeing on a status)");
         if (first == n_ranks)
@@ -263,6 +274,7 @@ wd_status wd_comm_sum(double *v, int n)
         return wd_fail(WD_ERR_INVALID, "wd_comm_sum: n = %d, must be 0..%d", n, SUM_MAX);
 #ifdef WD_HAVE_MPI
     if (n_ranks > 1 && n > 0) {
+        n_collectives++;
         int rc = MPI_Allgather(v, n, MPI_DOUBLE, gathered, n, MPI_DOUBLE, comm);
         if (rc != MPI_SUCCESS)
             return mpi_fail(rc, "MPI_Allgather (global sum of %d doubles)", n);
@@ -286,6 +298,7 @@ wd_status wd_comm_max(double *v, int n)
         return wd_fail(WD_ERR_INVALID, "wd_comm_max: n = %d, must be 0..%d", n, SUM_MAX);
 #ifdef WD_HAVE_MPI
     if (n_ranks > 1 && n > 0) {
+        n_collectives++;
         /* a maximum is exact: MPI's own reduction gives the same bits everywhere */
         const int rc = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, comm);
         if (rc != MPI_SUCCESS)
@@ -391,6 +404,7 @@ wd_status wd_comm_bcast(void *buf, size_t bytes, int root)
                        "wd_comm_bcast of %zu bytes from rank %d: the run has ranks 0..%d", bytes,
                        root, n_ranks - 1);
 #ifdef WD_HAVE_MPI
+    n_collectives += n_ranks > 1 && bytes > 0;
     for (size_t off = 0; n_ranks > 1 && off < bytes; off += WD_COMM_CHUNK) {
         const size_t c = bytes - off < WD_COMM_CHUNK ? bytes - off : WD_COMM_CHUNK;
         int rc = MPI_Bcast((char *)buf + off, (int)c, MPI_BYTE, root, comm);

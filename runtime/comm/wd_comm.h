@@ -32,6 +32,9 @@
  *   wd_comm_bcast                     collective: bytes from one rank to all
  *   wd_comm_send / wd_comm_recv       blocking point-to-point bytes (slice
  *                                     streaming of the I/O)
+ *   wd_comm_collectives               how many collective calls (agree,
+ *                                     sum, max, bcast) this process has made
+ *                                     that communicated
  * and, for device buffers (comm_nccl.c; a build without NCCL answers
  * WD_ERR_INVALID naming what is missing):
  *   wd_comm_has_nccl                  1 when the build has NCCL
@@ -104,6 +107,12 @@ wd_status wd_comm_sum(double *v, int n);
 
 /* Collective: v[i] = the largest of every rank's v[i] (n <= 64). */
 wd_status wd_comm_max(double *v, int n);
+
+/* The number of calls of wd_comm_agree, _sum, _max and _bcast this process
+ * has made that communicated (more than one rank, something to send):
+ * tests count a solver's global reductions a step with it.  0 on one
+ * process. */
+long wd_comm_collectives(void);
 
 /* One dimension's halo exchange: send[WD_FWD] (bytes) goes to the forward
  * neighbour in mu, send[WD_BWD] to the backward one; recv[WD_FWD] receives

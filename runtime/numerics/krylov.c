@@ -68,11 +68,21 @@
  * waits in a collective (a halo, a sum) that another never reaches.  Every
  * value a branch reads is therefore a global reduction (the same bits on
  * every rank: a NaN in one rank's part is a NaN of every rank's sum) or a
- * status agreed over the ranks: the backend's sticky failure (be->error,
- * which a void operation sets on one rank alone) is agreed once an
- * iteration and at every true-residual check (agreed()), so a rank whose
- * backend failed stops with the others at the same point, every rank
- * returning its status and, on the others, "rank R: <its message>".
+ * status agreed over the ranks.  The backend's sticky failure (be->error,
+ * which a void operation sets on one rank alone) rides on the reductions:
+ * a failed rank contributes NaN to every global sum (wd_backend_allsum),
+ * so every rank finds the same reduction not finite, and there alone the
+ * ranks agree on be->error (settled(), agreed()) to tell a failure from a
+ * NaN of the iteration; a healthy iteration makes only its reductions
+ * (BiCGstab 3: <r0, v>; <t, s> with |t|^2; |r|^2 with <r0, r>.  CG 2:
+ * |Mhat p|^2; |r|^2), one global sum each for all lanes.  Each depends on
+ * the one before through a coefficient (alpha, omega), so fewer would
+ * need other recurrences (|r|^2 expanded from <s, t>, |t|^2, |s|^2;
+ * a pipelined BiCGstab or CG), which round differently.  The checks agree
+ * outright (agreed()), as they are rare.  A rank whose backend failed
+ * stops with the others at the same point, every rank returning its status
+ * and, on the others, "rank R: <its message>".  On one process the loop
+ * polls be->error once an iteration.
  *
  * Fault injection, for tests only: compiled with -DWD_FAULT_INJECTION
  * (tests/meson.build builds a copy of the program with this file so; the
@@ -146,6 +156,22 @@ static wd_status agreed(wd_backend *be)
     if (st != WD_OK && be->error == WD_OK)
         be->error = st;
     return st;
+}
+
+/* The reductions res[0..n) of a step, just summed over the ranks: WD_OK
+ * when they are finite or a NaN of the iteration itself, else the failure
+ * of a rank (agreed: every rank returns it).  A failed rank's NaN reaches
+ * every rank in the same sum (wd_backend_allsum), so the ranks agree
+ * exactly where a sum is not finite, never in a healthy step.  On one
+ * process WD_OK: the loop polls be->error. */
+static wd_status settled(wd_backend *be, const double *res, int n)
+{
+    if (be->grid.size <= 1)
+        return WD_OK;
+    for (int i = 0; i < n; ++i)
+        if (!isfinite(res[i]))
+            return agreed(be);
+    return WD_OK;
 }
 
 #ifdef WD_FAULT_INJECTION
@@ -501,8 +527,9 @@ static void accumulate_lanes(wd_krylov *ks0, const wd_lanes *l, const wd_field *
 
 /* BiCGstab phase B on every stepping lane: alpha = rho / <r0, v>, then
  * rs -= alpha v (a lane whose coefficients vanish breaks down instead);
- * fused: <r0, v> already reduced by the operator (one lane) */
-static void bicgstab_b(lane *L, int n, const double *fused)
+ * fused: <r0, v> already reduced by the operator (one lane).  Not WD_OK:
+ * a rank's failure (settled) */
+static wd_status bicgstab_b(lane *L, int n, const double *fused)
 {
     wd_krylov *ks0 = L[0].ks;
     int want[WD_LANES_MAX];
@@ -512,6 +539,9 @@ static void bicgstab_b(lane *L, int n, const double *fused)
         memcpy(res, fused, 3 * sizeof *res);
     else
         wd_blas_lanes(ks0->be, WD_LANE_CDOT, &l, ks0->r0, ks0->v, NULL, res);
+    const wd_status st = settled(ks0->be, res, 3 * l.n);
+    if (st != WD_OK)
+        return st;
     for (int j = 0; j < l.n; ++j) {
         lane *Li = &L[l.idx[j]];
         const double complex r0v = CMPLX(res[3 * j], res[3 * j + 1]);
@@ -526,12 +556,14 @@ static void bicgstab_b(lane *L, int n, const double *fused)
     for (int j = 0; j < l.n; ++j)
         l.a[j] = wc(-L[l.idx[j]].alpha);
     wd_blas_lanes(ks0->be, WD_LANE_CAXPY, &l, ks0->v, ks0->rs, NULL, NULL);
+    return WD_OK;
 }
 
 /* BiCGstab phase C on every stepping lane: omega, the accumulation, the
  * new residual and rho, the classification (and a lane's check), the new
- * direction; fused: <s, t> and |t|^2 already reduced by the operator */
-static void bicgstab_c(lane *L, int n, const double *fused)
+ * direction; fused: <s, t> and |t|^2 already reduced by the operator.
+ * Not WD_OK: a rank's failure (settled) */
+static wd_status bicgstab_c(lane *L, int n, const double *fused)
 {
     wd_krylov *ks0 = L[0].ks;
     wd_backend *be = ks0->be;
@@ -547,6 +579,9 @@ static void bicgstab_c(lane *L, int n, const double *fused)
     } else {
         wd_blas_lanes(be, WD_LANE_CDOT_NORM2, &l, ks0->t, ks0->rs, NULL, res);
     }
+    wd_status st = settled(be, res, 3 * l.n);
+    if (st != WD_OK)
+        return st;
     for (int j = 0; j < l.n; ++j) {
         lane *Li = &L[l.idx[j]];
         const double *ts = res + 3 * j;
@@ -564,6 +599,8 @@ static void bicgstab_c(lane *L, int n, const double *fused)
             l.a[j] = wc(-L[l.idx[j]].omega);
         wd_blas_lanes(be, WD_LANE_CAXPY_NORM2_CDOT, &l, ks0->t, ks0->rs, ks0->r0, res);
     }
+    if ((st = settled(be, res, 3 * l.n)) != WD_OK)
+        return st;
     for (int j = 0; j < l.n; ++j) {
         const int i = l.idx[j];
         lane *Li = &L[i];
@@ -608,11 +645,13 @@ static void bicgstab_c(lane *L, int n, const double *fused)
         Li->rho = rho_new[l.idx[j]];
     }
     wd_blas_lanes(be, WD_LANE_CXPAYPBZ, &l, ks0->rs, ks0->v, ks0->p, NULL);
+    return WD_OK;
 }
 
 /* CG phase B on every stepping lane: p^dag A p = |Mhat p|^2 (fused:
- * already reduced by the operator, in fused[2]) */
-static void cg_b(lane *L, int n, const double *fused)
+ * already reduced by the operator, in fused[2]).  Not WD_OK: a rank's
+ * failure (settled) */
+static wd_status cg_b(lane *L, int n, const double *fused)
 {
     wd_krylov *ks0 = L[0].ks;
     int want[WD_LANES_MAX];
@@ -622,6 +661,9 @@ static void cg_b(lane *L, int n, const double *fused)
         res[0] = fused[2];
     else
         wd_blas_lanes(ks0->be, WD_LANE_NORM2, &l, ks0->t, NULL, NULL, res);
+    const wd_status st = settled(ks0->be, res, fused ? 1 : 3 * l.n);
+    if (st != WD_OK)
+        return st;
     for (int j = 0; j < l.n; ++j) {
         lane *Li = &L[l.idx[j]];
         Li->pap = res[3 * j];
@@ -630,12 +672,13 @@ static void cg_b(lane *L, int n, const double *fused)
         if (!(Li->pap > 0) && isfinite(Li->pap))
             lane_breakdown(Li);
     }
+    return WD_OK;
 }
 
 /* CG phase C on every stepping lane: the new residual, its classification,
  * the accumulation and the new direction (one pass where no check
- * follows), or a lane's check */
-static void cg_c(lane *L, int n)
+ * follows), or a lane's check.  Not WD_OK: a rank's failure (settled) */
+static wd_status cg_c(lane *L, int n)
 {
     wd_krylov *ks0 = L[0].ks;
     wd_backend *be = ks0->be;
@@ -649,6 +692,9 @@ static void cg_c(lane *L, int n)
         l.a[j] = wc(-alpha[l.idx[j]]);
     }
     wd_blas_lanes(be, WD_LANE_AXPY_NORM2, &l, ks0->v, ks0->rs, NULL, res);
+    const wd_status st = settled(be, res, 3 * l.n);
+    if (st != WD_OK)
+        return st;
     for (int i = 0; i < n; ++i)
         fused[i] = 0;
     for (int j = 0; j < l.n; ++j) {
@@ -718,6 +764,7 @@ static void cg_c(lane *L, int n)
         L[i].r2 = r2_new[i];
     }
     wd_blas_lanes(be, WD_LANE_XPAY, &d, ks0->rs, ks0->p, NULL, NULL);
+    return WD_OK;
 }
 
 enum { ROLE_P, ROLE_V, ROLE_T, ROLE_RS, ROLE_XS, ROLE_R0 };
@@ -864,8 +911,9 @@ wd_status wd_krylov_run_many(wd_krylov *ks, int n, wd_status *lane_status)
                 phase_a(&L[i]);
                 stepping += L[i].step;
             }
-        /* the one agreement an iteration on a grid */
-        if ((st = agreed(be)) != WD_OK)
+        /* one process: a failure is polled here; a grid's reaches every
+         * rank in the next global sum (settled) */
+        if (be->grid.size <= 1 && (st = be->error) != WD_OK)
             break;
         if (fatal_lane(L, n) >= 0 || !stepping)
             break;
@@ -874,8 +922,8 @@ wd_status wd_krylov_run_many(wd_krylov *ks, int n, wd_status *lane_status)
                                        bicg ? ROLE_R0 : ROLE_NONE, red)
                         : apply(L, n, bicg ? ROLE_V : ROLE_T, ROLE_P, 0)) != WD_OK)
             break;
-        (bicg ? bicgstab_b : cg_b)(L, n, fused ? red : NULL);
-        if (fatal_lane(L, n) >= 0)
+        if ((st = (bicg ? bicgstab_b : cg_b)(L, n, fused ? red : NULL)) != WD_OK ||
+            fatal_lane(L, n) >= 0)
             break;
 #ifdef WD_FAULT_INJECTION
         inject_fault(&ks[0]);
@@ -886,11 +934,8 @@ wd_status wd_krylov_run_many(wd_krylov *ks, int n, wd_status *lane_status)
             st = bicg ? apply(L, n, ROLE_T, ROLE_RS, 0) : apply(L, n, ROLE_V, ROLE_T, 1);
         if (st != WD_OK)
             break;
-        if (bicg)
-            bicgstab_c(L, n, fused ? red : NULL);
-        else
-            cg_c(L, n);
-        if (fatal_lane(L, n) >= 0)
+        if ((st = bicg ? bicgstab_c(L, n, fused ? red : NULL) : cg_c(L, n)) != WD_OK ||
+            fatal_lane(L, n) >= 0)
             break;
     }
     if (st == WD_OK) {
