@@ -22,12 +22,12 @@ import os
 from .axes import COARSE_BLOCKS
 from .render import _env, _write, banner
 
-# the 9 blocks of a site in groups of 1: a row's sums split over 9 CUDA
-# threads, a block each (and summed block by block on the CPU, the same
-# order).  Measured on nvidia-h100-x1 (docs/coarse-kernels.md): 3 groups
-# left the even-odd hops of a 6^3x16 coarse lattice (1728 sites) short of
-# threads
-GROUPS = 9
+# the 9 blocks of a site in groups of 3: a row's sums split over 3 CUDA
+# threads (and summed group by group on the CPU, the same order).  Nine
+# groups, a block a thread, measured slower on nvidia-h100-x1
+# (docs/coarse-kernels.md): half Nvec 24 at 12^3x24 71% of copy against
+# 77%, and no faster on the 1728 sites of an even-odd hop
+GROUPS = 3
 assert COARSE_BLOCKS % GROUPS == 0
 
 MAIN_TEMPLATES = {"_body.h": "coarse_body.h.j2", "_cpu.c": "coarse_cpu.c.j2",

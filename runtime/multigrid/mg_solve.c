@@ -111,7 +111,8 @@ enum {
     PROF_TRANSFER,      /* the fine field's moves, P^dag and P */
     PROF_COARSE_APPLY,  /* coarse operators with their face exchange */
     PROF_COARSE_BLAS,   /* the rest of the coarse solves */
-    PROF_MOVES,         /* the source in (scaled) and the solution out */
+    PROF_SOURCE,        /* the source in (scaled) */
+    PROF_SOLUTION,      /* the solution out */
     PROF_PARTS
 };
 
@@ -1844,7 +1845,7 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
     if (st != WD_OK)
         return st;
     wd_mg_pair_ax(f->be, scale, &f->b);
-    prof(mg, PROF_MOVES);
+    prof(mg, PROF_SOURCE);
     double rel;
     const int loud = (mg->set.verbosity >= 2 || s->verbosity >= 3) &&
                      (mg->ranks == 1 || wd_comm_rank() == 0);
@@ -1853,7 +1854,7 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
     const wd_status xst = wd_mg_fine_to_host(f, (double complex *)x, &f->x);
     if (xst != WD_OK)
         return xst;
-    prof(mg, PROF_MOVES);
+    prof(mg, PROF_SOLUTION);
     if (mg->set.verbosity >= 1) {
         const double total = now_s() - t0;
         fprintf(stderr, "wdirac multigrid: solve %.3f s: the fine level %.3f s, the coarse levels "
@@ -1865,12 +1866,12 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
         fprintf(stderr, "wdirac multigrid: profile (the device synchronised after each part): "
                 "smoother %.3f s, fine applications %.3f s, outer orthogonalisation %.3f s, "
                 "restarts %.3f s, transfers %.3f s, coarse applications %.3f s (%ld, %.1f us "
-                "each), the coarse solves' other work %.3f s, the source in and solution out "
-                "%.3f s\n", p[PROF_SMOOTH],
+                "each), the coarse solves' other work %.3f s, the source in %.3f s, the solution "
+                "out %.3f s\n", p[PROF_SMOOTH],
                 p[PROF_FINE_APPLY], p[PROF_ORTH], p[PROF_RESTART], p[PROF_TRANSFER],
                 p[PROF_COARSE_APPLY], mg->prof_applies,
                 mg->prof_applies ? 1e6 * p[PROF_COARSE_APPLY] / mg->prof_applies : 0.0,
-                p[PROF_COARSE_BLAS], p[PROF_MOVES]);
+                p[PROF_COARSE_BLAS], p[PROF_SOURCE], p[PROF_SOLUTION]);
     }
     stats->iterations = it;
     stats->sloppy_iterations = it;
