@@ -158,7 +158,7 @@ wd_status wd_mg_fine_solver(wd_mg_fine *f, const wd_solver_host *h)
     /* the solves' host transfers made ready here (a GPU backend's staging
      * buffers are made by its first host transfer, which a setup that
      * keeps its vectors on the GPU no longer makes): x, zeroed, downloaded
-     * once */
+     * once, and uploaded into b and scaled, as a solve's source is */
     double *host = st == WD_OK ? calloc(wd_volume(be->dims) * 24, sizeof *host) : NULL;
     if (st == WD_OK && !host)
         st = wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate a host field");
@@ -167,6 +167,8 @@ wd_status wd_mg_fine_solver(wd_mg_fine *f, const wd_solver_host *h)
         wd_blas_zero(be, &f->x.o);
         st = wd_download_pair(be, host, &f->x.e, &f->x.o, 0, NULL);
     }
+    if (st == WD_OK && (st = wd_upload_pair(be, &f->b.e, &f->b.o, host, 0, NULL)) == WD_OK)
+        wd_mg_pair_ax(be, 1.0, &f->b);
     free(host);
     return st;
 }
