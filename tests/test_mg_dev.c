@@ -18,6 +18,10 @@
  *             fields of 37 x 48, 3456 x 48 and 16 x 16 (sizes that are no
  *             multiple of a block); every reduction run twice gives the
  *             same bits
+ *   half ops  pack_half (random distinct sites, the host rounding's bits,
+ *             the other sites untouched), move_half (exact), xmy_half
+ *             (1e-6) on 3456 x 48 and 37 x 16; apply_half after pack_half,
+ *             widened, the bits of apply (half links)
  *   transfer  restrict_ and prolong against wd_mg_restrict / wd_mg_prolong
  *             of the host (float64) on an 8^4 lattice, blocks 4^4 and
  *             2^4, nvec 8 and 24: from the host layout (12 components a
@@ -495,6 +499,125 @@ static void test_transfer(const int dims[4], int n_fine, const int block[4], int
 
 /* the coarse operator of a random gauge field, applied by the backend in
  * single or half links against wd_mg_op_apply */
+/* a site of a single field rounded to 16 bits as the kernels' store */
+static void ref_to_half(int n, const float *x, short *h, float *norm)
+{
+    float m = 0.0f;
+    for (int i = 0; i < 2 * n; ++i)
+        m = wd_max_abs(m, x[i]);
+    const float sc = wd_half_scale(m);
+    for (int i = 0; i < 2 * n; ++i)
+        h[i] = wd_round_short(x[i] * sc);
+    *norm = m;
+}
+
+/* pack_half, move_half and xmy_half on fresh random fields of `volume`
+ * sites of n components: `count` distinct random sites written, the rest
+ * untouched (poisoned), against host references */
+static void test_half_ops(int volume, int n, int count)
+{
+    char name[96];
+    const size_t reals = 2 * (size_t)n;
+    float *x = xalloc(volume * reals * sizeof *x), *nrm = xalloc(volume * sizeof *nrm);
+    short *h = xalloc(volume * reals * sizeof *h), *want = xalloc(volume * reals * sizeof *h);
+    float *want_norm = xalloc(volume * sizeof *want_norm);
+    int *perm = xalloc(volume * sizeof *perm);
+    for (int i = 0; i < volume; ++i)
+        perm[i] = i;
+    for (int i = volume - 1; i > 0; --i) {
+        const int j = (int)(wd_rng_uniform(&rng) * (i + 1)), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    for (size_t i = 0; i < volume * reals; ++i)
+        x[i] = (float)wd_rng_normal(&rng) * (i % 7 ? 1.0f : 30.0f);
+    /* the poison: 16-bit 0x7f7f, norms NaN */
+    memset(want, 0x7f, volume * reals * sizeof *want);
+    for (int s = 0; s < volume; ++s)
+        want_norm[s] = NAN;
+    for (int i = 0; i < count; ++i)
+        ref_to_half(n, x + (size_t)i * reals, want + (size_t)perm[i] * reals,
+                    want_norm + perm[i]);
+    void *dh = dev_alloc(volume * reals * sizeof *h);
+    float *dnorm = dev_alloc(volume * sizeof(float)), *dx = dev_alloc(volume * reals * sizeof *x);
+    int *dperm = dev_alloc(volume * sizeof(int));
+    short *poison16 = xalloc(volume * reals * sizeof *h);
+    memset(poison16, 0x7f, volume * reals * sizeof *h);
+    up(dh, poison16, volume * reals * sizeof *h);
+    poison(dnorm, volume);
+    up(dx, x, volume * reals * sizeof *x);
+    up(dperm, perm, volume * sizeof(int));
+    wd_status st = ops->pack_half(count, n, dperm, dx, dh, dnorm);
+    down(h, dh, volume * reals * sizeof *h);
+    down(nrm, dnorm, volume * sizeof *nrm);
+    int same = st == WD_OK && !memcmp(h, want, volume * reals * sizeof *h);
+    for (int s = 0; same && s < volume; ++s)
+        same = isnan(want_norm[s]) ? isnan(nrm[s]) : nrm[s] == want_norm[s];
+    snprintf(name, sizeof name, "pack_half %d of %d sites x %d", count, volume, n);
+    check_true(name, same, st == WD_OK ? "the host rounding's bits, the rest untouched"
+                                       : wd_last_error());
+
+    /* move_half: the packed sites perm[i] back to site i of a second field */
+    void *dh2 = dev_alloc(volume * reals * sizeof *h);
+    float *dnorm2 = dev_alloc(volume * sizeof(float));
+    up(dh2, poison16, volume * reals * sizeof *h);
+    poison(dnorm2, volume);
+    short *compact = xalloc(volume * reals * sizeof *h);
+    float *compact_norm = xalloc(volume * sizeof *compact_norm);
+    for (int i = 0; i < count; ++i) {
+        memcpy(compact + (size_t)i * reals, want + (size_t)perm[i] * reals, reals * sizeof *h);
+        compact_norm[i] = want_norm[perm[i]];
+    }
+    up(dh2, compact, (size_t)count * reals * sizeof *h);
+    up(dnorm2, compact_norm, count * sizeof(float));
+    up(dh, poison16, volume * reals * sizeof *h);
+    poison(dnorm, volume);
+    st = ops->move_half(count, n, dperm, dh2, dnorm2, dh, dnorm);
+    down(h, dh, volume * reals * sizeof *h);
+    down(nrm, dnorm, volume * sizeof *nrm);
+    same = st == WD_OK && !memcmp(h, want, volume * reals * sizeof *h);
+    for (int s = 0; same && s < volume; ++s)
+        same = isnan(want_norm[s]) ? isnan(nrm[s]) : nrm[s] == want_norm[s];
+    snprintf(name, sizeof name, "move_half %d of %d sites x %d", count, volume, n);
+    check_true(name, same, st == WD_OK ? "the same bytes, the rest untouched" : wd_last_error());
+
+    /* xmy_half: y = z - h over the count compact sites, z fresh */
+    float *y = xalloc((size_t)count * reals * sizeof *y);
+    double *yref = xalloc((size_t)count * reals * sizeof *yref);
+    for (size_t i = 0; i < (size_t)count * reals; ++i)
+        x[i] = (float)wd_rng_normal(&rng);
+    up(dx, x, (size_t)count * reals * sizeof *x);
+    for (int i = 0; i < count; ++i)
+        for (size_t r = 0; r < reals; ++r)
+            yref[(size_t)i * reals + r] =
+                (double)x[(size_t)i * reals + r] -
+                compact[(size_t)i * reals + r] * (double)compact_norm[i] / WD_HALF_SCALE;
+    float *dy = dev_alloc((size_t)count * reals * sizeof *y);
+    poison(dy, (size_t)count * reals);
+    st = ops->xmy_half(count, n, dx, dh2, dnorm2, dy);
+    down(y, dy, (size_t)count * reals * sizeof *y);
+    snprintf(name, sizeof name, "xmy_half %d sites x %d", count, n);
+    check(name, st == WD_OK ? rel_diff_f(y, yref, (size_t)count * reals) : INFINITY, 1e-6);
+    ops->free(dh);
+    ops->free(dh2);
+    ops->free(dnorm);
+    ops->free(dnorm2);
+    ops->free(dx);
+    ops->free(dy);
+    ops->free(dperm);
+    free(x);
+    free(nrm);
+    free(h);
+    free(want);
+    free(want_norm);
+    free(perm);
+    free(poison16);
+    free(compact);
+    free(compact_norm);
+    free(y);
+    free(yref);
+}
+
 static void test_apply(const double complex *u, const int dims[4], int nvec, int precision)
 {
     char name[96];
@@ -562,6 +685,27 @@ static void test_apply(const double complex *u, const int dims[4], int nvec, int
     snprintf(name, sizeof name, "apply nvec %d %s links vs wd_mg_op_apply", nvec,
              precision == 2 ? "half" : "single");
     check(name, st == WD_OK ? rel_diff_f(out, wp, cn * 2) : INFINITY, precision == 2 ? 1e-3 : 1e-5);
+
+    if (precision == 2) {
+        /* apply_half on the input packed by pack_half, widened here: apply's
+         * bits */
+        const size_t reals = cn * 2;
+        short *ho = xalloc(reals * sizeof *ho);
+        float *hn = xalloc(coarse.volume * sizeof *hn), *widened = xalloc(reals * sizeof *widened);
+        wd_status sh = ops->pack_half((int)coarse.volume, n, NULL, din, lv.hin, lv.hin_norm);
+        if (sh == WD_OK)
+            sh = ops->apply_half(&lv);
+        down(ho, lv.hout, reals * sizeof *ho);
+        down(hn, lv.hout_norm, coarse.volume * sizeof *hn);
+        for (size_t r = 0; r < reals; ++r)
+            widened[r] = wd_s2f(ho[r]) * (hn[r / (2 * n)] * WD_HALF_INV_SCALE);
+        snprintf(name, sizeof name, "apply_half nvec %d (pack_half, widened) = apply", nvec);
+        check_true(name, sh == WD_OK && !memcmp(widened, out, reals * sizeof *out),
+                   sh == WD_OK ? "the same bits" : wd_last_error());
+        free(ho);
+        free(hn);
+        free(widened);
+    }
 
     /* skip_local: block 8 poisoned (NaN floats; half: its norm NaN) and
      * not read, against wd_mg_op_apply with the local block zero */
@@ -637,6 +781,8 @@ int main(int argc, char **argv)
     test_blas(37, 48);
     test_blas(3456, 48);
     test_blas(16, 16);
+    test_half_ops(3456, 48, 1728);
+    test_half_ops(37, 16, 37);
     const int dims[4] = {8, 8, 8, 8}, b4[4] = {4, 4, 4, 4}, b2[4] = {2, 2, 2, 2};
     const int cdims[4] = {4, 4, 4, 4};
     for (int prec = 4; prec >= 2; prec -= 2) {

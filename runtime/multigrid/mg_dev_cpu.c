@@ -80,6 +80,56 @@ static wd_status cpu_apply(const wd_mg_dev_level *lv, float *out, const float *i
     return st;
 }
 
+static wd_status cpu_apply_half(const wd_mg_dev_level *lv)
+{
+    if (lv->layout.precision != 2)
+        return wd_fail(WD_ERR_INVALID, "multigrid: apply_half on a level of precision %d",
+                       lv->layout.precision);
+    const wd_coarse_args a = {.out = lv->hout, .out_norm = lv->hout_norm, .in = lv->hin,
+                              .in_norm = lv->hin_norm, .links = lv->links,
+                              .link_norm = lv->link_norm, .nbr = lv->nbr,
+                              .volume = lv->layout.volume, .skip_local = lv->skip_local};
+    return wd_coarse_apply_cpu(&lv->layout, 0, 0, &a);
+}
+
+static wd_status cpu_pack_half(int count, int n, const int *sites, const float *src, void *dst,
+                               float *dst_norm)
+{
+#pragma omp parallel for schedule(static) if ((size_t)count * n >= WD_MG_PARALLEL_MIN)
+    for (int i = 0; i < count; ++i) {
+        const size_t s = sites ? (size_t)sites[i] : (size_t)i;
+        to_half(1, n, src + (size_t)i * 2 * n, (short *)dst + s * 2 * n, dst_norm + s);
+    }
+    return WD_OK;
+}
+
+static wd_status cpu_move_half(int count, int n, const int *sites, const void *src,
+                               const float *src_norm, void *dst, float *dst_norm)
+{
+#pragma omp parallel for schedule(static) if ((size_t)count * n >= WD_MG_PARALLEL_MIN)
+    for (int i = 0; i < count; ++i) {
+        const size_t s = sites ? (size_t)sites[i] : (size_t)i;
+        memcpy((short *)dst + s * 2 * n, (const short *)src + (size_t)i * 2 * n,
+               2 * (size_t)n * sizeof(short));
+        dst_norm[s] = src_norm[i];
+    }
+    return WD_OK;
+}
+
+static wd_status cpu_xmy_half(int count, int n, const float *x, const void *h, const float *norm,
+                              float *y)
+{
+#pragma omp parallel for schedule(static) if ((size_t)count * n >= WD_MG_PARALLEL_MIN)
+    for (int s = 0; s < count; ++s) {
+        const float f = norm[s] * WD_HALF_INV_SCALE;
+        for (int i = 0; i < 2 * n; ++i) {
+            const size_t at = (size_t)s * 2 * n + i;
+            y[at] = x[at] - wd_s2f(((const short *)h)[at]) * f;
+        }
+    }
+    return WD_OK;
+}
+
 /* whether a loop over `volume` sites of n components is worth threads */
 static int threaded(int volume, int n)
 {
@@ -395,4 +445,8 @@ const wd_mg_dev_ops wd_mg_dev_cpu_ops = {
     .caxpy_norm2 = cpu_caxpy_norm2,
     .restrict_ = cpu_restrict,
     .prolong = cpu_prolong,
+    .apply_half = cpu_apply_half,
+    .pack_half = cpu_pack_half,
+    .move_half = cpu_move_half,
+    .xmy_half = cpu_xmy_half,
 };

@@ -147,13 +147,13 @@ const cdot_launcher cdot_launchers[WD_MG_DEV_MULTI] = {
 
 /* single -> 16-bit, one block a site (blockDim.x = 2 n reals, up to 1024):
  * the site's largest |real| reduced in shared memory, as the kernels'
- * store */
-__global__ void k_to_half(int n, const float *x, short *h, float *norm)
+ * store; into site sites[b] of h (b where sites is NULL) */
+__global__ void k_to_half(int n, const float *x, const int *sites, short *h, float *norm)
 {
     extern __shared__ float mx[];
-    const size_t s = blockIdx.x;
+    const size_t s = sites ? (size_t)sites[blockIdx.x] : blockIdx.x;
     const int i = threadIdx.x;
-    const float v = x[s * 2 * n + i];
+    const float v = x[blockIdx.x * (size_t)2 * n + i];
     mx[i] = fabsf(v);
     __syncthreads();
     if (i == 0) {
@@ -294,7 +294,7 @@ wd_status cuda_apply(const wd_mg_dev_level *lv, float *out, const float *in)
                            "site (at most 512)", n);
         /* the ghost sites too: the kernel reads them across the faces */
         k_to_half<<<vol + lv->nghost, 2 * n, (2 * n + 1) * sizeof(float), s>>>(
-            n, in, (short *)lv->hin, lv->hin_norm);
+            n, in, NULL, (short *)lv->hin, lv->hin_norm);
         if ((st = launched("to_half")) != WD_OK)
             return st;
         a.in = lv->hin;
@@ -330,6 +330,78 @@ __global__ void k_scatter(size_t len, int floats, const int *sites, const float 
     const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (i < len)
         out[(size_t)sites[i / floats] * floats + i % floats] = in[i];
+}
+
+wd_status cuda_apply_half(const wd_mg_dev_level *lv)
+{
+    if (lv->layout.precision != 2)
+        return wd_fail(WD_ERR_INVALID, "multigrid: apply_half on a level of precision %d",
+                       lv->layout.precision);
+    wd_coarse_args a = {};
+    a.out = lv->hout;
+    a.out_norm = lv->hout_norm;
+    a.in = lv->hin;
+    a.in_norm = lv->hin_norm;
+    a.links = lv->links;
+    a.link_norm = lv->link_norm;
+    a.nbr = lv->nbr;
+    a.volume = lv->layout.volume;
+    a.skip_local = lv->skip_local;
+    return wd_coarse_apply_cuda(&lv->layout, 0, 0, &a, 0, stream_of());
+}
+
+wd_status cuda_pack_half(int count, int n, const int *sites, const float *src, void *dst,
+                         float *dst_norm)
+{
+    if (2 * n > 1024)
+        return wd_fail(WD_ERR_INVALID, "multigrid: half coarse fields of %d components a site "
+                       "(at most 512)", n);
+    if (count < 1)
+        return WD_OK;
+    k_to_half<<<count, 2 * n, (2 * n + 1) * sizeof(float), stream_of()>>>(n, src, sites,
+                                                                          (short *)dst, dst_norm);
+    return launched("pack_half");
+}
+
+__global__ void k_move_half(size_t len, int n, const int *sites, const short *src,
+                            const float *src_norm, short *dst, float *dst_norm)
+{
+    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i >= len)
+        return;
+    const size_t site = i / (2 * n), s = sites ? (size_t)sites[site] : site, r = i % (2 * n);
+    dst[s * 2 * n + r] = src[i];
+    if (r == 0)
+        dst_norm[s] = src_norm[site];
+}
+
+wd_status cuda_move_half(int count, int n, const int *sites, const void *src,
+                         const float *src_norm, void *dst, float *dst_norm)
+{
+    const size_t len = (size_t)count * 2 * n;
+    if (!len)
+        return WD_OK;
+    k_move_half<<<grid_for(len), THREADS, 0, stream_of()>>>(len, n, sites, (const short *)src,
+                                                            src_norm, (short *)dst, dst_norm);
+    return launched("move_half");
+}
+
+__global__ void k_xmy_half(size_t len, int n, const float *x, const short *h, const float *norm,
+                           float *y)
+{
+    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < len)
+        y[i] = x[i] - wd_s2f(h[i]) * (norm[i / (2 * n)] * WD_HALF_INV_SCALE);
+}
+
+wd_status cuda_xmy_half(int count, int n, const float *x, const void *h, const float *norm,
+                        float *y)
+{
+    const size_t len = (size_t)count * 2 * n;
+    if (!len)
+        return WD_OK;
+    k_xmy_half<<<grid_for(len), THREADS, 0, stream_of()>>>(len, n, x, (const short *)h, norm, y);
+    return launched("xmy_half");
 }
 
 wd_status cuda_scatter(int count, int floats, const int *sites, const float *in, float *out)
@@ -531,7 +603,8 @@ const wd_mg_dev_ops ops = {
     "cuda",          cuda_alloc,      cuda_free,        cuda_h2d,        cuda_d2h,
     cuda_apply,      cuda_zero,       cuda_copy,        cuda_scale,      cuda_xmy,
     cuda_multi_caxpy, cuda_multi_cdot, cuda_cdot_norm2, cuda_caxpy_norm2, cuda_gather,
-    cuda_restrict,   cuda_prolong,    cuda_scatter,     cuda_block_apply,
+    cuda_restrict,   cuda_prolong,    cuda_scatter,     cuda_block_apply, cuda_apply_half,
+    cuda_pack_half,  cuda_move_half,  cuda_xmy_half,
 };
 
 } // namespace

@@ -142,6 +142,24 @@ typedef struct wd_mg_dev_ops {
      * complex float, column-major (entry (i, j) at float pair (s n + j) n +
      * i), each row summed in j order; out may not alias in */
     wd_status (*block_apply)(int volume, int n, const float *b, const float *in, float *out);
+    /* The 16-bit fields of half levels (wd_mg_dev_level's hin / hout: the
+     * 16-bit layout of wd_coarse_kernel.h with a norm a site), for the
+     * even-odd solve's hops without conversions between them:
+     * apply_half   lv->hout = D_c lv->hin by the level's half kernel (the
+     *              caller has filled every site of hin the hops read);
+     * pack_half    dst site sites[i] (i where sites is NULL) = src's site i
+     *              (single) rounded as apply rounds its input (norm: its
+     *              largest |real|), for i < count;
+     * move_half    dst site sites[i] = 16-bit src site i with its norm;
+     * xmy_half     y = x - h (16-bit, widened as apply widens) on count
+     *              sites. */
+    wd_status (*apply_half)(const wd_mg_dev_level *lv);
+    wd_status (*pack_half)(int count, int n, const int *sites, const float *src, void *dst,
+                           float *dst_norm);
+    wd_status (*move_half)(int count, int n, const int *sites, const void *src,
+                           const float *src_norm, void *dst, float *dst_norm);
+    wd_status (*xmy_half)(int count, int n, const float *x, const void *h, const float *norm,
+                          float *y);
 } wd_mg_dev_ops;
 
 extern const wd_mg_dev_ops wd_mg_dev_cpu_ops;
