@@ -51,8 +51,6 @@ typedef struct wd_coarse_args {
     const int *nbr;         /* nbr[8 s + d]: the site that hop d of s reads */
     int volume;             /* output sites */
     double a;               /* xpay coefficient */
-    int skip_local;         /* 1: block 8 (the local one) is zero and not read (the
-                             * multigrid's even-odd hops); 0: read */
 } wd_coarse_args;
 
 typedef struct wd_coarse_layout {

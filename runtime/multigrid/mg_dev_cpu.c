@@ -66,7 +66,7 @@ static wd_status cpu_apply(const wd_mg_dev_level *lv, float *out, const float *i
 {
     const int half = lv->layout.precision == 2, vol = lv->layout.volume, n = lv->layout.ncomp;
     wd_coarse_args a = {.out = out, .in = in, .links = lv->links, .link_norm = lv->link_norm,
-                        .nbr = lv->nbr, .volume = vol, .skip_local = lv->skip_local};
+                        .nbr = lv->nbr, .volume = vol};
     if (half) {
         to_half(vol + lv->nghost, n, in, lv->hin, lv->hin_norm);
         a.in = lv->hin;
@@ -88,7 +88,7 @@ static wd_status cpu_apply_half(const wd_mg_dev_level *lv)
     const wd_coarse_args a = {.out = lv->hout, .out_norm = lv->hout_norm, .in = lv->hin,
                               .in_norm = lv->hin_norm, .links = lv->links,
                               .link_norm = lv->link_norm, .nbr = lv->nbr,
-                              .volume = lv->layout.volume, .skip_local = lv->skip_local};
+                              .volume = lv->layout.volume};
     return wd_coarse_apply_cpu(&lv->layout, 0, 0, &a);
 }
 

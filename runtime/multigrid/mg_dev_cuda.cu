@@ -286,7 +286,6 @@ wd_status cuda_apply(const wd_mg_dev_level *lv, float *out, const float *in)
     a.link_norm = lv->link_norm;
     a.nbr = lv->nbr;
     a.volume = vol;
-    a.skip_local = lv->skip_local;
     wd_status st;
     if (half) {
         if (2 * n > 1024)
@@ -346,7 +345,6 @@ wd_status cuda_apply_half(const wd_mg_dev_level *lv)
     a.link_norm = lv->link_norm;
     a.nbr = lv->nbr;
     a.volume = lv->layout.volume;
-    a.skip_local = lv->skip_local;
     return wd_coarse_apply_cuda(&lv->layout, 0, 0, &a, 0, stream_of());
 }
 

@@ -623,12 +623,23 @@ static wd_status dev_level(wd_mg *mg, int l, int eo_next)
     v->dop.links = v->dlinks;
     v->dop.link_norm = v->dlink_norm;
     if (st == WD_OK && lay->precision == 2) {
-        /* the half apply's 16-bit in and out fields */
+        /* the half apply's 16-bit in and out fields, zero (the even-odd
+         * hops read a whole field whose other parity's sites meet the
+         * zero local block: finite there from the start) */
         void **h[2] = {&v->dop.hin, &v->dop.hout};
         float **hn[2] = {&v->dop.hin_norm, &v->dop.hout_norm};
-        for (int i = 0; i < 2 && st == WD_OK; ++i)
-            if ((st = dev_alloc(mg, h[i], ext.spinor_bytes, "a half coarse field")) == WD_OK)
-                st = dev_alloc(mg, hn[i], ext.spinor_norm_bytes, "a half coarse field's norms");
+        void *zeros = calloc(1, ext.spinor_bytes);
+        if (!zeros)
+            st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate %zu bytes", l,
+                         ext.spinor_bytes);
+        for (int i = 0; i < 2 && st == WD_OK; ++i) {
+            if ((st = dev_alloc(mg, h[i], ext.spinor_bytes, "a half coarse field")) == WD_OK &&
+                (st = d->h2d(*h[i], zeros, ext.spinor_bytes)) == WD_OK &&
+                (st = dev_alloc(mg, hn[i], ext.spinor_norm_bytes,
+                                "a half coarse field's norms")) == WD_OK)
+                st = d->h2d(*hn[i], zeros, ext.spinor_norm_bytes);
+        }
+        free(zeros);
     }
     const int nk = mg->set.gcr_nkrylov;
     if (st == WD_OK && (!(v->dz = calloc(nk, sizeof *v->dz)) || !(v->dq = calloc(nk, sizeof *v->dq))))
@@ -862,7 +873,6 @@ static wd_status dev_schur(wd_mg *mg, int l)
         free(pack);
         free(norm);
         hp->nbr = v->dhnbr[p];
-        hp->skip_local = 1;
         hp->links = v->dhlinks[p];
         hp->link_norm = v->dhlink_norm[p];
         hp->hin = v->dop.hin;

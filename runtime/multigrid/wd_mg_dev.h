@@ -76,7 +76,6 @@ typedef struct wd_mg_dev_level {
     const int *nbr;              /* nbr[8 s + d] (volume + i: ghost i) */
     const void *links;           /* packed links */
     const float *link_norm;      /* half links: one norm a block; else NULL */
-    int skip_local;              /* 1: block 8 zero and not read (wd_coarse_args) */
     /* half (precision 2): two 16-bit fields of the layout with their site
      * norms (volume + nghost sites), into which apply rounds its single
      * input, ghosts too, and from which it reads the half kernel's output
