@@ -326,9 +326,28 @@ void copy_threaded(void *dst, const void *src, size_t bytes)
 /* what the build holds: freed by release on every path */
 struct build_mem {
     void *u, *clover, *v, *nbr, *agg, *sites, *links;
-    void *flag;                  /* the orthonormalisation's lowest dependent vector */
+    void *flag;                  /* the lowest dependent vector, or singular site */
     void *pinned;
 };
+
+/* m's two pinned chunks of the staged copies (what: the caller, for the
+ * message) */
+wd_status pin(build_mem *m, const char *what)
+{
+    const cudaError_t e = cudaMallocHost(&m->pinned, 2 * (size_t)STAGED_CHUNK);
+    if (e == cudaSuccess)
+        return WD_OK;
+    m->pinned = NULL;
+    return wd_fail(WD_ERR_CUDA, "%s: cudaMallocHost of %d bytes: %s", what, 2 * STAGED_CHUNK,
+                   cudaGetErrorString(e));
+}
+
+/* m's flag on the device, all ones: nothing recorded yet (atomicMin) */
+wd_status flag_make(build_mem *m)
+{
+    wd_status st = wd_cuda_malloc(&m->flag, sizeof(unsigned long long), "a flag");
+    return st == WD_OK ? wd_cuda_memset(m->flag, 0xff, sizeof(unsigned long long)) : st;
+}
 
 void release(build_mem *m)
 {
@@ -411,14 +430,11 @@ wd_status build(build_mem *m, const wd_mg_build_fine *f, int nvec, int bv, size_
         return wd_fail(WD_ERR_CUDA, "multigrid GPU coarse build: cudaFuncSetAttribute: %s",
                        cudaGetErrorString(e));
 
-    if ((e = cudaMallocHost(&m->pinned, 2 * (size_t)STAGED_CHUNK)) != cudaSuccess) {
-        m->pinned = NULL;
-        return wd_fail(WD_ERR_CUDA, "multigrid GPU coarse build: cudaMallocHost of %d bytes: %s",
-                       2 * STAGED_CHUNK, cudaGetErrorString(e));
-    }
     /* the allocations build_bytes sums */
-    wd_status st = upload(m, &m->u, f->u, ext * 36 * sizeof(double2),
-                          "the multigrid coarse build's fine links");
+    wd_status st = pin(m, "multigrid GPU coarse build");
+    if (st == WD_OK)
+        st = upload(m, &m->u, f->u, ext * 36 * sizeof(double2),
+                    "the multigrid coarse build's fine links");
     if (st == WD_OK && f->clover)
         st = upload(m, &m->clover, f->clover, vol * WD_CLOVER_SITE_REALS * sizeof(double),
                     "the multigrid coarse build's clover blocks");
@@ -597,24 +613,17 @@ wd_status orth(build_mem *m, int level, size_t volume, int nvec, int bv, size_t 
                const int *sites, double *v, int v_on_device, int vf_precision, void *vf,
                float *vf_norm, int *done)
 {
-    cudaError_t e = cudaMallocHost(&m->pinned, 2 * (size_t)STAGED_CHUNK);
-    if (e != cudaSuccess) {
-        m->pinned = NULL;
-        return wd_fail(WD_ERR_CUDA, "multigrid GPU orthonormalisation: cudaMallocHost: %s",
-                       cudaGetErrorString(e));
-    }
+    cudaError_t e = cudaSuccess;
     const size_t bytes = volume * (size_t)nvec * NFINE * sizeof(double2);
-    wd_status st = v_on_device ? WD_OK
-                               : upload(m, &m->v, v, bytes,
-                                        "the multigrid orthonormalisation's null vectors");
+    wd_status st = pin(m, "multigrid GPU orthonormalisation");
+    if (st == WD_OK && !v_on_device)
+        st = upload(m, &m->v, v, bytes, "the multigrid orthonormalisation's null vectors");
     double2 *dv = (double2 *)(v_on_device ? v : m->v);
     if (st == WD_OK)
         st = upload(m, &m->sites, sites, volume * sizeof(int),
                     "the multigrid orthonormalisation's aggregate sites");
     if (st == WD_OK)
-        st = wd_cuda_malloc(&m->flag, sizeof(unsigned long long), "a flag");
-    if (st == WD_OK)
-        st = wd_cuda_memset(m->flag, 0xff, sizeof(unsigned long long));
+        st = flag_make(m);
     if (st != WD_OK)
         return st;
     const cudaStream_t s = (cudaStream_t)wd_cuda_stream();
@@ -897,19 +906,14 @@ wd_status coarse_pack(build_mem *m, const wd_mg_coarse_pack *p, int level)
                                         (int)smem)) != cudaSuccess)
         return wd_fail(WD_ERR_CUDA, "multigrid level %d: coarse packing: cudaFuncSetAttribute "
                        "(%zu bytes of shared memory): %s", level, smem, cudaGetErrorString(e));
-    if ((e = cudaMallocHost(&m->pinned, 2 * (size_t)STAGED_CHUNK)) != cudaSuccess) {
-        m->pinned = NULL;
-        return wd_fail(WD_ERR_CUDA, "multigrid level %d: coarse packing: cudaMallocHost: %s",
-                       level, cudaGetErrorString(e));
-    }
-    wd_status st = wd_cuda_malloc(&m->links, piece * site_bytes, "the coarse links' upload");
+    wd_status st = pin(m, "multigrid coarse packing");
+    if (st == WD_OK)
+        st = wd_cuda_malloc(&m->links, piece * site_bytes, "the coarse links' upload");
     if (st == WD_OK && eo)
         st = upload(m, &m->sites, p->slot, (size_t)p->volume * sizeof(int),
                     "the even-odd coarse sites' slots");
     if (st == WD_OK)
-        st = wd_cuda_malloc(&m->flag, sizeof(unsigned long long), "a flag");
-    if (st == WD_OK)
-        st = wd_cuda_memset(m->flag, 0xff, sizeof(unsigned long long));
+        st = flag_make(m);
     if (st != WD_OK)
         return st;
     const cudaStream_t s = (cudaStream_t)wd_cuda_stream();
@@ -1050,13 +1054,12 @@ extern "C" wd_status wd_mg_coarse_build_cuda(const wd_mg_build_fine *fine, int n
 
 extern "C" wd_status wd_mg_download_cuda(void *dst, const void *src, size_t bytes)
 {
-    void *pinned = NULL;
-    const cudaError_t e = cudaMallocHost(&pinned, 2 * (size_t)STAGED_CHUNK);
-    if (e != cudaSuccess)
-        return wd_fail(WD_ERR_CUDA, "multigrid: a download's pinned buffer: cudaMallocHost: %s",
-                       cudaGetErrorString(e));
-    const wd_status st = wd_cuda_d2h_staged(dst, src, bytes, pinned, STAGED_CHUNK, copy_threaded);
-    cudaFreeHost(pinned);
+    build_mem m;
+    memset(&m, 0, sizeof m);
+    wd_status st = pin(&m, "multigrid: a download");
+    if (st == WD_OK)
+        st = wd_cuda_d2h_staged(dst, src, bytes, m.pinned, STAGED_CHUNK, copy_threaded);
+    release(&m);
     return st;
 }
 
