@@ -82,7 +82,7 @@ typedef struct mg_level {
     int dv_ready;               /* dv already holds the transfer's vectors (the GPU's rounding) */
     /* the first level's null vectors in float64 on the GPU during the
      * setup (the transfer's order), where they stay there from the
-     * relaxation to the build (resident_vectors) */
+     * relaxation to the build; NULL otherwise) */
     double *dvd;
     float *db, *dx, *dr, *dw[4], **dz, **dq;
     /* the level's GCR (fine: the outer one): the projections
@@ -1657,10 +1657,12 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
                                                f->dvd != NULL, mg->coarse_precision, f->dv,
                                                f->dv_norm, &orth_done);
             f->dv_ready = st == WD_OK && orth_done && f->dv;
-            /* the shape the GPU does not take, or no room for dv: the
-             * vectors to the host, as without dvd */
+            /* the shape the GPU does not take (the raw vectors), or no
+             * room for dv (the orthonormalised ones): the vectors to the
+             * host, then on as without dvd (the host's rounding into dv
+             * and the build read them there) */
             if (st == WD_OK && f->dvd && !f->dv_ready)
-                st = host_vectors(mg, f, vbytes, !orth_done);
+                st = host_vectors(mg, f, vbytes, 1);
         }
         if (st == WD_OK && !orth_done)
             st = wd_mg_orthonormalise(&f->t, l);
