@@ -30,17 +30,8 @@ what=${1:-all}
 KERNELS=${KERNELS:-'*_r12_gf0_*_n1,clover_*,coarse_*_nv8_dag0_xpay0_n1'}
 tmp=$(mktemp -d /tmp/wdirac-ci-install.XXXXXX)
 trap '[ -n "${KEEP:-}" ] && echo "kept $tmp" || rm -rf "$tmp"' EXIT
-run=0
-failed=0
-check() {   # check NAME STATUS [DETAIL]
-    run=$((run + 1))
-    if [ "$2" -eq 0 ]; then
-        printf '%-58s OK   %s\n' "$1" "${3:-}"
-    else
-        failed=$((failed + 1))
-        printf '%-58s FAIL %s\n' "$1" "${3:-}"
-    fi
-}
+CHECK_WIDTH=58
+. "$src/tests/check.sh"
 skip() { printf '%-58s SKIP %s\n' "$1" "$2"; }
 summary() { grep -E "^ +$2 *:" "$1" | tail -1 | sed 's/^ *[^:]*: *//'; }
 tail_of() { tail -"${2:-5}" "$1" | sed 's/^/    | /'; }

@@ -30,17 +30,7 @@ limit=${FAULT_TIMEOUT:-20}
 k=3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-run=0
-failed=0
-check() {   # check NAME STATUS [DETAIL]
-    run=$((run + 1))
-    if [ "$2" -eq 0 ]; then
-        printf '%-64s OK   %s\n' "$1" "${3:-}"
-    else
-        failed=$((failed + 1))
-        printf '%-64s FAIL %s\n' "$1" "${3:-}"
-    fi
-}
+. "$(dirname "$0")/check.sh"
 export OMP_NUM_THREADS=1
 
 "$wdirac" gauge generate --dims 8 8 8 8 --beta 5.8 --therm 4 --sweeps 2 --seed 3 \

@@ -23,17 +23,8 @@ shift
 mpi=("$@")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-run=0
-failed=0
-check() {   # check NAME STATUS [DETAIL]
-    run=$((run + 1))
-    if [ "$2" -eq 0 ]; then
-        printf '%-66s OK   %s\n' "$1" "${3:-}"
-    else
-        failed=$((failed + 1))
-        printf '%-66s FAIL %s\n' "$1" "${3:-}"
-    fi
-}
+CHECK_WIDTH=66
+. "$(dirname "$0")/check.sh"
 export OMP_NUM_THREADS=1
 
 "$wdirac" gauge generate --dims 8 8 8 8 --beta 5.8 --therm 4 --sweeps 2 --seed 3 \

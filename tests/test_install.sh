@@ -14,17 +14,7 @@ build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-run=0
-failed=0
-check() {   # check NAME STATUS [DETAIL]
-    run=$((run + 1))
-    if [ "$2" -eq 0 ]; then
-        printf '%-64s OK   %s\n' "$1" "${3:-}"
-    else
-        failed=$((failed + 1))
-        printf '%-64s FAIL %s\n' "$1" "${3:-}"
-    fi
-}
+. "$(dirname "$0")/check.sh"
 
 meson install -C "$build" --no-rebuild --quiet --destdir "$tmp/root" > "$tmp/install.log" 2>&1
 check "meson install --destdir" $? "$(tail -1 "$tmp/install.log")"
