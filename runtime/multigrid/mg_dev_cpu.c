@@ -7,6 +7,8 @@
  *   wd_mg_dev_cpu_ops   the table
  *   wd_mg_pack_vectors  null vectors rounded into the transfers' layout
  *   wd_mg_vector_bytes  its size
+ *   wd_mg_dev_transfer_check  a transfer's null vectors' precision (both
+ *                       backends' P and P^dag)
  * Reductions: each site's terms in component order summed in double into
  * chunks of WD_REDUCE_BLOCK sites, the chunks in chunk order (the same
  * bits for any thread count).
@@ -62,24 +64,6 @@ static void from_half(int volume, int n, const short *h, const float *norm, floa
     }
 }
 
-static wd_status cpu_apply(const wd_mg_dev_level *lv, float *out, const float *in)
-{
-    const int half = lv->layout.precision == 2, vol = lv->layout.volume, n = lv->layout.ncomp;
-    wd_coarse_args a = {.out = out, .in = in, .links = lv->links, .link_norm = lv->link_norm,
-                        .nbr = lv->nbr, .volume = vol};
-    if (half) {
-        to_half(vol + lv->nghost, n, in, lv->hin, lv->hin_norm);
-        a.in = lv->hin;
-        a.in_norm = lv->hin_norm;
-        a.out = lv->hout;
-        a.out_norm = lv->hout_norm;
-    }
-    const wd_status st = wd_coarse_apply_cpu(&lv->layout, 0, 0, &a);
-    if (st == WD_OK && half)
-        from_half(vol, n, lv->hout, lv->hout_norm, out);
-    return st;
-}
-
 static wd_status cpu_apply_half(const wd_mg_dev_level *lv)
 {
     if (lv->layout.precision != 2)
@@ -90,6 +74,23 @@ static wd_status cpu_apply_half(const wd_mg_dev_level *lv)
                               .link_norm = lv->link_norm, .nbr = lv->nbr,
                               .volume = lv->layout.volume};
     return wd_coarse_apply_cpu(&lv->layout, 0, 0, &a);
+}
+
+/* single links: the kernel on the single fields; half: in (its ghost
+ * sites too) rounded into hin, apply_half, hout widened into out */
+static wd_status cpu_apply(const wd_mg_dev_level *lv, float *out, const float *in)
+{
+    const int vol = lv->layout.volume, n = lv->layout.ncomp;
+    if (lv->layout.precision != 2) {
+        const wd_coarse_args a = {.out = out, .in = in, .links = lv->links, .nbr = lv->nbr,
+                                  .volume = vol};
+        return wd_coarse_apply_cpu(&lv->layout, 0, 0, &a);
+    }
+    to_half(vol + lv->nghost, n, in, lv->hin, lv->hin_norm);
+    const wd_status st = cpu_apply_half(lv);
+    if (st == WD_OK)
+        from_half(vol, n, lv->hout, lv->hout_norm, out);
+    return st;
 }
 
 static wd_status cpu_pack_half(int count, int n, const int *sites, const float *src, void *dst,
@@ -357,7 +358,7 @@ static void vector_load(const wd_mg_dev_transfer *t, size_t vs, int a, float *re
     }
 }
 
-static wd_status vector_check(const wd_mg_dev_transfer *t)
+wd_status wd_mg_dev_transfer_check(const wd_mg_dev_transfer *t)
 {
     return t->v_precision == 4 || (t->v_precision == 2 && t->v_norm)
                ? WD_OK
@@ -368,7 +369,7 @@ static wd_status vector_check(const wd_mg_dev_transfer *t)
 static wd_status cpu_restrict(const wd_mg_dev_transfer *t, float *coarse, const void *fine)
 {
     const int nv = t->nvec, nf = t->n_fine, h = nf / 2, bv = t->block_volume, nc = 2 * nv;
-    if (vector_check(t) != WD_OK)
+    if (wd_mg_dev_transfer_check(t) != WD_OK)
         return WD_ERR_INVALID;
 #pragma omp parallel for schedule(static) if (threaded(t->fine_volume, nf))
     for (int b = 0; b < t->coarse_volume; ++b) {
@@ -396,7 +397,7 @@ static wd_status cpu_restrict(const wd_mg_dev_transfer *t, float *coarse, const 
 static wd_status cpu_prolong(const wd_mg_dev_transfer *t, void *fine, const float *coarse)
 {
     const int nv = t->nvec, nf = t->n_fine, h = nf / 2, nc = 2 * nv;
-    if (vector_check(t) != WD_OK)
+    if (wd_mg_dev_transfer_check(t) != WD_OK)
         return WD_ERR_INVALID;
 #pragma omp parallel for schedule(static) if (threaded(t->fine_volume, nf))
     for (int xi = 0; xi < t->fine_volume; ++xi) {

@@ -275,39 +275,6 @@ wd_status cuda_d2h(void *dst, const void *src, size_t bytes)
     return wd_cuda_d2h(dst, src, bytes);
 }
 
-wd_status cuda_apply(const wd_mg_dev_level *lv, float *out, const float *in)
-{
-    const int half = lv->layout.precision == 2, vol = lv->layout.volume, n = lv->layout.ncomp;
-    cudaStream_t s = stream_of();
-    wd_coarse_args a = {};
-    a.out = out;
-    a.in = in;
-    a.links = lv->links;
-    a.link_norm = lv->link_norm;
-    a.nbr = lv->nbr;
-    a.volume = vol;
-    wd_status st;
-    if (half) {
-        if (2 * n > 1024)
-            return wd_fail(WD_ERR_INVALID, "multigrid: half coarse fields of %d components a "
-                           "site (at most 512)", n);
-        /* the ghost sites too: the kernel reads them across the faces */
-        k_to_half<<<vol + lv->nghost, 2 * n, (2 * n + 1) * sizeof(float), s>>>(
-            n, in, NULL, (short *)lv->hin, lv->hin_norm);
-        if ((st = launched("to_half")) != WD_OK)
-            return st;
-        a.in = lv->hin;
-        a.in_norm = lv->hin_norm;
-        a.out = lv->hout;
-        a.out_norm = lv->hout_norm;
-    }
-    if ((st = wd_coarse_apply_cuda(&lv->layout, 0, 0, &a, 0, s)) != WD_OK || !half)
-        return st;
-    const size_t len = reals(vol, n);
-    k_from_half<<<grid_for(len), THREADS, 0, s>>>(len, n, (const short *)lv->hout, lv->hout_norm,
-                                                 out);
-    return launched("from_half");
-}
 
 wd_status cuda_zero(int volume, int n, float *y)
 {
@@ -359,6 +326,33 @@ wd_status cuda_pack_half(int count, int n, const int *sites, const float *src, v
     k_to_half<<<count, 2 * n, (2 * n + 1) * sizeof(float), stream_of()>>>(n, src, sites,
                                                                           (short *)dst, dst_norm);
     return launched("pack_half");
+}
+
+/* single links: the kernel on the single fields; half: in (its ghost
+ * sites too: the kernel reads them across the faces) rounded into hin,
+ * apply_half, hout widened into out */
+wd_status cuda_apply(const wd_mg_dev_level *lv, float *out, const float *in)
+{
+    const int vol = lv->layout.volume, n = lv->layout.ncomp;
+    cudaStream_t s = stream_of();
+    if (lv->layout.precision != 2) {
+        wd_coarse_args a = {};
+        a.out = out;
+        a.in = in;
+        a.links = lv->links;
+        a.nbr = lv->nbr;
+        a.volume = vol;
+        return wd_coarse_apply_cuda(&lv->layout, 0, 0, &a, 0, s);
+    }
+    wd_status st = cuda_pack_half(vol + lv->nghost, n, NULL, in, lv->hin, lv->hin_norm);
+    if (st == WD_OK)
+        st = cuda_apply_half(lv);
+    if (st != WD_OK)
+        return st;
+    const size_t len = reals(vol, n);
+    k_from_half<<<grid_for(len), THREADS, 0, s>>>(len, n, (const short *)lv->hout, lv->hout_norm,
+                                                 out);
+    return launched("from_half");
 }
 
 __global__ void k_move_half(size_t len, int n, const int *sites, const short *src,
@@ -565,17 +559,9 @@ wd_status cuda_caxpy_norm2(int volume, int n, wd_complex a, const float *x, floa
     return st;
 }
 
-wd_status vector_check(const wd_mg_dev_transfer *t)
-{
-    return t->v_precision == 4 || (t->v_precision == 2 && t->v_norm)
-               ? WD_OK
-               : wd_fail(WD_ERR_INVALID, "multigrid transfer: null vectors in precision %d "
-                         "(4, or 2 with norms)", t->v_precision);
-}
-
 wd_status cuda_restrict(const wd_mg_dev_transfer *t, float *coarse, const void *fine)
 {
-    if (vector_check(t) != WD_OK)
+    if (wd_mg_dev_transfer_check(t) != WD_OK)
         return WD_ERR_INVALID;
     const int threads = 2 * t->nvec;
     const bool half = t->v_precision == 2;
@@ -587,7 +573,7 @@ wd_status cuda_restrict(const wd_mg_dev_transfer *t, float *coarse, const void *
 
 wd_status cuda_prolong(const wd_mg_dev_transfer *t, void *fine, const float *coarse)
 {
-    if (vector_check(t) != WD_OK)
+    if (wd_mg_dev_transfer_check(t) != WD_OK)
         return WD_ERR_INVALID;
     const size_t count = (size_t)t->fine_volume * t->n_fine;
     const bool half = t->v_precision == 2;

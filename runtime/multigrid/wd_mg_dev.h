@@ -172,6 +172,9 @@ void wd_mg_pack_vectors(int precision, int n_fine, size_t first, size_t count, c
 /* the bytes of `count` vector-sites of n_fine components in precision
  * (the norms apart) */
 size_t wd_mg_vector_bytes(int precision, int n_fine, size_t count);
+/* WD_ERR_INVALID (wd_fail's message) unless t's null vectors are in
+ * precision 4, or 2 with norms */
+wd_status wd_mg_dev_transfer_check(const wd_mg_dev_transfer *t);
 /* the CUDA implementation, or NULL in a build without CUDA */
 const wd_mg_dev_ops *wd_mg_dev_cuda_ops(void);
 
