@@ -169,6 +169,67 @@ static double complex rnd_c(wd_rng *r)
     return CMPLX(wd_rng_normal(r), wd_rng_normal(r));
 }
 
+/* multi_cdot and multi_caxpy (GCR's Gram-Schmidt, y read once) on
+ * WD_BLAS_MULTI + 3 fields x (x, z and the spare, repeated: pieces of
+ * WD_BLAS_MULTI and a short one) against the host: the dots each to the
+ * reductions' tolerance and with cdot's bits (the same per-thread and
+ * block order), y to the field tolerance */
+static void test_multi(ctx *c, wd_rng *r)
+{
+    wd_backend *be = &c->be;
+    enum { K = WD_BLAS_MULTI + 3 };
+    static const int pick[3] = {0, 2, 3};
+    randomize(c, 3, r);
+    const wd_field *xs[K];
+    const double complex *hs[K];
+    wd_complex a[K];
+    double dots[2 * K];
+    for (int i = 0; i < K; ++i) {
+        xs[i] = &c->f[pick[i % 3]];
+        hs[i] = c->h[pick[i % 3]];
+        a[i] = (wd_complex){wd_rng_normal(r), wd_rng_normal(r)};
+    }
+    for (int i = 0; i < 2 * K; ++i)
+        dots[i] = NAN;
+    wd_blas_multi_cdot(be, K, xs, &c->f[1], dots);
+    const double ny = sqrt(norm2(c->h[1], c->n));
+    double worst = 0, same = 0;
+    for (int i = 0; i < K; ++i) {
+        const double complex want = dot(hs[i], c->h[1], c->n);
+        const double e = cabs(CMPLX(dots[2 * i], dots[2 * i + 1]) - want) /
+                         (sqrt(norm2(hs[i], c->n)) * ny);
+        worst = e > worst || isnan(e) ? e : worst;
+        const wd_complex one = be->ops->cdot(be, xs[i], &c->f[1]);
+        same += one.re != dots[2 * i] || one.im != dots[2 * i + 1];
+    }
+    check_scalar(c, "multi_cdot (worst <x_i,y>)", worst, 0, 1, 0);
+    char what[128];
+    snprintf(what, sizeof what, "%dx%dx%dx%d %-6s multi_cdot: cdot's bits (fields differing)",
+             c->dims[0], c->dims[1], c->dims[2], c->dims[3], pname(c->precision));
+    check(what, same, 0);
+
+    /* y accumulates in the arithmetic precision over K terms: K times the
+     * one-operation tolerance */
+    wd_blas_multi_caxpy(be, K, a, xs, &c->f[1]);
+    for (size_t k = 0; k < c->n; k++) {
+        double complex v = c->h[1][k];
+        for (int i = 0; i < K; ++i)
+            v += CMPLX(a[i].re, a[i].im) * hs[i][k];
+        c->want[k] = v;
+    }
+    download(c, 1, c->got);
+    double d = 0;
+    for (size_t k = 0; k < c->n; k++) {
+        const double complex e = c->got[k] - c->want[k];
+        d += creal(e) * creal(e) + cimag(e) * cimag(e);
+    }
+    const double nw = norm2(c->want, c->n);
+    snprintf(what, sizeof what, "%dx%dx%dx%d %-6s multi_caxpy (%d fields)", c->dims[0],
+             c->dims[1], c->dims[2], c->dims[3], pname(c->precision), (int)K);
+    check(what, nw > 0 ? sqrt(d / nw) : INFINITY, K * field_tol(c->precision));
+    randomize(c, 1, r);
+}
+
 static void test_ops(ctx *c, wd_rng *r)
 {
     wd_backend *be = &c->be;
@@ -260,6 +321,8 @@ static void test_ops(ctx *c, wd_rng *r)
     check_scalar(c, "caxpy_norm2_cdot (<z,y>)", CMPLX(res[1], res[2]), dot(hz, c->got, n),
                  nz * sqrt(norm2(w, n)), 1);
     randomize(c, 1, r);
+
+    test_multi(c, r);
 
     be->ops->zero(be, y);
     download(c, 1, c->got);

@@ -20,6 +20,9 @@
  *                                        multi-RHS kernels of an operator
  *   wd_blas_lanes, wd_blas_lanes5        a BLAS operation on many lanes, in one
  *                                        call where the backend has it
+ *   wd_blas_multi_cdot, wd_blas_multi_caxpy   GCR's projections on k fields, in
+ *                                        pieces reading y once each where the
+ *                                        backend has them
  *   wd_variant_flops                     nominal flops a site of a variant
  *   wd_backend_dslash_args               check a Dslash call against its variant
  *                                        and fill the kernel arguments (both
@@ -632,4 +635,36 @@ void wd_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_fi
                    const wd_field *y, const wd_field *z, double *res)
 {
     wd_blas_lanes5(be, op, l, x, y, z, NULL, NULL, res);
+}
+
+void wd_blas_multi_cdot(wd_backend *be, int k, const wd_field *const *x, const wd_field *y,
+                        double *res)
+{
+    be->flops += 4.0 * k * wd_site_reals_(be);
+    for (int i0 = 0; i0 < k; i0 += WD_BLAS_MULTI) {
+        const int m = k - i0 < WD_BLAS_MULTI ? k - i0 : WD_BLAS_MULTI;
+        if (be->ops->multi_cdot) {
+            be->ops->multi_cdot(be, m, x + i0, y, res + 2 * i0);
+            continue;
+        }
+        for (int i = 0; i < m; ++i) {
+            const wd_complex d = be->ops->cdot(be, x[i0 + i], y);
+            res[2 * (i0 + i)] = d.re;
+            res[2 * (i0 + i) + 1] = d.im;
+        }
+    }
+}
+
+void wd_blas_multi_caxpy(wd_backend *be, int k, const wd_complex *a, const wd_field *const *x,
+                         wd_field *y)
+{
+    be->flops += 4.0 * k * wd_site_reals_(be);
+    for (int i0 = 0; i0 < k; i0 += WD_BLAS_MULTI) {
+        const int m = k - i0 < WD_BLAS_MULTI ? k - i0 : WD_BLAS_MULTI;
+        if (be->ops->multi_caxpy)
+            be->ops->multi_caxpy(be, m, a + i0, x + i0, y);
+        else
+            for (int i = 0; i < m; ++i)
+                be->ops->caxpy(be, a[i0 + i], x[i0 + i], y);
+    }
 }

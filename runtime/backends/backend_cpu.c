@@ -423,6 +423,39 @@ static const wd_backend_ops cpu_ops = {
     .clover_upload = cpu_clover_upload,
     .clover_free = cpu_clover_free,
     .dslash = cpu_dslash,
+/* the precision of y and of every x[i] (0 and be->error set when they differ) */
+static int multi_precision(wd_backend *be, const char *op, int k, const wd_field *const *x,
+                           const wd_field *y)
+{
+    for (int i = 0; i < k; ++i)
+        if (x[i]->precision != y->precision) {
+            record(be, wd_fail(WD_ERR_INTERNAL, "CPU backend: %s on fields of different "
+                               "precisions (x[%d] %d, y %d bytes)", op, i, x[i]->precision,
+                               y->precision));
+            return 0;
+        }
+    return y->precision;
+}
+
+static void cpu_multi_cdot(wd_backend *be, int k, const wd_field *const *x, const wd_field *y,
+                           double *res)
+{
+    const int p = multi_precision(be, "multi_cdot", k, x, y);
+    if (p)
+        blas_for(p)->multi_cdot(be, k, x, y, res);
+    else
+        for (int i = 0; i < 2 * k; ++i)
+            res[i] = NAN;
+}
+
+static void cpu_multi_caxpy(wd_backend *be, int k, const wd_complex *a, const wd_field *const *x,
+                            wd_field *y)
+{
+    const int p = multi_precision(be, "multi_caxpy", k, x, y);
+    if (p)
+        blas_for(p)->multi_caxpy(be, k, a, x, y);
+}
+
     .zero = cpu_zero,
     .copy = cpu_copy,
     .ax = cpu_ax,
@@ -447,11 +480,13 @@ wd_status wd_backend_cpu_init(wd_backend *be)
     const size_t blocks = ((size_t)be->volume_cb + WD_REDUCE_BLOCK - 1) / WD_REDUCE_BLOCK;
     wd_cpu_ctx *c = calloc(1, sizeof *c);
     if (c)
-        c->scratch = malloc(3 * blocks * sizeof(double));
+        c->scratch = malloc(WD_CPU_REDUCE_RES * blocks * sizeof(double));
     if (!c || !c->scratch) {
         free(c);
         return wd_fail(WD_ERR_NOMEM, "CPU backend: cannot allocate %zu bytes of reduction scratch",
-                       3 * blocks * sizeof(double));
+                       WD_CPU_REDUCE_RES * blocks * sizeof(double));
+    .multi_cdot = cpu_multi_cdot,
+    .multi_caxpy = cpu_multi_caxpy,
     }
     be->ctx = c;
     be->ops = &cpu_ops;

@@ -14,8 +14,12 @@
 
 #include "wd_backend.h"
 
+/* the doubles one reduction block sums: the most an operation reduces
+ * (multi_cdot's two a field) */
+#define WD_CPU_REDUCE_RES (2 * WD_BLAS_MULTI)
+
 typedef struct wd_cpu_ctx {
-    double *scratch;    /* 3 doubles per reduction block */
+    double *scratch;    /* WD_CPU_REDUCE_RES doubles per reduction block */
     void *halo;         /* Dslash halo buffers: per partitioned mu two faces out, two in */
     size_t halo_bytes;
 } wd_cpu_ctx;

@@ -958,6 +958,152 @@ void wd_cuda_be_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, con
     case WD_LANE_CAXPY: run_lanes<OpCaxpy>(be, l, x, y, x, NULL, "caxpy (lanes)"); return;
     case WD_LANE_CAXPBYPZ: run_lanes<OpCaxpbypz>(be, l, x, y, z, NULL, "caxpbypz (lanes)"); return;
     case WD_LANE_CXPAYPBZ: run_lanes<OpCxpaypbz>(be, l, x, y, z, NULL, "cxpaypbz (lanes)"); return;
+/* ---- GCR's classical Gram-Schmidt: y read once for k fields x ---------- */
+
+/* the x fields of one multi_cdot / multi_caxpy and their coefficients */
+struct multi_x {
+    wd_field f[WD_BLAS_MULTI];
+    wd_complex a[WD_BLAS_MULTI];
+    int k;
+};
+
+/* <x_i, y> for i < m.k, a thread a site over the BLAS grid: each x_i's
+ * products summed per thread and block as cdot's (the same bits), into
+ * reduction lane i */
+template <int P>
+__global__ void __launch_bounds__(BLAS_BLOCK) multi_cdot_kernel(multi_x m, wd_field y,
+                                                                reduction red, int n)
+{
+    typedef typename Prec<P>::real R;
+    double acc[WD_BLAS_MULTI][2];
+#pragma unroll
+    for (int i = 0; i < WD_BLAS_MULTI; ++i)
+        acc[i][0] = acc[i][1] = 0;
+    for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
+        R vy[NR];
+        load<P>(y, cb, vy);
+#pragma unroll
+        for (int i = 0; i < WD_BLAS_MULTI; ++i) {
+            if (i >= m.k)
+                break;
+            R vx[NR];
+            load<P>(m.f[i], cb, vx);
+#pragma unroll
+            for (int r = 0; r < NR; r += 2) {
+                acc[i][0] += (double)vx[r] * vy[r] + (double)vx[r + 1] * vy[r + 1];
+                acc[i][1] += (double)vx[r] * vy[r + 1] - (double)vx[r + 1] * vy[r];
+            }
+        }
+    }
+    /* block_reduce's shared memory is reused by the next field's: the
+     * barrier keeps its readers ahead of the next writers */
+#pragma unroll
+    for (int i = 0; i < WD_BLAS_MULTI; ++i)
+        if (i < m.k) {
+            block_reduce<2>(acc[i], red, i);
+            __syncthreads();
+        }
+}
+
+/* y += sum_i a_i x_i, the terms added in order as caxpy adds one */
+template <int P>
+__global__ void __launch_bounds__(BLAS_BLOCK) multi_caxpy_kernel(multi_x m, wd_field y, int n)
+{
+    typedef typename Prec<P>::real R;
+    for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
+        R vy[NR];
+        load<P>(y, cb, vy);
+#pragma unroll
+        for (int i = 0; i < WD_BLAS_MULTI; ++i) {
+            if (i >= m.k)
+                break;
+            R vx[NR];
+            load<P>(m.f[i], cb, vx);
+            const R ar = (R)m.a[i].re, ai = (R)m.a[i].im;
+#pragma unroll
+            for (int r = 0; r < NR; r += 2) {
+                const R yr = vy[r] + ar * vx[r] - ai * vx[r + 1];
+                const R yi = vy[r + 1] + ar * vx[r + 1] + ai * vx[r];
+                vy[r] = yr, vy[r + 1] = yi;
+            }
+        }
+        store<P>(y, cb, vy);
+    }
+}
+
+/* the operands of a multi operation, checked: 1 to WD_BLAS_MULTI fields of
+ * y's precision (else be->error) */
+static bool multi_make(wd_backend *be, const char *what, int k, const wd_field *const *x,
+                       const wd_complex *a, const wd_field *y, multi_x *m)
+{
+    if (be->error != WD_OK)
+        return false;
+    if (k < 1 || k > WD_BLAS_MULTI) {
+        be->error = wd_fail(WD_ERR_INTERNAL, "CUDA backend: %s of %d fields (1 to %d)", what, k,
+                            WD_BLAS_MULTI);
+        return false;
+    }
+    m->k = k;
+    for (int i = 0; i < WD_BLAS_MULTI; ++i) {
+        m->f[i] = *x[i < k ? i : 0];
+        m->a[i] = a && i < k ? a[i] : C0;
+        if (i < k && x[i]->precision != y->precision) {
+            be->error = wd_fail(WD_ERR_INTERNAL, "CUDA backend: %s on fields of different "
+                                "precisions (x[%d] %d, y %d bytes)", what, i, x[i]->precision,
+                                y->precision);
+            return false;
+        }
+    }
+    return true;
+}
+
+extern "C" {
+
+void wd_cuda_be_multi_cdot(wd_backend *be, int k, const wd_field *const *x, const wd_field *y,
+                           double *res)
+{
+    memset(res, 0, 2 * (size_t)(k > 0 ? k : 0) * sizeof *res);
+    multi_x m;
+    if (multi_make(be, "multi_cdot", k, x, NULL, y, &m)) {
+        const int n = y->volume_cb;
+        cuda_ctx *c = (cuda_ctx *)be->ctx;
+        cudaStream_t st = (cudaStream_t)wd_cuda_stream();
+        switch (y->precision) {
+        case 8: multi_cdot_kernel<8><<<grid_for(n), BLAS_BLOCK, 0, st>>>(m, *y, red_of(c), n); break;
+        case 4: multi_cdot_kernel<4><<<grid_for(n), BLAS_BLOCK, 0, st>>>(m, *y, red_of(c), n); break;
+        default: multi_cdot_kernel<2><<<grid_for(n), BLAS_BLOCK, 0, st>>>(m, *y, red_of(c), n); break;
+        }
+        double r[3 * WD_BLAS_MULTI];
+        if (!failed(be, cudaGetLastError(), "multi_cdot")) {
+            reduce_to_host(be, k, r, "multi_cdot");
+            if (be->error == WD_OK)
+                for (int i = 0; i < k; ++i)
+                    res[2 * i] = r[3 * i], res[2 * i + 1] = r[3 * i + 1];
+        }
+    }
+    /* on a grid every rank sums, whatever its own state (as run_lanes) */
+    if (k > 0)
+        wd_backend_allsum(be, res, 2 * k);
+}
+
+void wd_cuda_be_multi_caxpy(wd_backend *be, int k, const wd_complex *a, const wd_field *const *x,
+                            wd_field *y)
+{
+    multi_x m;
+    if (!multi_make(be, "multi_caxpy", k, x, a, y, &m))
+        return;
+    const int n = y->volume_cb;
+    cudaStream_t st = (cudaStream_t)wd_cuda_stream();
+    switch (y->precision) {
+    case 8: multi_caxpy_kernel<8><<<grid_for(n), BLAS_BLOCK, 0, st>>>(m, *y, n); break;
+    case 4: multi_caxpy_kernel<4><<<grid_for(n), BLAS_BLOCK, 0, st>>>(m, *y, n); break;
+    default: multi_caxpy_kernel<2><<<grid_for(n), BLAS_BLOCK, 0, st>>>(m, *y, n); break;
+    }
+    failed(be, cudaGetLastError(), "multi_caxpy");
+}
+
+} /* extern "C" */
+
     case WD_LANE_ACCUMULATE: accumulate_lanes(be, l, x, y, (wd_field *)z, 0); return;
     case WD_LANE_ACCUMULATE_XPAY: accumulate_lanes(be, l, x, y, (wd_field *)z, 1); return;
     case WD_LANE_BICGSTAB_UPDATE: bicgstab_update_lanes(be, l, x, y, z, w, u, res); return;

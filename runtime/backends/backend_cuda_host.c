@@ -91,6 +91,10 @@ void wd_cuda_be_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, con
                            const wd_field *y, const wd_field *z, const wd_field *w,
                            const wd_field *u, double *res);
 
+void wd_cuda_be_multi_cdot(wd_backend *be, int k, const wd_field *const *x, const wd_field *y,
+                           double *res);
+void wd_cuda_be_multi_caxpy(wd_backend *be, int k, const wd_complex *a, const wd_field *const *x,
+                            wd_field *y);
 static wd_status field_alloc(wd_backend *be, wd_field *f)
 {
     (void)be;
@@ -464,6 +468,8 @@ static const wd_backend_ops cuda_ops = {
     .cdot = wd_cuda_be_cdot,
     .axpy_norm2 = wd_cuda_be_axpy_norm2,
     .xpay_norm2 = wd_cuda_be_xpay_norm2,
+    .multi_cdot = wd_cuda_be_multi_cdot,
+    .multi_caxpy = wd_cuda_be_multi_caxpy,
     .caxpy_norm2 = wd_cuda_be_caxpy_norm2,
     .cdot_norm2 = wd_cuda_be_cdot_norm2,
     .caxpy_norm2_cdot = wd_cuda_be_caxpy_norm2_cdot,

@@ -349,6 +349,36 @@ static void op_caxpy_norm2_cdot(wd_backend *be, wd_complex a, const wd_field *x,
            store(y, cb, v););
 }
 
+/* y read once: its site's products with each x[i] in one pass (k <=
+ * WD_BLAS_MULTI: 2 k doubles reduced, WD_CPU_REDUCE_RES at most) */
+static void op_multi_cdot(wd_backend *be, int k, const wd_field *const *x, const wd_field *y,
+                          double *out)
+{
+    double res[WD_CPU_REDUCE_RES];
+    REDUCE(be, y->volume_cb, WD_CPU_REDUCE_RES, res, real_t u[NR]; real_t v[NR];
+           load(y, cb, v);
+           for (int i = 0; i < k; ++i) {
+               load(x[i], cb, u);
+               site_cdot(acc + 2 * i, u, v);
+           });
+    memcpy(out, res, 2 * (size_t)k * sizeof *out);
+}
+
+static void op_multi_caxpy(wd_backend *be, int k, const wd_complex *a, const wd_field *const *x,
+                           wd_field *y)
+{
+    (void)be;
+    real_t ar[WD_BLAS_MULTI], ai[WD_BLAS_MULTI];
+    for (int i = 0; i < k; ++i)
+        ar[i] = (real_t)a[i].re, ai[i] = (real_t)a[i].im;
+    MAP(y->volume_cb, real_t u[NR]; real_t v[NR]; load(y, cb, v);
+        for (int i = 0; i < k; ++i) {
+            load(x[i], cb, u);
+            cmadd(v, ar[i], ai[i], u);
+        }
+        store(y, cb, v););
+}
+
 const wd_backend_ops PFN(wd_blas_ops) = {
     .zero = op_zero,
     .ax = op_ax,
@@ -365,4 +395,6 @@ const wd_backend_ops PFN(wd_blas_ops) = {
     .caxpy_norm2 = op_caxpy_norm2,
     .cdot_norm2 = op_cdot_norm2,
     .caxpy_norm2_cdot = op_caxpy_norm2_cdot,
+    .multi_cdot = op_multi_cdot,
+    .multi_caxpy = op_multi_caxpy,
 };

@@ -152,6 +152,8 @@ typedef struct wd_backend wd_backend;
  * reductions back after one synchronisation (and one sum over the ranks).
  */
 #define WD_LANES_MAX 16
+/* the fields of one multi_cdot / multi_caxpy */
+#define WD_BLAS_MULTI 8
 typedef enum wd_lane_op {
     WD_LANE_AXPY,             /* axpy(a.re, x, y) */
     WD_LANE_XPAY,             /* xpay(x, a.re, y) */
@@ -284,6 +286,15 @@ typedef struct wd_backend_ops {
     /* BiCGstab r = s - omega t: y = y + a x; res = {|y|^2, Re <z,y>, Im <z,y>} */
     void (*caxpy_norm2_cdot)(wd_backend *be, wd_complex a, const wd_field *x, wd_field *y,
                              const wd_field *z, double res[3]);
+    /* GCR's classical Gram-Schmidt, y read once for k <= WD_BLAS_MULTI
+     * fields x[i] of y's precision: res[2 i], res[2 i + 1] = Re, Im
+     * <x[i], y> (each as cdot reduces it); y = y + sum_i a[i] x[i] (the
+     * terms added in order in the arithmetic precision, one store).
+     * Optional (NULL: wd_blas_multi_* call cdot / caxpy once an x). */
+    void (*multi_cdot)(wd_backend *be, int k, const wd_field *const *x, const wd_field *y,
+                       double *res);
+    void (*multi_caxpy)(wd_backend *be, int k, const wd_complex *a, const wd_field *const *x,
+                        wd_field *y);
     /* one of the operations above on every lane of l (see wd_lane_op; w
      * and u only for the fused steps); optional (NULL: wd_blas_lanes runs
      * the lanes one at a time through the table entries) */
@@ -595,6 +606,14 @@ static inline void wd_blas_caxpy_norm2_cdot(wd_backend *be, wd_complex a, const 
  * one-lane wrappers above count them; res (3 doubles a lane) may be NULL
  * for an operation that reduces nothing */
 void wd_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
+/* <x[i], y> into res[2 i ..] for i < k, and y += sum_i a[i] x[i], for any
+ * k: in pieces of WD_BLAS_MULTI, each reading y once where the backend
+ * has the fused operation */
+void wd_blas_multi_cdot(wd_backend *be, int k, const wd_field *const *x, const wd_field *y,
+                        double *res);
+void wd_blas_multi_caxpy(wd_backend *be, int k, const wd_complex *a, const wd_field *const *x,
+                         wd_field *y);
+
                    const wd_field *y, const wd_field *z, double *res);
 /* the same with the two further operands of the fused steps */
 void wd_blas_lanes5(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,

@@ -11,8 +11,9 @@
  * then the warps in order), the blocks' partials read back (pinned memory,
  * allocated once a process and kept) and summed on the host in block
  * order: the same bits on every call, no atomics.
- * Transfers: P^dag one block an aggregate, a thread a coarse component
- * summing its aggregate's sites and its chirality's components in order;
+ * Transfers: P^dag one block an aggregate, a thread a vector and a slice
+ * of the aggregate's sites summing them and the components in order, the
+ * slices then added in order;
  * P a thread a fine component summing the vectors in order.  Arithmetic in
  * float (the fine host-layout doubles rounded on load).
  */
@@ -27,7 +28,7 @@ namespace {
 
 /* the reductions' grid: at most RED_BLOCKS blocks (two an SM of an H100),
  * fewer for small fields (a block per RED_THREADS elements) */
-enum { THREADS = 256, RED_THREADS = 256, RED_BLOCKS = 264 };
+enum { THREADS = 256, RED_THREADS = 256, RED_BLOCKS = 264, RESTRICT_THREADS = 256 };
 
 wd_status launched(const char *what)
 {
@@ -199,27 +200,50 @@ __device__ __forceinline__ float2 vector_load(const wd_mg_dev_transfer &t, size_
     return ((const float2 *)t.v)[vs * t.n_fine + a];
 }
 
-/* one block an aggregate, thread t = chi nvec + k */
+/* One block an aggregate, thread (s, k) for slice s < S of its sites and
+ * vector k: the slice's sites j = s, s + S, ... summed in order for both
+ * chiralities, then the S slices' sums added in slice order (shared
+ * memory) by thread c = chi nvec + k.  S slices give the kernel S times
+ * the threads of one a coarse component, each with a contiguous run of
+ * its vector's components to read: enough loads in flight for the
+ * bandwidth (a thread a coarse component had 48 threads a block and 1536
+ * dependent steps each at the first level). */
 template <bool HOST, bool HALF>
 __global__ void k_restrict(wd_mg_dev_transfer t, float *coarse, const void *fine)
 {
-    const int b = blockIdx.x, c = threadIdx.x, nv = t.nvec, nf = t.n_fine, h = nf / 2;
-    if (c >= 2 * nv)
-        return;
-    const int chi = c / nv, k = c % nv;
-    float re = 0, im = 0;
-    for (int j = 0; j < t.block_volume; ++j) {
+    extern __shared__ float2 part[]; /* [S][2 nvec] */
+    const int b = blockIdx.x, nv = t.nvec, nf = t.n_fine, h = nf / 2, S = blockDim.x / nv;
+    const int k = threadIdx.x % nv, s = threadIdx.x / nv;
+    float2 sum[2] = {make_float2(0, 0), make_float2(0, 0)};
+    for (int j = s; j < t.block_volume; j += S) {
         const size_t x = (size_t)t.sites[(size_t)b * t.block_volume + j];
-        for (int a = 0; a < h; ++a) {
-            const float2 w = vector_load<HALF>(t, x * nv + k, chi * h + a),
-                         f = fine_load<HOST>(fine, x, chi * h + a, nf);
-            re += w.x * f.x + w.y * f.y;
-            im += w.x * f.y - w.y * f.x;
+#pragma unroll 2
+        for (int chi = 0; chi < 2; ++chi) {
+            float re = 0, im = 0;
+#pragma unroll 6
+            for (int a = 0; a < h; ++a) {
+                const float2 w = vector_load<HALF>(t, x * nv + k, chi * h + a),
+                             f = fine_load<HOST>(fine, x, chi * h + a, nf);
+                re += w.x * f.x + w.y * f.y;
+                im += w.x * f.y - w.y * f.x;
+            }
+            sum[chi].x += re;
+            sum[chi].y += im;
         }
     }
-    float *out = coarse + (size_t)b * 4 * nv;
-    out[c] = re;
-    out[2 * nv + c] = im;
+    part[s * 2 * nv + k] = sum[0];
+    part[s * 2 * nv + nv + k] = sum[1];
+    __syncthreads();
+    for (int c = threadIdx.x; c < 2 * nv; c += blockDim.x) {
+        float2 z = part[c];
+        for (int q = 1; q < S; ++q) {
+            z.x += part[q * 2 * nv + c].x;
+            z.y += part[q * 2 * nv + c].y;
+        }
+        float *out = coarse + (size_t)b * 4 * nv;
+        out[c] = z.x;
+        out[2 * nv + c] = z.y;
+    }
 }
 
 /* a thread a fine component (x, a) */
@@ -563,11 +587,15 @@ wd_status cuda_restrict(const wd_mg_dev_transfer *t, float *coarse, const void *
 {
     if (wd_mg_dev_transfer_check(t) != WD_OK)
         return WD_ERR_INVALID;
-    const int threads = 2 * t->nvec;
+    /* slices of an aggregate's sites: about RESTRICT_THREADS threads a
+     * block, no more slices than sites */
+    int slices = RESTRICT_THREADS / t->nvec;
+    slices = slices < 1 ? 1 : slices > t->block_volume ? t->block_volume : slices;
     const bool half = t->v_precision == 2;
     auto kernel = t->fine_host ? (half ? k_restrict<true, true> : k_restrict<true, false>)
                                : (half ? k_restrict<false, true> : k_restrict<false, false>);
-    kernel<<<t->coarse_volume, threads, 0, stream_of()>>>(*t, coarse, fine);
+    kernel<<<t->coarse_volume, slices * t->nvec, slices * 2 * t->nvec * sizeof(float2),
+             stream_of()>>>(*t, coarse, fine);
     return launched("restrict");
 }
 

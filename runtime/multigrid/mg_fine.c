@@ -19,7 +19,8 @@
  *                             or the backend's memory
  *   wd_mg_fine_to_host / _from_host   a full field to and from host order
  *   wd_mg_pair_*              the BLAS of full fields (deterministic: the
- *                             backend's reductions, even part first)
+ *                             backend's reductions, even part first); the
+ *                             multi ones read y once a piece of WD_BLAS_MULTI
  * Notes: with a clover term the operator is A_clover - kappa D with the
  * solver's Schur form for the smoother (symmetric: A^-1 on both parities;
  * asymmetric: A_ee and A^-1_oo) and A itself uploaded here for the full
@@ -121,7 +122,8 @@ wd_status wd_mg_fine_init(wd_mg_fine *f, const wd_solver_host *h, double kappa, 
         return st;
     f->z = calloc((size_t)nkrylov, sizeof *f->z);
     f->q = calloc((size_t)nkrylov, sizeof *f->q);
-    if (!f->z || !f->q)
+    f->dots = calloc((size_t)nkrylov, sizeof *f->dots);
+    if (!f->z || !f->q || !f->dots)
         return wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the fine level's bookkeeping");
     if (st == WD_OK)
         st = pair_create(be, &f->rs, ps);
@@ -194,6 +196,7 @@ void wd_mg_fine_free(wd_mg_fine *f)
     op_free(be, &f->krylov);
     free(f->z);
     free(f->q);
+    free(f->dots);
     memset(f, 0, sizeof *f);
 }
 
@@ -215,6 +218,42 @@ void wd_mg_pair_caxpy(wd_backend *be, wd_complex a, const wd_mg_pair *x, wd_mg_p
 {
     wd_blas_caxpy(be, a, &x->e, &y->e);
     wd_blas_caxpy(be, a, &x->o, &y->o);
+}
+
+/* the even (o = 0) or odd (o = 1) fields of the m pairs x[i] */
+static void parity_fields(int m, const wd_mg_pair *x, int o, const wd_field **f)
+{
+    for (int i = 0; i < m; ++i)
+        f[i] = o ? &x[i].o : &x[i].e;
+}
+
+void wd_mg_pair_multi_cdot(wd_backend *be, int k, const wd_mg_pair *x, const wd_mg_pair *y,
+                           wd_complex *res)
+{
+    for (int i0 = 0; i0 < k; i0 += WD_BLAS_MULTI) {
+        const int m = k - i0 < WD_BLAS_MULTI ? k - i0 : WD_BLAS_MULTI;
+        const wd_field *f[WD_BLAS_MULTI];
+        double d[2][2 * WD_BLAS_MULTI];
+        for (int o = 0; o < 2; ++o) {
+            parity_fields(m, x + i0, o, f);
+            wd_blas_multi_cdot(be, m, f, o ? &y->o : &y->e, d[o]);
+        }
+        for (int i = 0; i < m; ++i)
+            res[i0 + i] = (wd_complex){d[0][2 * i] + d[1][2 * i], d[0][2 * i + 1] + d[1][2 * i + 1]};
+    }
+}
+
+void wd_mg_pair_multi_caxpy(wd_backend *be, int k, const wd_complex *a, const wd_mg_pair *x,
+                            wd_mg_pair *y)
+{
+    for (int i0 = 0; i0 < k; i0 += WD_BLAS_MULTI) {
+        const int m = k - i0 < WD_BLAS_MULTI ? k - i0 : WD_BLAS_MULTI;
+        const wd_field *f[WD_BLAS_MULTI];
+        for (int o = 0; o < 2; ++o) {
+            parity_fields(m, x + i0, o, f);
+            wd_blas_multi_caxpy(be, m, a + i0, f, o ? &y->o : &y->e);
+        }
+    }
 }
 
 void wd_mg_pair_copy(wd_backend *be, wd_mg_pair *y, const wd_mg_pair *x)

@@ -1284,7 +1284,8 @@ static int gcr(wd_mg *mg, int l, int schur, float *x, const float *b, double tol
  * the Krylov space in a lower precision (f->kp, single): from the true
  * residual r, copied to r_k, each direction z_k = K r_k and its image
  * q_k = A z_k (A in that precision) is orthogonalised against the
- * earlier ones (modified Gram-Schmidt, the projections kept in beta), z_k
+ * earlier ones (classical Gram-Schmidt, fused: the
+ * projections kept in beta), z_k
  * is not touched, and r_k updated; at a restart (nk directions, or r_k
  * fallen by delta since the last true residual, the accuracy of its
  * updates) x += sum gamma_j z_j through the triangular system of the
@@ -1323,12 +1324,17 @@ static int gcr_fine(wd_mg *mg, double tol, int max_iter, int verbose, double *re
                 (*st = wd_mg_fine_apply_k(f, &f->q[k], &f->z[k])) != WD_OK)
                 return it;
             prof(mg, PROF_FINE_APPLY);
+            /* classical Gram-Schmidt: every <q_i, q_k> in one pass over
+             * q_k a piece, then q_k -= sum beta_ik q_i in one more (q_k
+             * read 2 times, not 2 k; its exact <q_k, r_k> and |q_k|^2
+             * follow) */
+            wd_mg_pair_multi_cdot(be, k, f->q, &f->q[k], f->dots);
             for (int i = 0; i < k; ++i) {
-                const wd_complex d = wd_mg_pair_dot(be, &f->q[i], &f->q[k]);
-                const wd_complex b = {d.re / qq[i], d.im / qq[i]};
+                const wd_complex b = {f->dots[i].re / qq[i], f->dots[i].im / qq[i]};
                 beta[(size_t)i * nk + k] = b;
-                wd_mg_pair_caxpy(be, (wd_complex){-b.re, -b.im}, &f->q[i], &f->q[k]);
+                f->dots[i] = (wd_complex){-b.re, -b.im};
             }
+            wd_mg_pair_multi_caxpy(be, k, f->dots, f->q, &f->q[k]);
             /* <q_k, r_k> and |q_k|^2 in one pass a parity */
             double ce[3], co[3];
             wd_blas_cdot_norm2(be, &f->q[k].e, &f->rk.e, ce);
@@ -1357,8 +1363,7 @@ static int gcr_fine(wd_mg *mg, double tol, int max_iter, int verbose, double *re
          * confirm convergence, on the true residual */
         gcr_backsolve(k, alpha, beta, nk, gamma);
         wd_mg_pair_zero(be, &f->xk);
-        for (int j = 0; j < k; ++j)
-            wd_mg_pair_caxpy(be, gamma[j], &f->z[j], &f->xk);
+        wd_mg_pair_multi_caxpy(be, k, gamma, f->z, &f->xk);
         wd_mg_pair_copy(be, &f->r, &f->xk);
         wd_mg_pair_caxpy(be, one, &f->r, &f->x);
         if (verbose)

@@ -265,6 +265,7 @@ typedef struct wd_mg_fine {
     int nk, kp;
     wd_mg_pair x, b, r;         /* outer precision */
     wd_mg_pair rk, xk, u, *z, *q;   /* the Krylov precision */
+    wd_complex *dots;           /* nk: one orthogonalisation's projections */
     wd_mg_pair rs, es;          /* sloppy: the smoother's residual and correction */
     wd_field h, qs, ps, zs, tmp_s, tmp_se;
 } wd_mg_fine;
@@ -294,6 +295,11 @@ wd_status wd_mg_fine_from_host(wd_mg_fine *f, wd_mg_pair *x, const double comple
 wd_complex wd_mg_pair_dot(wd_backend *be, const wd_mg_pair *x, const wd_mg_pair *y);
 double wd_mg_pair_norm2(wd_backend *be, const wd_mg_pair *x);
 void wd_mg_pair_caxpy(wd_backend *be, wd_complex a, const wd_mg_pair *x, wd_mg_pair *y);
+/* res[i] = <x[i], y>, and y += sum_i a[i] x[i], for the k pairs x[i] */
+void wd_mg_pair_multi_cdot(wd_backend *be, int k, const wd_mg_pair *x, const wd_mg_pair *y,
+                           wd_complex *res);
+void wd_mg_pair_multi_caxpy(wd_backend *be, int k, const wd_complex *a, const wd_mg_pair *x,
+                            wd_mg_pair *y);
 void wd_mg_pair_copy(wd_backend *be, wd_mg_pair *y, const wd_mg_pair *x);
 void wd_mg_pair_zero(wd_backend *be, wd_mg_pair *y);
 void wd_mg_pair_ax(wd_backend *be, double a, wd_mg_pair *x);
