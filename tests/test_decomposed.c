@@ -21,6 +21,14 @@
  * one-process result bit for bit: halos carry the neighbours' stored
  * values unchanged and every site's arithmetic is the same.  Outputs and
  * the input's ghost faces are poisoned (all bits set) before each call.
+ * The multi-RHS variants (_n2, _n4) run on multi-fields of one group and
+ * of three groups of fresh random right-hand sides, whose faces a call
+ * exchanges all at once: every right-hand side bit for bit the one-process
+ * multi-RHS result and within the precision's tolerance (2e-14, 1e-6,
+ * 3e-4 relative L2) of the float64 reference.  On 2 and 4 ranks three
+ * dimensions are also exchanged at once, the grid's and the others with
+ * the rank itself (grids 1x1x1x2 with X, Y; 2x2x1x1 with T; 1x1x2x2
+ * with Y).
  * Global reductions (norm2, cdot) must agree with one process to 1e-13
  * relative (they add in another order) and be bitwise equal on every rank.
  * One line per case on rank 0 (every rank's failures printed with its
@@ -37,6 +45,7 @@
 
 #include "cuda_rt.h"
 #include "gauge_tools.h"
+#include "ref_wilson.h"
 #include "wd_backend.h"
 #include "wd_comm.h"
 #include "wd_operator.h"
@@ -92,14 +101,16 @@ typedef struct fields {
     const double *in, *x;     /* global spinors */
 } fields;
 
-/* all bits set in a field: its sites, ghost faces, padding and norms */
+/* all bits set in a field: its sites, ghost faces, padding and norms, of
+ * every right-hand side of a multi-field */
 static wd_status poison(const wd_field *f)
 {
+    const size_t n = f->nrhs > 1 ? (size_t)f->nrhs : 1;
     if (kind == WD_BACKEND_CUDA)
-        return wd_cuda_memset(f->data, 0xff, f->bytes + f->norm_bytes);
-    memset(f->data, 0xff, f->bytes);
+        return wd_cuda_memset(f->data, 0xff, n * (f->bytes + f->norm_bytes));
+    memset(f->data, 0xff, n * f->bytes);
     if (f->norm)
-        memset(f->norm, 0xff, f->norm_bytes);
+        memset(f->norm, 0xff, n * f->norm_bytes);
     return WD_OK;
 }
 
@@ -133,11 +144,165 @@ static wd_status apply(wd_backend *be, int v, const double *u, const double *in,
     return st;
 }
 
+/* out = D in (+ x) of multi-RHS variant v on `count` right-hand sides of
+ * multi-fields in one call (count / nrhs groups), right-hand side q of the
+ * host fields at q * 24 * sites doubles (sites: be's local volume) */
+static wd_status apply_multi(wd_backend *be, int v, const double *u, const double *in,
+                             const double *x, int parity, int tbc, int count, double *host)
+{
+    const wd_variant *var = &wd_variants[v];
+    const size_t sz = 24 * (size_t)2 * be->volume_cb;
+    wd_gauge g;
+    wd_field fo, fi, fx;
+    memset(&fo, 0, sizeof fo), memset(&fi, 0, sizeof fi), memset(&fx, 0, sizeof fx);
+    wd_status st = wd_gauge_create(be, &g, u, var->precision, var->recon, var->gauge_fix, tbc);
+    if (st != WD_OK)
+        return st;
+    if ((st = wd_field_create_multi(be, &fo, var->precision, count)) == WD_OK &&
+        (st = wd_field_create_multi(be, &fi, var->precision, count)) == WD_OK &&
+        (!var->xpay || (st = wd_field_create_multi(be, &fx, var->precision, count)) == WD_OK) &&
+        (st = poison(&fo)) == WD_OK && (st = poison(&fi)) == WD_OK)
+        for (int q = 0; q < count && st == WD_OK; q++) {
+            wd_field vi = wd_field_view(&fi, q, 1), vx = wd_field_view(&fx, q, 1);
+            st = be->ops->upload(be, &vi, in + q * sz, 1 - parity);
+            if (st == WD_OK && var->xpay)
+                st = be->ops->upload(be, &vx, x + q * sz, parity);
+        }
+    if (st == WD_OK)
+        st = wd_dslash(be, v, &fo, &g, &fi, var->xpay ? &fx : NULL, 0.37, parity);
+    memset(host, 0, count * sz * sizeof(double));
+    for (int q = 0; q < count && st == WD_OK; q++) {
+        const wd_field vo = wd_field_view(&fo, q, 1);
+        st = be->ops->download(be, host + q * sz, &vo, parity);
+    }
+    wd_field_destroy(be, &fo);
+    wd_field_destroy(be, &fi);
+    wd_field_destroy(be, &fx);
+    wd_gauge_destroy(be, &g);
+    return st;
+}
+
+/* the parity of site s of the lattice dims */
+static int site_parity(const int dims[4], size_t s)
+{
+    int sum = 0;
+    for (int mu = 0; mu < 4; mu++) {
+        sum += (int)(s % (size_t)dims[mu]);
+        s /= (size_t)dims[mu];
+    }
+    return sum & 1;
+}
+
+/* the tolerance of the float64 reference comparison (checkdslash's, recon 12) */
+static double ref_tolerance(int precision)
+{
+    return precision == 8 ? 2e-14 : precision == 4 ? 1e-6 : 3e-4;
+}
+
+/* The multi-RHS Wilson variants on grid g against one process: for each,
+ * both parities and time boundaries, one group of N right-hand sides
+ * (parity 0) or three (parity 1), every right-hand side a fresh random
+ * input (and x) of its own.  Each right-hand side's block must equal the
+ * one-process multi-RHS result bit for bit, and the whole lattice's result
+ * must match the float64 reference (ref_dslash_parity, x + a D in for
+ * xpay) within the precision's tolerance in relative L2 over the ranks. */
+static void run_multi(wd_backend *one, wd_backend *dec, const wd_grid *g, const fields *fs,
+                      const int procs[4], int self, uint64_t seed)
+{
+    const int *dims = g->dims;
+    const size_t vol = wd_volume(dims), lvol = wd_volume(g->local);
+    int nmax = 1;
+    for (int v = 0; v < wd_variant_count; v++)
+        if (wd_variants[v].op == WD_OP_WILSON && 3 * wd_variants[v].nrhs > nmax)
+            nmax = 3 * wd_variants[v].nrhs;
+    if (nmax < 6)
+        return;  /* no multi-RHS variant built */
+    double *in = xalloc(24 * vol * nmax * sizeof(double)), *x = xalloc(24 * vol * nmax * sizeof(double));
+    double *inl = xalloc(24 * lvol * nmax * sizeof(double)), *xl = xalloc(24 * lvol * nmax * sizeof(double));
+    double *whole = xalloc(24 * vol * nmax * sizeof(double)), *part = xalloc(24 * lvol * nmax * sizeof(double));
+    double *expect = xalloc(24 * lvol * sizeof(double)), *ref = xalloc(24 * vol * sizeof(double));
+    double *ul = xalloc(72 * lvol * sizeof(double)), *ufl = xalloc(72 * lvol * sizeof(double));
+    extract(ul, fs->u, g, 72);
+    extract(ufl, fs->uf, g, 72);
+    wd_rng r;
+    wd_rng_seed(&r, seed ^ 0x6d756c7469ull);
+    for (int q = 0; q < nmax; q++) {
+        wd_spinor_random((double complex *)(in + 24 * vol * q), dims, &r);
+        wd_spinor_random((double complex *)(x + 24 * vol * q), dims, &r);
+        extract(inl + 24 * lvol * q, in + 24 * vol * q, g, 24);
+        extract(xl + 24 * lvol * q, x + 24 * vol * q, g, 24);
+    }
+    for (int v = 0; v < wd_variant_count; v++)
+        for (int tbc = -1; tbc <= 1; tbc += 2)
+            for (int parity = 0; parity < 2 && wd_variants[v].op == WD_OP_WILSON &&
+                                 wd_variants[v].nrhs > 1; parity++) {
+                const wd_variant *var = &wd_variants[v];
+                const int count = var->nrhs * (parity ? 3 : 1);
+                const double *u = var->gauge_fix ? fs->uf : fs->u;
+                char what[160];
+                snprintf(what, sizeof what, "%s x%d grid %d%d%d%d%s %s parity %d", var->name,
+                         count, procs[0], procs[1], procs[2], procs[3], self ? " self" : "",
+                         tbc < 0 ? "antiper" : "periodic", parity);
+                wd_status st = apply_multi(one, v, u, in, x, parity, tbc, count, whole);
+                if (st == WD_OK)
+                    st = apply_multi(dec, v, var->gauge_fix ? ufl : ul, inl, xl, parity, tbc,
+                                     count, part);
+                if (st != WD_OK) {
+                    check(0, wd_last_error());
+                    continue;
+                }
+                int same = 1;
+                double n2 = 1e300, worst = 0;
+                for (int q = 0; q < count; q++) {
+                    const double *pq = part + 24 * lvol * q;
+                    extract(expect, whole + 24 * vol * q, g, 24);
+                    double nq = 0;
+                    for (size_t k = 0; k < 24 * lvol; k++)
+                        nq += pq[k] * pq[k];
+                    n2 = nq < n2 ? nq : n2;
+                    same &= !memcmp(pq, expect, 24 * lvol * sizeof(double));
+                    /* the float64 reference of this right-hand side, on this
+                     * rank's block, summed over the ranks */
+                    ref_dslash_parity((double complex *)ref, (const double complex *)u,
+                                      (const double complex *)(in + 24 * vol * q), dims, tbc, 0,
+                                      parity);
+                    if (var->xpay)
+                        for (size_t k = 0; k < 24 * vol; k++)
+                            if (site_parity(dims, k / 24) == parity)
+                                ref[k] = x[24 * vol * q + k] + 0.37 * ref[k];
+                    extract(expect, ref, g, 24);
+                    double e[2] = {0, 0};
+                    for (size_t k = 0; k < 24 * lvol; k++) {
+                        e[0] += (pq[k] - expect[k]) * (pq[k] - expect[k]);
+                        e[1] += expect[k] * expect[k];
+                    }
+                    wd_comm_sum(e, 2);
+                    const double rel = e[1] > 0 ? sqrt(e[0] / e[1]) : INFINITY;
+                    worst = rel > worst || rel != rel ? rel : worst;
+                }
+                char full[240];
+                snprintf(full, sizeof full, "%s: bitwise, rel_l2 %.1e tol %.0e", what, worst,
+                         ref_tolerance(var->precision));
+                check(n2 > 0 && same && worst <= ref_tolerance(var->precision), full);
+            }
+    free(in);
+    free(x);
+    free(inl);
+    free(xl);
+    free(whole);
+    free(part);
+    free(expect);
+    free(ref);
+    free(ul);
+    free(ufl);
+}
+
 /* self: on one rank, dimensions (bit mu) whose faces are exchanged
  * although the rank is its own neighbour there: the halo path (gather,
  * exchange, scatter, ghost reads) on one process, which must give the
  * periodic lattice exactly */
-static void run_grid(const int procs[4], const fields *fs, const int local[4], int self)
+static void run_grid(const int procs[4], const fields *fs, const int local[4], int self,
+                     uint64_t seed)
 {
     int dims[4];
     for (int mu = 0; mu < 4; mu++)
@@ -164,10 +329,9 @@ static void run_grid(const int procs[4], const fields *fs, const int local[4], i
         check(0, wd_last_error());
         exit(1);
     }
-    /* the one-RHS Wilson variants; the clover ones add a site-local
-     * epilogue to the same hops (test_solver_grid runs them on grids through
-     * the solver), the multi-RHS ones the same hops per right-hand side
-     * (test_solve_many runs them on 2 ranks) */
+    /* the one-RHS Wilson variants here, the multi-RHS ones in run_multi;
+     * the clover ones add a site-local epilogue to the same hops
+     * (test_solver_grid runs them on grids through the solver) */
     for (int v = 0; v < wd_variant_count; v++)
         for (int tbc = -1; tbc <= 1; tbc += 2)
             for (int parity = 0; parity < 2 && wd_variants[v].op == WD_OP_WILSON &&
@@ -191,6 +355,8 @@ static void run_grid(const int procs[4], const fields *fs, const int local[4], i
                     n2 += part[k] * part[k];
                 check(n2 > 0 && !memcmp(part, expect, 24 * lvol * sizeof(double)), what);
             }
+
+    run_multi(&one, &dec, &g, fs, procs, self, seed);
 
     /* global reductions against one process */
     wd_field a1, b1, ad, bd;
@@ -229,6 +395,32 @@ static void run_grid(const int procs[4], const fields *fs, const int local[4], i
     free(whole);
     free(part);
     free(expect);
+}
+
+/* fresh global fields from seed s (the same on every rank) on the lattice
+ * of `local` blocks on grid p, and run_grid on them */
+static void run_seeded(const int p[4], int self, const int local[4], uint64_t s)
+{
+    int dims[4];
+    for (int mu = 0; mu < 4; mu++)
+        dims[mu] = local[mu] * p[mu];
+    const size_t vol = wd_volume(dims);
+    double complex *u = xalloc(36 * vol * sizeof *u), *uf = xalloc(36 * vol * sizeof *uf);
+    double complex *gt = xalloc(9 * vol * sizeof *gt);
+    double complex *in = xalloc(12 * vol * sizeof *in), *x = xalloc(12 * vol * sizeof *x);
+    wd_rng r;
+    wd_rng_seed(&r, s);
+    wd_gauge_random(u, dims, &r);
+    wd_temporal_gauge_field(uf, gt, u, dims);
+    wd_spinor_random(in, dims, &r);
+    wd_spinor_random(x, dims, &r);
+    const fields fs = {(double *)u, (double *)uf, (double *)in, (double *)x};
+    run_grid(p, &fs, local, self, s);
+    free(u);
+    free(uf);
+    free(gt);
+    free(in);
+    free(x);
 }
 
 int main(int argc, char **argv)
@@ -281,31 +473,22 @@ int main(int argc, char **argv)
     /* on one rank also the 1x1x1x1 grid exchanging X, T, and every face with itself */
     static const int selfs[] = {0, 1, 8, 15};
     const int nself = nranks == 1 ? 4 : 1;
-    for (size_t k = 0; k < sizeof grids / sizeof grids[0] * nself; k++) {
-        const int *p = grids[k % (sizeof grids / sizeof grids[0])];
-        const int self = selfs[k / (sizeof grids / sizeof grids[0])];
-        if (p[0] * p[1] * p[2] * p[3] != nranks)
-            continue;
-        int dims[4];
-        for (int mu = 0; mu < 4; mu++)
-            dims[mu] = local[mu] * p[mu];
-        const size_t vol = wd_volume(dims);
-        double complex *u = xalloc(36 * vol * sizeof *u), *uf = xalloc(36 * vol * sizeof *uf);
-        double complex *gt = xalloc(9 * vol * sizeof *gt);
-        double complex *in = xalloc(12 * vol * sizeof *in), *x = xalloc(12 * vol * sizeof *x);
-        wd_rng r;
-        wd_rng_seed(&r, seed + k);
-        wd_gauge_random(u, dims, &r);
-        wd_temporal_gauge_field(uf, gt, u, dims);
-        wd_spinor_random(in, dims, &r);
-        wd_spinor_random(x, dims, &r);
-        const fields fs = {(double *)u, (double *)uf, (double *)in, (double *)x};
-        run_grid(p, &fs, local, self);
-        free(u);
-        free(uf);
-        free(gt);
-        free(in);
-        free(x);
+    const int ngrids = (int)(sizeof grids / sizeof grids[0]);
+    for (int k = 0; k < ngrids * nself; k++) {
+        const int *p = grids[k % ngrids];
+        if (p[0] * p[1] * p[2] * p[3] == nranks)
+            run_seeded(p, selfs[k / ngrids], local, seed + (uint64_t)k);
+    }
+    /* three dimensions exchanged on 2 and 4 ranks: the grid's, and the
+     * others with the rank itself (2 ranks: X, Y and T; 4: X, Y, T and
+     * Y, Z, T) */
+    static const struct { int procs[4], self; } three[] = {
+        {{1, 1, 1, 2}, 3}, {{2, 2, 1, 1}, 8}, {{1, 1, 2, 2}, 2},
+    };
+    for (size_t k = 0; k < sizeof three / sizeof three[0]; k++) {
+        const int *p = three[k].procs;
+        if (nranks > 1 && p[0] * p[1] * p[2] * p[3] == nranks)
+            run_seeded(p, three[k].self, local, seed + 1000 + k);
     }
     if (rank == 0)
         printf("%d of %d failed\n", checks_failed, checks_run);
