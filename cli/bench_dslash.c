@@ -26,16 +26,22 @@
  * field: the host order puts t outermost, so a prefix of the arrays is the
  * 24^3 x T lattice).
  *
- * Many right-hand sides (--nrhs N,N,...; one process): for every selected
- * one-RHS Wilson variant and each N, N random right-hand sides (right-hand
- * side q from wd_spinor_fill_random(seed + 1 + q)) through the backend as
- * one wd_dslash_group, which runs the largest multi-RHS kernels built for
+ * Many right-hand sides (--nrhs N,N,...): for every selected one-RHS
+ * Wilson variant and each N, N random right-hand sides (right-hand side q
+ * from wd_spinor_fill_random(seed + 1 + q)) through the backend as one
+ * wd_dslash_group, which runs the largest multi-RHS kernels built for
  * the variant (12 = one _n4 launch over 3 groups: "4*3") or one-RHS calls.  Bytes at the multi-RHS
  * fewest-bytes model: every right-hand side's spinors once, the links once
  * per kernel call the group made.  CPU: the group call's wall time; GPU:
  * the CUDA-event medians of its kernel calls summed (the backend waits
  * after each kernel, so the group's wall time, reported beside it, also
- * holds a launch and a synchronisation per call).
+ * holds a launch and a synchronisation per call).  On a process grid
+ * (--grid or several ranks; CPU or CUDA backend, --wrap-halo as below)
+ * each call includes the halo exchange of all its right-hand sides' faces
+ * (one message per neighbour and direction), every rank times its block
+ * (fields seed + rank) and the row is the slowest rank's time; Gflops
+ * count the global lattice, bytes and GB/s one rank's block, and "halo
+ * KiB" the faces one rank sends per call.
  *
  * Process grid (--grid Px Py Pz Pt, or several ranks under mpirun; CUDA
  * backend, one GPU per rank): each rank times, with CUDA events, the
@@ -470,10 +476,13 @@ static void usage(FILE *f)
             "  --nrhs N,N,...        per selected one-RHS Wilson variant, time N random right-hand\n"
             "                        sides (1..%d) as one wd_dslash_group (the largest multi-RHS\n"
             "                        kernels built, else one-RHS calls): per-RHS time, Gflops,\n"
-            "                        bytes at the multi-RHS model, speedup over N = 1 (always timed)\n"
+            "                        bytes at the multi-RHS model, speedup over N = 1 (always timed);\n"
+            "                        on a grid (CPU or CUDA backend) with the halo exchange of\n"
+            "                        all N right-hand sides' faces, the slowest rank\n"
             "  --grid Px Py Pz Pt    run on a process grid under mpirun, one GPU per rank (CUDA\n"
-            "                        backend, NCCL halos; the default under several ranks: the\n"
-            "                        automatic grid); --dims are then global lattices\n"
+            "                        backend, NCCL halos; --nrhs also the CPU backend; the default\n"
+            "                        under several ranks: the automatic grid); --dims are then\n"
+            "                        global lattices\n"
             "  --nccl-sweep          with a grid: also time the NCCL exchange alone for 4 KiB to\n"
             "                        256 MiB and for each lattice's halo faces\n"
             "  --wrap-halo AXES      on a grid (--grid 1 1 1 1 too): also exchange the faces of\n"
@@ -977,10 +986,24 @@ static void nrhs_usage_note(FILE *f, int gpu)
             "synchronisation per kernel)" : "wall clock of the group call");
 }
 
+/* Over the ranks of a grid: the slowest rank's value (v itself on one) */
+static double slowest(wd_backend *be, double v)
+{
+    double all[32];
+    gather_ranks(be, v, all, wd_rank(), wd_ranks());
+    for (int q = 0; q < (wd_ranks() < 32 ? wd_ranks() : 32); ++q)
+        v = all[q] > v ? all[q] : v;
+    return v;
+}
+
+/* procs: NULL for one process, else the process grid (zeros: automatic)
+ * with wrap as --wrap-halo; lat are then global lattices. */
 static int bench_nrhs(int gpu, int lat[][4], int nlat, const int *pads, int npads,
                       const char *glob, const int *list, int nlist, int reps, uint64_t seed,
-                      const char *device, double copy, const char *json_path)
+                      const char *device, double copy, const char *json_path, const int *procs,
+                      int wrap)
 {
+    const int printer = wd_cli_printer();
     json_t *root = wd_bench_json_run("dslash-nrhs", gpu ? "cuda" : "cpu", device, seed);
     json_t *res = json_array(), *ns = json_array();
     for (int i = 0; i < nlist; ++i)
@@ -990,31 +1013,56 @@ static int bench_nrhs(int gpu, int lat[][4], int nlat, const int *pads, int npad
     json_object_set_new(root, "copy_GBps", json_real(copy));
     json_object_set_new(root, "flops_per_site", json_real(FLOPS_PER_SITE));
     json_object_set_new(root, "nrhs_list", ns);
+    json_object_set_new(root, "ranks", json_integer(wd_ranks()));
+    json_object_set_new(root, "wrap_halo", json_integer(wrap));
     json_object_set_new(root, "timing", json_string(
         gpu ? "CUDA-event medians of the group's kernel calls, summed" : "wall clock of the "
               "group call, median"));
     json_object_set_new(root, "bytes_model", json_string(
         "per output site and right-hand side: spinor in + out (+ x) once each, plus the links "
         "(8 or 6 at the stored size) once per kernel call of the group, divided by N"));
-    printf("%-28s %-14s %4s %3s %-10s %10s %9s %8s %8s %8s %6s %7s%s\n", "variant", "lattice",
-           "pad", "N", "kernels", "us/call", "us/RHS", "Gflops", "B/site", "GB/s", "copy",
-           "speedup", gpu ? "    wall us" : "");
+    if (printer && procs)
+        printf("process grid: each call includes the halo exchange of all N right-hand sides' "
+               "faces; the slowest rank;\nGflops over the global lattice, B/site, GB/s and copy "
+               "on one rank's block; halo KiB: the faces one rank sends per call\n");
+    if (printer)
+        printf("%-28s %-14s %4s %3s %-10s %10s %9s %8s %8s %8s %6s %7s%s%s\n", "variant",
+               "lattice", "pad", "N", "kernels", "us/call", "us/RHS", "Gflops", "B/site", "GB/s",
+               "copy", "speedup", gpu ? "    wall us" : "", procs ? "  grid     halo KiB" : "");
     int n = 0, failed = 0, skipped = 0;
     const int nmax = list[nlist - 1];
     for (int l = 0; l < nlat; ++l) {
+        /* on a grid: this rank's block of the global lattice lat[l] */
+        wd_lattice dl;
+        memset(&dl, 0, sizeof dl);
+        if (procs && wd_lattice_make(&dl, lat[l], procs) != WD_OK) {
+            if (printer)
+                fprintf(stderr, "wdirac bench dslash: %s\n", wd_last_error());
+            failed++;
+            continue;
+        }
+        const int *gdims = lat[l];
         host_fields h;
-        if (!host_make(&h, lat[l], seed)) {
-            fprintf(stderr, "wdirac bench dslash: out of host memory for %dx%dx%dx%d\n",
-                    lat[l][0], lat[l][1], lat[l][2], lat[l][3]);
+        const int made = host_make(&h, procs ? dl.local : lat[l],
+                                   seed + (uint64_t)(procs ? dl.rank : 0));
+        const wd_status hs = made ? WD_OK : wd_fail(WD_ERR_NOMEM, "out of host memory for "
+                                                    "%dx%dx%dx%d", gdims[0], gdims[1],
+                                                    gdims[2], gdims[3]);
+        if ((procs ? wd_backend_agree(hs) : hs) != WD_OK) {
+            if (printer)
+                fprintf(stderr, "wdirac bench dslash: %s\n", wd_last_error());
+            host_free(&h);
             failed++;
             continue;
         }
         for (int p = 0; p < npads; ++p) {
             wd_backend be;
-            wd_status st = wd_backend_open(&be, gpu ? WD_BACKEND_CUDA : WD_BACKEND_CPU, h.dims,
-                                           pads[p]);
+            const wd_backend_kind kind = gpu ? WD_BACKEND_CUDA : WD_BACKEND_CPU;
+            wd_status st = procs ? wd_backend_open_lattice(&be, kind, &dl, pads[p], wrap)
+                                 : wd_backend_open(&be, kind, h.dims, pads[p]);
             if (st != WD_OK) {
-                fprintf(stderr, "wdirac bench dslash: %s\n", wd_last_error());
+                if (printer)
+                    fprintf(stderr, "wdirac bench dslash: %s\n", wd_last_error());
                 failed++;
                 continue;
             }
@@ -1030,7 +1078,8 @@ static int bench_nrhs(int gpu, int lat[][4], int nlat, const int *pads, int npad
                     skipped += l == 0 && p == 0;
                     continue;
                 }
-                st = nrhs_fields_get(&be, &f, v->precision, nmax, seed, (double *)h.psi);
+                st = nrhs_fields_get(&be, &f, v->precision, nmax,
+                                     seed + (uint64_t)(procs ? dl.rank : 0), (double *)h.psi);
                 if (st == WD_OK && (!g.data || g.precision != v->precision ||
                                     g.recon != v->recon || g.gauge_fix != v->gauge_fix)) {
                     wd_gauge_destroy(&be, &g);
@@ -1038,47 +1087,70 @@ static int bench_nrhs(int gpu, int lat[][4], int nlat, const int *pads, int npad
                                          v->precision, v->recon, v->gauge_fix, -1);
                 }
                 double base = 0;
+                if (procs)
+                    st = wd_backend_agree(st);
                 for (int i = 0; i < nlist && st == WD_OK; ++i) {
                     const int N = list[i];
                     nrhs_row r;
-                    if ((st = time_group(&be, gpu, v, &g, &f, N, reps, &r)) != WD_OK)
+                    st = time_group(&be, gpu, v, &g, &f, N, reps, &r);
+                    if (procs && (st = wd_backend_agree(st)) == WD_OK) {
+                        r.us = slowest(&be, r.us);
+                        r.us_wall = slowest(&be, r.us_wall);
+                    }
+                    if (st != WD_OK)
                         break;
-                    const double sites = h.volume / 2.0;
+                    /* Gflops over the whole lattice, bytes on this block */
+                    const double sites = h.volume / 2.0, gsites = wd_volume(gdims) / 2.0;
+                    const double halo = procs ? N * halo_bytes_sent(&be, v) : 0;
                     const double spinor = 24.0 * v->precision + (v->precision == 2 ? sizeof(float) : 0);
                     const double links = (v->gauge_fix ? 6 : 8) * (double)v->recon * v->precision;
                     const double bytes_site = (spinor * (2 + v->xpay) * N + links * r.plan.calls) / N;
-                    const double gflops = wd_variant_flops(k) * N * sites / r.us / 1e3;
+                    const double gflops = wd_variant_flops(k) * N * gsites / r.us / 1e3;
                     const double gbps = bytes_site * N * sites / r.us / 1e3;
                     if (N == 1)
                         base = r.us;
                     const double speedup = base / (r.us / N);
-                    char plan[32], wall[16] = "";
+                    char plan[32], wall[16] = "", gridb[40] = "";
                     group_plan_name(&r.plan, plan, sizeof plan);
                     if (gpu)
                         snprintf(wall, sizeof wall, " %10.2f", r.us_wall);
-                    printf("%-28s %4dx%dx%dx%-3d %4d %3d %-10s %10.2f %9.2f %8.1f %8.1f %8.1f "
-                           "%5.0f%% %7.2f%s\n", v->name, h.dims[0], h.dims[1], h.dims[2],
-                           h.dims[3], pads[p], N, plan, r.us, r.us / N, gflops, bytes_site, gbps,
-                           100 * gbps / copy, speedup, wall);
-                    fflush(stdout);
-                    json_array_append_new(
-                        res, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:[iiii], s:i, s:i, s:s, "
-                                       "s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
-                                       "variant", v->name, "precision", v->precision, "recon",
-                                       v->recon, "gauge_fix", v->gauge_fix, "dagger", v->dagger,
-                                       "xpay", v->xpay, "dims", h.dims[0], h.dims[1], h.dims[2],
-                                       h.dims[3], "pad", pads[p], "nrhs", N, "kernels", plan,
-                                       "kernel_calls", r.plan.calls, "us_per_call", r.us,
-                                       "us_per_rhs", r.us / N, "us_wall_per_call", r.us_wall,
-                                       "gflops", gflops, "bytes_per_site_per_rhs", bytes_site,
-                                       "bytes_per_rhs", bytes_site * sites, "GBps", gbps,
-                                       "fraction_of_copy", gbps / copy, "speedup_per_rhs",
-                                       speedup));
+                    if (procs)
+                        snprintf(gridb, sizeof gridb, "  %dx%dx%dx%d %10.1f", dl.procs[0],
+                                 dl.procs[1], dl.procs[2], dl.procs[3], halo / 1024);
+                    if (printer) {
+                        printf("%-28s %4dx%dx%dx%-3d %4d %3d %-10s %10.2f %9.2f %8.1f %8.1f "
+                               "%8.1f %5.0f%% %7.2f%s%s\n", v->name, gdims[0], gdims[1],
+                               gdims[2], gdims[3], pads[p], N, plan, r.us, r.us / N, gflops,
+                               bytes_site, gbps, 100 * gbps / copy, speedup, wall, gridb);
+                        fflush(stdout);
+                    }
+                    json_t *row = json_pack(
+                        "{s:s, s:i, s:i, s:i, s:i, s:i, s:[iiii], s:i, s:i, s:s, "
+                        "s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+                        "variant", v->name, "precision", v->precision, "recon", v->recon,
+                        "gauge_fix", v->gauge_fix, "dagger", v->dagger, "xpay", v->xpay,
+                        "dims", gdims[0], gdims[1], gdims[2], gdims[3], "pad", pads[p], "nrhs",
+                        N, "kernels", plan, "kernel_calls", r.plan.calls, "us_per_call", r.us,
+                        "us_per_rhs", r.us / N, "us_wall_per_call", r.us_wall, "gflops", gflops,
+                        "bytes_per_site_per_rhs", bytes_site, "bytes_per_rhs", bytes_site * sites,
+                        "GBps", gbps, "fraction_of_copy", gbps / copy, "speedup_per_rhs",
+                        speedup);
+                    if (procs) {
+                        json_t *g = json_pack("{s:[iiii], s:[iiii], s:i, s:f}", "grid",
+                                              dl.procs[0], dl.procs[1], dl.procs[2], dl.procs[3],
+                                              "local", dl.local[0], dl.local[1], dl.local[2],
+                                              dl.local[3], "ranks", dl.size,
+                                              "halo_bytes_sent_per_rank", halo);
+                        json_object_update(row, g);
+                        json_decref(g);
+                    }
+                    json_array_append_new(res, row);
                     n++;
                 }
                 if (st != WD_OK) {
-                    fprintf(stderr, "wdirac bench dslash: %s on %dx%dx%dx%d: %s\n", v->name,
-                            h.dims[0], h.dims[1], h.dims[2], h.dims[3], wd_last_error());
+                    if (printer)
+                        fprintf(stderr, "wdirac bench dslash: %s on %dx%dx%dx%d: %s\n", v->name,
+                                gdims[0], gdims[1], gdims[2], gdims[3], wd_last_error());
                     failed++;
                 }
             }
@@ -1088,17 +1160,17 @@ static int bench_nrhs(int gpu, int lat[][4], int nlat, const int *pads, int npad
         }
         host_free(&h);
     }
-    if (n)
+    if (n && printer)
         nrhs_usage_note(stdout, gpu);
-    else
+    else if (!n && printer)
         fprintf(stderr, "wdirac bench dslash: no built one-RHS Wilson variant (dslash_*_n1) "
                 "matches '%s'\n", glob);
-    if (skipped)
+    if (skipped && printer)
         fprintf(stderr, "wdirac bench dslash: --nrhs times the Wilson dslash_* variants; %d "
                 "clover variant%s matching '%s' left out\n", skipped, skipped > 1 ? "s" : "", glob);
     json_object_set_new(root, "results", res);
     int rc = failed || !n ? WD_EXIT_FAILED : WD_EXIT_OK;
-    if (json_path && n && json_dump_file(root, json_path, JSON_INDENT(1)) != 0) {
+    if (printer && json_path && n && json_dump_file(root, json_path, JSON_INDENT(1)) != 0) {
         fprintf(stderr, "wdirac bench dslash: cannot write %s\n", json_path);
         rc = WD_EXIT_FAILED;
     }
@@ -1167,12 +1239,14 @@ int wd_bench_dslash_main(int argc, char **argv)
             return 2;
         }
     }
-    if (nnrhs && (grid_given || wd_ranks() > 1 || sweep || tune_only)) {
-        fprintf(stderr, "wdirac bench dslash: --nrhs times one process on --dims lattices "
-                "(not with --grid, --wrap-halo, --paper-sweep or tune)\n");
+    const int on_grid = grid_given || wd_ranks() > 1;
+    if (nnrhs && (sweep || tune_only || sweep_nccl)) {
+        if (wd_cli_printer())
+            fprintf(stderr, "wdirac bench dslash: --nrhs times --dims lattices (not with "
+                    "--paper-sweep, --nccl-sweep or tune)\n");
         return WD_EXIT_USAGE;
     }
-    if (grid_given || wd_ranks() > 1) {
+    if (on_grid && !nnrhs) {
         if (!strcmp(backend, "cpu") || sweep || npads > 1 || tune_only) {
             if (wd_cli_printer())
                 fprintf(stderr, "wdirac bench dslash: on a process grid the benchmark times the "
@@ -1185,6 +1259,12 @@ int wd_bench_dslash_main(int argc, char **argv)
         }
         return bench_grid(lat, nlat, procs, glob, reps ? reps : 100, seed, npads ? pads[0] : 0,
                           json_path, tune_cache, sweep_nccl, wrap);
+    }
+    if (on_grid && npads > 1) {
+        if (wd_cli_printer())
+            fprintf(stderr, "wdirac bench dslash: on a process grid the benchmark takes one "
+                    "--pad\n");
+        return WD_EXIT_USAGE;
     }
     int gpu;
     if (!strcmp(backend, "auto"))
@@ -1199,6 +1279,12 @@ int wd_bench_dslash_main(int argc, char **argv)
     }
     char device[256];
     double copy;
+    /* on a grid every rank takes its own GPU before any other CUDA work */
+    if (gpu && on_grid && wd_backend_cuda_select() != WD_OK) {
+        if (wd_cli_printer())
+            fprintf(stderr, "wdirac bench dslash: %s\n", wd_last_error());
+        return 2;
+    }
     if (gpu) {
         wd_cuda_info info;
         if (!wd_cuda_available() || wd_cuda_device_info(&info) != WD_OK) {
@@ -1254,7 +1340,7 @@ int wd_bench_dslash_main(int argc, char **argv)
     if (nnrhs) {
         free(rows);
         return bench_nrhs(gpu, lat, nlat, pads, npads, glob, nrhs, nnrhs, reps, seed, device,
-                          copy, json_path);
+                          copy, json_path, on_grid ? procs : NULL, wrap);
     }
     if (tune_only)
         printf("tune cache %s\n%-28s %-14s %4s %5s\n", getenv("WDIRAC_TUNE_CACHE") ? getenv("WDIRAC_TUNE_CACHE") : "(default)",
