@@ -351,12 +351,22 @@ wd_status wd_mg_fine_smooth(wd_mg_fine *f, wd_mg_pair *e, const wd_mg_pair *r, i
     if ((st = schur_source(f)) != WD_OK)
         return st;
     wd_blas_zero(be, &f->es.e);
+    /* <q, h> and |q|^2 from the reducing Mhat where there is one (no pass
+     * of their own), else in one pass; the last step's residual is not
+     * needed */
+    const int reduces = wd_eo_mhat_reduces(&f->op);
     for (int i = 0; i < steps; ++i) {
-        if ((st = wd_eo_mhat(&f->op, &f->qs, &f->h, 0)) != WD_OK)
-            return st;
-        /* <q, h> and |q|^2 in one pass; the last step's residual is not needed */
         double res[3];
-        wd_blas_cdot_norm2(be, &f->qs, &f->h, res);
+        if (reduces) {
+            /* {<h, q>, |q|^2}: <q, h> its conjugate */
+            if ((st = wd_eo_mhat_reduce(&f->op, &f->qs, &f->h, &f->h, res)) != WD_OK)
+                return st;
+            res[1] = -res[1];
+        } else {
+            if ((st = wd_eo_mhat(&f->op, &f->qs, &f->h, 0)) != WD_OK)
+                return st;
+            wd_blas_cdot_norm2(be, &f->qs, &f->h, res);
+        }
         if (!(res[2] > 0))
             break;
         const wd_complex a = {res[0] / res[2], res[1] / res[2]};
