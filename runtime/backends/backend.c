@@ -203,9 +203,7 @@ void wd_field_destroy(wd_backend *be, wd_field *f)
 
 int wd_backend_multi_rhs(const wd_backend *be)
 {
-    /* both backends, on one process and on a grid (their exchanges carry
-     * every right-hand side's faces of a call) */
-    return be->ops != NULL;
+    return !be->halo.ghost_sites || strcmp(be->ops->name, "cuda") != 0;
 }
 
 int wd_variants_nrhs(int variant)

@@ -12,10 +12,9 @@
  * On a process grid (one GPU per rank, NCCL between them) fields carry the
  * ghost faces of wd_halo, the gauge field its backward ghost links, and
  * each Dslash runs backend_cuda.cu's wd_cuda_be_dslash_grid: the exchange
- * of the input's ghosts (of every right-hand side a multi-RHS call covers,
- * one message per neighbour and direction), overlapped with the interior
- * sites' kernel where only T is partitioned, then the boundary; reductions
- * are summed over the ranks.  The result equals one GPU's bit for bit.
+ * of the input's ghosts, overlapped with the interior sites' kernel where
+ * only T is partitioned, then the boundary; reductions are summed over the
+ * ranks.  The result equals one GPU's bit for bit.
  *
  * The externally accessible functions are
  *   wd_backend_cuda_init    fill in the ops table, open the device context
@@ -91,11 +90,11 @@ void wd_cuda_be_caxpy_norm2_cdot(wd_backend *be, wd_complex a, const wd_field *x
 void wd_cuda_be_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
                            const wd_field *y, const wd_field *z, const wd_field *w,
                            const wd_field *u, double *res);
-
 void wd_cuda_be_multi_cdot(wd_backend *be, int k, const wd_field *const *x, const wd_field *y,
                            double *res);
 void wd_cuda_be_multi_caxpy(wd_backend *be, int k, const wd_complex *a, const wd_field *const *x,
                             wd_field *y);
+
 static wd_status field_alloc(wd_backend *be, wd_field *f)
 {
     (void)be;
@@ -361,6 +360,10 @@ static wd_status dslash(wd_backend *be, int variant, wd_field *out, const wd_gau
 {
     wd_dslash_args args;
     wd_status st = wd_backend_dslash_args(be, variant, out, g, c, in, x, a, parity, &args);
+    if (st == WD_OK && be->halo.ghost_sites && wd_variants[variant].nrhs > 1)
+        st = wd_fail(WD_ERR_INTERNAL, "%s: the multi-RHS kernels do not run on a partitioned "
+                     "CUDA grid yet (wd_dslash_group uses one-RHS calls there)",
+                     wd_variants[variant].name);
     int block = 0;
     if (st == WD_OK)
         st = wd_tune_dslash(variant, &args, be->pad, &block);
@@ -465,11 +468,11 @@ static const wd_backend_ops cuda_ops = {
     .cdot = wd_cuda_be_cdot,
     .axpy_norm2 = wd_cuda_be_axpy_norm2,
     .xpay_norm2 = wd_cuda_be_xpay_norm2,
-    .multi_cdot = wd_cuda_be_multi_cdot,
-    .multi_caxpy = wd_cuda_be_multi_caxpy,
     .caxpy_norm2 = wd_cuda_be_caxpy_norm2,
     .cdot_norm2 = wd_cuda_be_cdot_norm2,
     .caxpy_norm2_cdot = wd_cuda_be_caxpy_norm2_cdot,
+    .multi_cdot = wd_cuda_be_multi_cdot,
+    .multi_caxpy = wd_cuda_be_multi_caxpy,
     .blas_lanes = wd_cuda_be_blas_lanes,
 };
 

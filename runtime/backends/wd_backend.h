@@ -447,12 +447,8 @@ static inline double wd_site_reals_(const wd_backend *be)
 double wd_variant_flops(int variant);
 int wd_variants_nrhs(int variant);
 
-/* Whether this backend runs the multi-RHS kernels: an open CPU or CUDA
- * backend, on one process and on a process grid.  On a grid a multi-RHS
- * call exchanges the faces of all its right-hand sides at once: per
- * partitioned dimension one message to each neighbour holding every
- * right-hand side's face, each scattered into that right-hand side's own
- * ghost zone, so the result is the one-process result bit for bit. */
+/* Whether this backend runs the multi-RHS kernels (on a partitioned CUDA
+ * grid the halo path exchanges one right-hand side: not yet) */
 int wd_backend_multi_rhs(const wd_backend *be);
 
 /* out = D in (+ x) for `count` right-hand sides of multi-fields (or views)
@@ -606,10 +602,6 @@ static inline void wd_blas_caxpy_norm2_cdot(wd_backend *be, wd_complex a, const 
     be->ops->caxpy_norm2_cdot(be, a, x, y, z, res);
 }
 
-/* op on the lanes of l (wd_lane_op), flops counted per lane as the
- * one-lane wrappers above count them; res (3 doubles a lane) may be NULL
- * for an operation that reduces nothing */
-void wd_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
 /* <x[i], y> into res[2 i ..] for i < k, and y += sum_i a[i] x[i], for any
  * k: in pieces of WD_BLAS_MULTI, each reading y once where the backend
  * has the fused operation */
@@ -618,6 +610,10 @@ void wd_blas_multi_cdot(wd_backend *be, int k, const wd_field *const *x, const w
 void wd_blas_multi_caxpy(wd_backend *be, int k, const wd_complex *a, const wd_field *const *x,
                          wd_field *y);
 
+/* op on the lanes of l (wd_lane_op), flops counted per lane as the
+ * one-lane wrappers above count them; res (3 doubles a lane) may be NULL
+ * for an operation that reduces nothing */
+void wd_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
                    const wd_field *y, const wd_field *z, double *res);
 /* the same with the two further operands of the fused steps */
 void wd_blas_lanes5(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
