@@ -2,6 +2,7 @@
 the CPU backend (4^3x8 lattice).
 
     test_bench_nrhs.py WDIRAC [PLOT_NRHS_PY]
+    test_bench_nrhs.py WDIRAC --mpiexec MPIEXEC [ARGS...]   (the grid checks alone)
 
 Dslash: every built one-RHS Wilson variant the glob selects gets one row per
 N of the list (1 added, duplicates dropped), with positive finite times,
@@ -19,7 +20,8 @@ BiCGstab rows of the same run, one table: every row converges to tol, an mg
 row gives its setup apart from its solve (and their sum), the outer and
 per-level iterations and the setup's record; an --mg-* option without the
 mg configuration exits 2 naming it.  With PLOT_NRHS_PY, bench/plot_nrhs.py draws the --nrhs JSON
-(skipped without matplotlib).  One line per check; exit 1 on any failure.
+(skipped without matplotlib).  With --mpiexec, --nrhs on a process grid
+of 2 ranks (grid_checks).  One line per check; exit 1 on any failure.
 """
 
 import fnmatch
@@ -237,8 +239,52 @@ def plain_check(wdirac, tmp):
     check("bench dslash without --nrhs: the plain rows", ok, p.stderr)
 
 
+def grid_checks(wdirac, tmp, mpiexec):
+    """--nrhs on 2 ranks, grid 1x1x1x2 of a 4^3x16 lattice (blocks 4^3x8),
+    CPU backend, and again with X exchanged by each rank with itself
+    (--wrap-halo X): one row per (variant, N) with the grid, blocks,
+    ranks, the plan of one process and the halo bytes of N right-hand
+    sides' faces."""
+    built = set(run(wdirac, "list").stdout.split())
+    selected = sorted(v for v in built if fnmatch.fnmatchcase(v, GLOB))
+    # face sites of one parity: T 4^3 / 2, X (wrapped) 4^2 x 8 / 2
+    for wrap, face_cb in (([], 32), (["--wrap-halo", "X"], 32 + 64)):
+        path = os.path.join(tmp, "dslash-nrhs-grid.json")
+        p = subprocess.run([*mpiexec, "-n", "2", wdirac, "bench", "dslash", "--backend", "cpu",
+                            "--grid", "1", "1", "1", "2", "--dims", "4", "4", "4", "16", *wrap,
+                            "--kernels", GLOB, "--nrhs", "12,4", "--reps", "2", "--json", path],
+                           capture_output=True, text=True)
+        what = f"mpiexec -n 2 bench dslash --grid 1 1 1 2 {' '.join(wrap)} --nrhs 12,4"
+        check(f"{what} exits 0", p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+        if p.returncode != 0:
+            continue
+        js = json.load(open(path))
+        rows = js["results"]
+        keys = sorted((r["variant"], r["nrhs"]) for r in rows)
+        check("... ranks 2, one row per (variant, N)", js["ranks"] == 2 and
+              keys == sorted((v, n) for v in selected for n in (1, 4, 12)), f"{keys}")
+        for r in rows:
+            n = r["nrhs"]
+            name = f"... {r['variant']} N={n}"
+            calls = expected_plan(built, r["variant"], n)
+            spinor = 24 * r["precision"] + (4 if r["precision"] == 2 else 0)
+            # two faces per exchanged dimension, every right-hand side's
+            halo = n * 2 * face_cb * spinor
+            ok = (r["grid"] == [1, 1, 1, 2] and r["local"] == [4, 4, 4, 8] and r["ranks"] == 2
+                  and r["dims"] == [4, 4, 4, 16] and r["kernels"] == plan_name(calls)
+                  and r["halo_bytes_sent_per_rank"] == halo
+                  and all(positive(r[k]) for k in ("us_per_call", "gflops", "GBps")))
+            check(f"{name}: grid, blocks, kernels {r['kernels']}, {halo} halo bytes", ok,
+                  json.dumps(r))
+
+
 def main():
     wdirac = sys.argv[1]
+    if len(sys.argv) > 2 and sys.argv[2] == "--mpiexec":
+        with tempfile.TemporaryDirectory() as tmp:
+            grid_checks(wdirac, tmp, sys.argv[3:])
+        print(f"{len(failed)} check{'s' if len(failed) != 1 else ''} failed")
+        sys.exit(1 if failed else 0)
     plot = sys.argv[2] if len(sys.argv) > 2 else None
     with tempfile.TemporaryDirectory() as tmp:
         dslash_checks(wdirac, tmp, plot)
