@@ -148,11 +148,15 @@ static void cpu_clover_free(wd_backend *be, wd_clover *c)
         free(c->data[p]), free(c->norm[p]);
 }
 
-/* Fill the ghost faces of `in` (parity 1 - out_parity) from the
- * neighbours: every partitioned dimension's two faces gathered, all
- * dimensions' messages in flight together, then scattered.  The buffers
- * are kept in the context and grow to the largest field seen. */
-static wd_status cpu_halo(wd_backend *be, const wd_field *in, int out_parity)
+/* Fill the ghost faces of right-hand sides 0 .. nrhs - 1 of `in` (parity
+ * 1 - out_parity) from the neighbours.  Per partitioned dimension the
+ * faces of every right-hand side going one way travel as one message
+ * (right-hand side q's face at q face bytes of the slot), so N right-hand
+ * sides cost one message per neighbour and direction as one does, not N;
+ * every dimension's messages are in flight together, then scattered into
+ * each right-hand side's own ghost zone.  The buffers are kept in the
+ * context and grow to the largest exchange seen. */
+static wd_status cpu_halo(wd_backend *be, const wd_field *in, int nrhs, int out_parity)
 {
     wd_cpu_ctx *ctx = be->ctx;
     wd_spinor_layout l;
@@ -161,36 +165,42 @@ static wd_status cpu_halo(wd_backend *be, const wd_field *in, int out_parity)
     for (int mu = 0; mu < 4; ++mu) {
         off[mu] = need;
         if (be->halo.part[mu])
-            need += 4 * wd_face_bytes(&l, mu);
+            need += 4 * (size_t)nrhs * wd_face_bytes(&l, mu);
     }
     wd_status st = WD_OK;
-    /* every rank has the same local volume, so all grow here together */
+    /* every rank has the same local volume and runs the same calls, so all
+     * grow here together */
     if (need > ctx->halo_bytes) {
         void *p = realloc(ctx->halo, need);
         if (p) {
             ctx->halo = p;
             ctx->halo_bytes = need;
         } else {
-            st = wd_fail(WD_ERR_NOMEM, "CPU backend: cannot allocate %zu bytes of halo buffers",
-                         need);
+            st = wd_fail(WD_ERR_NOMEM, "CPU backend: cannot allocate %zu bytes of halo buffers "
+                         "(%d right-hand sides)", need, nrhs);
         }
         if ((st = wd_comm_agree(st)) != WD_OK)
             return st;
     }
     const int in_parity = 1 - out_parity;
+    const size_t norms = in->norm_bytes / sizeof(float);
     wd_comm_halo req[4];
     int started = 0;
     for (int mu = 0; mu < 4 && st == WD_OK; ++mu) {
         if (!be->halo.part[mu])
             continue;
-        const size_t fb = wd_face_bytes(&l, mu);
+        const size_t fb = wd_face_bytes(&l, mu), slot = (size_t)nrhs * fb;
         char *b = (char *)ctx->halo + off[mu];
         /* send[FWD]: my last slice, the forward neighbour's backward ghost */
-        wd_face_gather(&l, in->data, in->norm, be->dims, mu, 1, in_parity, b);
-        wd_face_gather(&l, in->data, in->norm, be->dims, mu, 0, in_parity, b + fb);
-        const void *send[2] = {b, b + fb};
-        void *recv[2] = {b + 2 * fb, b + 3 * fb};
-        st = wd_comm_halo_start(&req[mu], &be->grid, mu, send, recv, fb);
+        for (int q = 0; q < nrhs; ++q) {
+            const char *data = (const char *)in->data + (size_t)q * in->bytes;
+            const float *norm = in->norm ? in->norm + (size_t)q * norms : NULL;
+            wd_face_gather(&l, data, norm, be->dims, mu, 1, in_parity, b + q * fb);
+            wd_face_gather(&l, data, norm, be->dims, mu, 0, in_parity, b + slot + q * fb);
+        }
+        const void *send[2] = {b, b + slot};
+        void *recv[2] = {b + 2 * slot, b + 3 * slot};
+        st = wd_comm_halo_start(&req[mu], &be->grid, mu, send, recv, slot);
         started |= (st == WD_OK) << mu;
     }
     for (int mu = 0; mu < 4; ++mu) {
@@ -201,10 +211,14 @@ static wd_status cpu_halo(wd_backend *be, const wd_field *in, int out_parity)
             st = w;
         if (w != WD_OK)
             continue;
-        const size_t fb = wd_face_bytes(&l, mu);
+        const size_t fb = wd_face_bytes(&l, mu), slot = (size_t)nrhs * fb;
         const char *b = (const char *)ctx->halo + off[mu];
-        wd_ghost_scatter(&l, in->data, in->norm, mu, WD_FWD, b + 2 * fb);
-        wd_ghost_scatter(&l, in->data, in->norm, mu, WD_BWD, b + 3 * fb);
+        for (int q = 0; q < nrhs; ++q) {
+            char *data = (char *)in->data + (size_t)q * in->bytes;
+            float *norm = in->norm ? in->norm + (size_t)q * norms : NULL;
+            wd_ghost_scatter(&l, data, norm, mu, WD_FWD, b + 2 * slot + q * fb);
+            wd_ghost_scatter(&l, data, norm, mu, WD_BWD, b + 3 * slot + q * fb);
+        }
     }
     return st;
 }
@@ -217,13 +231,11 @@ static wd_status cpu_dslash(wd_backend *be, int variant, wd_field *out, const wd
     wd_status st = wd_backend_dslash_args(be, variant, out, g, c, in, x, a, parity, &args);
     if (st != WD_OK)
         return st;
-    /* the clover kernel alone reads no neighbour; each right-hand side its faces */
-    if (be->halo.ghost_sites && wd_variants[variant].op != WD_OP_CLOVER)
-        for (int q = 0; q < wd_variants[variant].nrhs * args.groups; ++q) {
-            const wd_field vq = wd_field_view(in, q, 1);
-            if ((st = cpu_halo(be, &vq, parity)) != WD_OK)
-                return st;
-        }
+    /* the clover kernel alone reads no neighbour; the others read the
+     * ghosts of every right-hand side the call covers */
+    if (be->halo.ghost_sites && wd_variants[variant].op != WD_OP_CLOVER &&
+        (st = cpu_halo(be, in, wd_variants[variant].nrhs * args.groups, parity)) != WD_OK)
+        return st;
     wd_variants[variant].cpu(&args);
     return WD_OK;
 }

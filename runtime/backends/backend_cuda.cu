@@ -30,7 +30,10 @@
  * parity into contiguous buffers, in the face order and stored values of
  * wd_face_gather: the index tables come from wd_face_site), the NCCL
  * exchange of every dimension in one group, and a scatter kernel per
- * dimension into the ghost faces (wd_ghost_scatter's layout).
+ * dimension into the ghost faces (wd_ghost_scatter's layout).  A multi-RHS
+ * call exchanges all its right-hand sides at once: the same three launches
+ * over every right-hand side (blockIdx.z) and one message each way per
+ * dimension holding their faces back to back.
  * wd_cuda_be_dslash_grid runs it on the exchange's stream while the main
  * stream computes the interior sites, then the boundary slices (T alone
  * partitioned), or before the whole kernel on the main stream (otherwise).
@@ -534,20 +537,30 @@ __global__ void __launch_bounds__(BLAS_BLOCK) bicgstab_update_lanes_kernel(
 /* ---- halo faces --------------------------------------------------------- */
 /* Element k of face site f moves between k * stride + idx[f] of the field
  * and k * n + f of the face buffer; the half-precision norms follow the
- * elements in the buffer.  blockIdx.y picks one of the two faces. */
+ * elements in the buffer.  blockIdx.y picks one of the two faces,
+ * blockIdx.z the right-hand side q: its field at q * rhs_elems vector
+ * elements (norms q * rhs_norms floats) after the first, its face at
+ * q * rhs_buf bytes of the face's slot (all right-hand sides' faces of one
+ * direction are one message). */
 struct face_pair {
     const int *idx[2];  /* gather: face sites; scatter: unused */
     int ghost[2];       /* scatter: first ghost index */
     char *buf[2];
+    long rhs_elems;     /* vector elements from one right-hand side's field to the next */
+    long rhs_norms;     /* floats from one right-hand side's norms to the next */
+    size_t rhs_buf;     /* bytes from one right-hand side's face to the next */
 };
 
 template <class W>
 __global__ void face_gather_kernel(const W *field, const float *norm, int stride, int elements,
                                    int n, face_pair fp)
 {
-    const int side = blockIdx.y;
+    const int side = blockIdx.y, q = blockIdx.z;
     const int *idx = fp.idx[side];
-    W *buf = (W *)fp.buf[side];
+    W *buf = (W *)(fp.buf[side] + q * fp.rhs_buf);
+    field += q * fp.rhs_elems;
+    if (norm)
+        norm += q * fp.rhs_norms;
     const int total = n * elements;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
         const int k = i / n, f = i - k * n;
@@ -561,8 +574,11 @@ template <class W>
 __global__ void ghost_scatter_kernel(W *field, float *norm, int stride, int elements, int n,
                                      face_pair fp)
 {
-    const int side = blockIdx.y;
-    const W *buf = (const W *)fp.buf[side];
+    const int side = blockIdx.y, q = blockIdx.z;
+    const W *buf = (const W *)(fp.buf[side] + q * fp.rhs_buf);
+    field += q * fp.rhs_elems;
+    if (norm)
+        norm += q * fp.rhs_norms;
     const int g = fp.ghost[side], total = n * elements;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
         const int k = i / n, f = i - k * n;
@@ -1543,19 +1559,31 @@ static size_t face_bytes(const wd_backend *be, const wd_field *f, int mu)
     return n * f->elements * f->width * f->precision + (f->norm_bytes ? n * sizeof(float) : 0);
 }
 
-/* a face slot of the halo buffer: face_bytes rounded up to 256 bytes, so
- * every slot is aligned for any vector element */
-static size_t face_slot(const wd_backend *be, const wd_field *f, int mu)
+/* One right-hand side's face in a slot of the halo buffer: face_bytes
+ * rounded up to 16 bytes so that the next one's vector elements stay
+ * aligned (face_cb is a multiple of 4, every local extent being even, so
+ * this adds nothing: a slot's message is exactly its faces). */
+static size_t face_rhs(const wd_backend *be, const wd_field *f, int mu)
 {
-    return (face_bytes(be, f, mu) + 255) / 256 * 256;
+    return (face_bytes(be, f, mu) + 15) / 16 * 16;
 }
 
-/* Enqueue on stream s the exchange of the ghost faces of `in` (the
- * parity opposite out_parity) with the neighbours, gather, NCCL, scatter.
- * Collective over the ranks of the grid; `pending`, a failure of the
- * caller's, is agreed with the others before the exchange (and stops it). */
-static wd_status halo_on(wd_backend *be, const wd_field *in, int out_parity, wd_status pending,
-                         cudaStream_t s)
+/* a face slot of the halo buffer: nrhs faces rounded up to 256 bytes, so
+ * every slot is aligned for any vector element */
+static size_t face_slot(const wd_backend *be, const wd_field *f, int mu, int nrhs)
+{
+    return (nrhs * face_rhs(be, f, mu) + 255) / 256 * 256;
+}
+
+/* Enqueue on stream s the exchange of the ghost faces of right-hand sides
+ * 0 .. nrhs - 1 of `in` (the parity opposite out_parity) with the
+ * neighbours: gather, NCCL, scatter, one launch each per partitioned
+ * dimension for all right-hand sides, and per dimension one message each
+ * way holding every right-hand side's face.  Collective over the ranks of
+ * the grid; `pending`, a failure of the caller's, is agreed with the
+ * others before the exchange (and stops it). */
+static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_parity,
+                         wd_status pending, cudaStream_t s)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     wd_status st = pending;
@@ -1563,9 +1591,10 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int out_parity, wd_
     for (int mu = 0; mu < 4; ++mu) {
         off[mu] = need;
         if (be->halo.part[mu])
-            need += 4 * face_slot(be, in, mu);
+            need += 4 * face_slot(be, in, mu, nrhs);
     }
-    /* every rank has the same local volume: all grow here together */
+    /* every rank has the same local volume and runs the same calls: all
+     * grow here together */
     if (st == WD_OK && need > c->halo_bytes) {
         wd_cuda_free(c->halo);
         c->halo = NULL;
@@ -1576,18 +1605,20 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int out_parity, wd_
     }
     const int in_parity = 1 - out_parity;
     const size_t eb = (size_t)in->width * in->precision;
+    const long rhs_elems = (long)(in->bytes / eb), rhs_norms = (long)(in->norm_bytes / sizeof(float));
     wd_nccl_face faces[4];
     int nf = 0;
     for (int mu = 0; mu < 4 && st == WD_OK; ++mu) {
         if (!be->halo.part[mu])
             continue;
-        const size_t slot = face_slot(be, in, mu);
+        const size_t slot = face_slot(be, in, mu, nrhs), rb = face_rhs(be, in, mu);
         char *b = (char *)c->halo + off[mu];
         const int n = be->halo.face_cb[mu];
         /* send[FWD]: my last slice, the forward neighbour's backward ghost */
         face_pair fp = {{c->face_idx + c->face_off[mu][1][in_parity],
-                         c->face_idx + c->face_off[mu][0][in_parity]}, {0, 0}, {b, b + slot}};
-        const dim3 grid((n * in->elements + 255) / 256, 2);
+                         c->face_idx + c->face_off[mu][0][in_parity]}, {0, 0}, {b, b + slot},
+                        rhs_elems, rhs_norms, rb};
+        const dim3 grid((n * in->elements + 255) / 256, 2, nrhs);
         if (eb == 16)
             face_gather_kernel<uint4><<<grid, 256, 0, s>>>((const uint4 *)in->data, in->norm,
                                                           in->stride, in->elements, n, fp);
@@ -1596,11 +1627,11 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int out_parity, wd_
                                                           in->stride, in->elements, n, fp);
         const cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess)
-            st = wd_fail(WD_ERR_CUDA, "CUDA backend: the face gather of mu = %d: %s", mu,
-                         cudaGetErrorString(err));
+            st = wd_fail(WD_ERR_CUDA, "CUDA backend: the face gather of mu = %d (%d right-hand "
+                         "sides): %s", mu, nrhs, cudaGetErrorString(err));
         wd_nccl_face *f = &faces[nf++];
         f->mu = mu;
-        f->bytes = face_bytes(be, in, mu);
+        f->bytes = (size_t)nrhs * rb;
         f->send[WD_FWD] = b;
         f->send[WD_BWD] = b + slot;
         f->recv[WD_FWD] = b + 2 * slot;
@@ -1614,8 +1645,9 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int out_parity, wd_
     for (int k = 0; k < nf && st == WD_OK; ++k) {
         const int mu = faces[k].mu, n = be->halo.face_cb[mu];
         face_pair fp = {{NULL, NULL}, {be->halo.ghost[mu][WD_FWD], be->halo.ghost[mu][WD_BWD]},
-                        {(char *)faces[k].recv[WD_FWD], (char *)faces[k].recv[WD_BWD]}};
-        const dim3 grid((n * in->elements + 255) / 256, 2);
+                        {(char *)faces[k].recv[WD_FWD], (char *)faces[k].recv[WD_BWD]},
+                        rhs_elems, rhs_norms, face_rhs(be, in, mu)};
+        const dim3 grid((n * in->elements + 255) / 256, 2, nrhs);
         if (eb == 16)
             ghost_scatter_kernel<uint4><<<grid, 256, 0, s>>>((uint4 *)in->data, in->norm, in->stride,
                                                             in->elements, n, fp);
@@ -1624,8 +1656,8 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int out_parity, wd_
                                                             in->elements, n, fp);
         const cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess)
-            st = wd_fail(WD_ERR_CUDA, "CUDA backend: the ghost scatter of mu = %d: %s", mu,
-                         cudaGetErrorString(err));
+            st = wd_fail(WD_ERR_CUDA, "CUDA backend: the ghost scatter of mu = %d (%d right-hand "
+                         "sides): %s", mu, nrhs, cudaGetErrorString(err));
     }
     return st;
 }
@@ -1661,9 +1693,11 @@ wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_ar
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     cudaStream_t s = (cudaStream_t)wd_cuda_stream();
+    /* the right-hand sides the call covers, whose ghosts it reads */
+    const int nrhs = wd_variants[variant].nrhs * (args->groups > 1 ? args->groups : 1);
     wd_status st;
     if (!overlappable(be)) {
-        st = halo_on(be, in, parity, pending, s);
+        st = halo_on(be, in, nrhs, parity, pending, s);
         if (st == WD_OK && cudaEventRecord(c->ev_halo, s) != cudaSuccess)
             st = wd_fail(WD_ERR_CUDA, "CUDA backend: cudaEventRecord after the exchange failed");
         return st == WD_OK ? wd_cuda_dslash_async(variant, args, block) : st;
@@ -1679,7 +1713,7 @@ wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_ar
                           cudaGetErrorString(err));
     if (pending == WD_OK)
         pending = wd_cuda_dslash_range_async(variant, args, block, slice, n - slice, s);
-    st = halo_on(be, in, parity, pending, c->comm);
+    st = halo_on(be, in, nrhs, parity, pending, c->comm);
     if (st != WD_OK)
         return st;
     err = cudaEventRecord(c->ev_halo, c->comm);

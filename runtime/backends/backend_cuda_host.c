@@ -12,9 +12,10 @@
  * On a process grid (one GPU per rank, NCCL between them) fields carry the
  * ghost faces of wd_halo, the gauge field its backward ghost links, and
  * each Dslash runs backend_cuda.cu's wd_cuda_be_dslash_grid: the exchange
- * of the input's ghosts, overlapped with the interior sites' kernel where
- * only T is partitioned, then the boundary; reductions are summed over the
- * ranks.  The result equals one GPU's bit for bit.
+ * of the input's ghosts (of every right-hand side a multi-RHS call covers,
+ * one message per neighbour and direction), overlapped with the interior
+ * sites' kernel where only T is partitioned, then the boundary; reductions
+ * are summed over the ranks.  The result equals one GPU's bit for bit.
  *
  * The externally accessible functions are
  *   wd_backend_cuda_init    fill in the ops table, open the device context
@@ -360,10 +361,6 @@ static wd_status dslash(wd_backend *be, int variant, wd_field *out, const wd_gau
 {
     wd_dslash_args args;
     wd_status st = wd_backend_dslash_args(be, variant, out, g, c, in, x, a, parity, &args);
-    if (st == WD_OK && be->halo.ghost_sites && wd_variants[variant].nrhs > 1)
-        st = wd_fail(WD_ERR_INTERNAL, "%s: the multi-RHS kernels do not run on a partitioned "
-                     "CUDA grid yet (wd_dslash_group uses one-RHS calls there)",
-                     wd_variants[variant].name);
     int block = 0;
     if (st == WD_OK)
         st = wd_tune_dslash(variant, &args, be->pad, &block);

@@ -447,8 +447,12 @@ static inline double wd_site_reals_(const wd_backend *be)
 double wd_variant_flops(int variant);
 int wd_variants_nrhs(int variant);
 
-/* Whether this backend runs the multi-RHS kernels (on a partitioned CUDA
- * grid the halo path exchanges one right-hand side: not yet) */
+/* Whether this backend runs the multi-RHS kernels: an open CPU or CUDA
+ * backend, on one process and on a process grid.  On a grid a multi-RHS
+ * call exchanges the faces of all its right-hand sides at once: per
+ * partitioned dimension one message to each neighbour holding every
+ * right-hand side's face, each scattered into that right-hand side's own
+ * ghost zone, so the result is the one-process result bit for bit. */
 int wd_backend_multi_rhs(const wd_backend *be);
 
 /* out = D in (+ x) for `count` right-hand sides of multi-fields (or views)
