@@ -1006,8 +1006,6 @@ static wd_status eo_solve(wd_mg *mg, int l)
     float *w[1] = {c->dex};
     if (st == WD_OK)
         st = dev_multi_caxpy(mg, l, h, 1, &minus, w, c->deb);
-    if (st == WD_OK)
-        st = d->zero(h, n, c->dex);
     if (st != WD_OK)
         return st;
     gcr(mg, l, 1, c->dex, c->deb, m->coarse_tol, m->coarse_max_iter, 0, &rel, &st);
@@ -1040,8 +1038,7 @@ static wd_status coarse_solve(wd_mg *mg, int l)
         prof(mg, PROF_COARSE_BLAS);
         return st;
     }
-    if ((st = mg->dev->zero(c->dop.layout.volume, c->dop.layout.ncomp, c->dx)) != WD_OK)
-        return st;
+    /* both start from c->dx = 0 (gcr and cycle zero it) */
     if (last || m->cycle == WD_MG_KCYCLE)
         gcr(mg, l + 1, 0, c->dx, c->db, m->coarse_tol, m->coarse_max_iter, !last, &rel, &st);
     else
@@ -1167,10 +1164,13 @@ static void gcr_backsolve(int k, const wd_complex *alpha, const wd_complex *beta
  * of the orthogonalised image, <q_k', r> = <q_k, r> and the new |r|^2 =
  * |r|^2 - |<q_k, r>|^2 / |q_k'|^2; where cancellation leaves |q_k'|^2
  * below a thousandth of |q_k|^2 it is measured instead.  x is updated
- * once a restart through the triangular system of the projections; after
- * each restart and at the end the residual is recomputed as b - A x.
- * Returns the iterations; *relres the last relative residual; *st WD_OK,
- * or WD_ERR_NAN / a cycle's or the backend's failure.
+ * once a restart through the triangular system of the projections.  x
+ * starts at zero, so r = b without an application; at a restart the
+ * residual is recomputed as b - A x, but not at the end: a cycle's solve
+ * to a loose tolerance takes the recursive residual (an application and
+ * a reduction saved a solve, two with the start).  Returns the iterations; *relres the last relative
+ * residual (the recursive one at the end); *st WD_OK, or WD_ERR_NAN / a
+ * cycle's or the backend's failure.
  */
 static int gcr(wd_mg *mg, int l, int schur, float *x, const float *b, double tol, int max_iter,
                int precondition, double *relres, wd_status *st)
@@ -1187,14 +1187,10 @@ static int gcr(wd_mg *mg, int l, int schur, float *x, const float *b, double tol
     if ((*st = dev_multi_cdot(mg, vol, n, 1, bs, b, res)) != WD_OK)
         return 0;
     const double bnorm = sqrt(res[0]);
-    if (bnorm == 0)
-        return (*st = d->zero(vol, n, x)), 0;
-    if ((*st = level_apply(mg, l, schur, v->dr, x)) != WD_OK ||
-        (*st = d->xmy(vol, n, b, v->dr)) != WD_OK)
+    if ((*st = d->zero(vol, n, x)) != WD_OK || bnorm == 0 ||
+        (*st = d->copy(vol, n, v->dr, b)) != WD_OK)
         return 0;
     const float *rs[1] = {v->dr};
-    if ((*st = dev_multi_cdot(mg, vol, n, 1, rs, v->dr, res)) != WD_OK)
-        return 0;
     double r2 = res[0];
     int it = 0;
     while (r2 > tol * tol * bnorm * bnorm && it < max_iter) {
@@ -1260,17 +1256,18 @@ static int gcr(wd_mg *mg, int l, int schur, float *x, const float *b, double tol
                 return it;
             r2 -= (rq[0] * rq[0] + rq[1] * rq[1]) / qo2;
         }
-        /* x += sum gamma_j z_j; restart, or confirm convergence, on the
-         * recomputed residual */
+        /* x += sum gamma_j z_j; done on the recursive residual, or a
+         * restart on the recomputed one */
         gcr_backsolve(k, v->alpha, v->beta, nk, v->gamma);
-        if ((*st = dev_multi_caxpy(mg, l, vol, k, v->gamma, v->dz, x)) != WD_OK ||
-            (*st = level_apply(mg, l, schur, v->dr, x)) != WD_OK ||
+        if ((*st = dev_multi_caxpy(mg, l, vol, k, v->gamma, v->dz, x)) != WD_OK)
+            return it;
+        if (k == 0 || !(r2 > tol * tol * bnorm * bnorm) || it >= max_iter)
+            break;
+        if ((*st = level_apply(mg, l, schur, v->dr, x)) != WD_OK ||
             (*st = d->xmy(vol, n, b, v->dr)) != WD_OK ||
             (*st = dev_multi_cdot(mg, vol, n, 1, rs, v->dr, res)) != WD_OK)
             return it;
         r2 = res[0];
-        if (k == 0)
-            break;
     }
     v->iterations += it;
     *relres = sqrt(r2) / bnorm;
