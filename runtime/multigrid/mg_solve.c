@@ -932,6 +932,18 @@ static wd_status dev_setup(wd_mg *mg)
             st = dev_level(mg, l, eo);
         if (st == WD_OK && eo)
             st = dev_schur(mg, l);
+        /* the coarse kernels' block sizes, timed on the level's scratch
+         * (the hops' output is a parity's: it fits a whole field) */
+        mg_level *v = &mg->lv[l];
+        if (st == WD_OK && l > 0 && mg->dev->tune) {
+            st = mg->dev->tune(&v->dop, v->dw[0], v->dw[1]);
+            for (int p = 0; st == WD_OK && eo && p < 2; ++p)
+                st = mg->dev->tune(&v->dhop[p], v->dw[2], v->dw[3]);
+            if (st == WD_OK && mg->set.verbosity >= 2)
+                fprintf(stderr, "wdirac multigrid: level %d's coarse kernel tuned: block %d "
+                        "(hops %d, %d)\n", l, v->dop.block, eo ? v->dhop[0].block : 0,
+                        eo ? v->dhop[1].block : 0);
+        }
     }
     return st;
 }

@@ -82,6 +82,8 @@ typedef struct wd_mg_dev_level {
      * back to single */
     void *hin, *hout;
     float *hin_norm, *hout_norm;
+    int block;                   /* threads a block the kernel is launched with
+                                  * (0: its default; tune's choice) */
 } wd_mg_dev_level;
 
 typedef struct wd_mg_dev_transfer {
@@ -159,6 +161,12 @@ typedef struct wd_mg_dev_ops {
                            const float *src_norm, void *dst, float *dst_norm);
     wd_status (*xmy_half)(int count, int n, const float *x, const void *h, const float *norm,
                           float *y);
+    /* lv->block: the fastest of the block sizes the level's kernel takes,
+     * timed on out = D_c in (single links; fields of the level's volume,
+     * with its ghosts) or on apply_half (half links: hin / hout, out and
+     * in unused).  A site's sums do not depend on it: the same bits with
+     * any block.  Optional (NULL: the kernel's default). */
+    wd_status (*tune)(wd_mg_dev_level *lv, float *out, const float *in);
 } wd_mg_dev_ops;
 
 extern const wd_mg_dev_ops wd_mg_dev_cpu_ops;
