@@ -52,12 +52,14 @@ def _loads(v):
     (f, once a block), so a product costs what it costs in single."""
     n = v.ncomp
     raw = {"in_re": "v[j]", "in_im": f"v[{n} + j]",
+           "stage_re": "v[i]", "stage_im": f"v[{n} + i]",
            "link_re": "col[i]", "link_im": f"col[{n} + i]",
            "x_re": "xs[i]", "x_im": f"xs[{n} + i]"}
     if not v.info.has_norm:
         return dict(raw, block_prelude=[], x_prelude=[])
     return {
         "in_re": f"wd_s2f({raw['in_re']}) * f", "in_im": f"wd_s2f({raw['in_im']}) * f",
+        "stage_re": f"wd_s2f({raw['stage_re']}) * f", "stage_im": f"wd_s2f({raw['stage_im']}) * f",
         "link_re": f"wd_s2f({raw['link_re']})", "link_im": f"wd_s2f({raw['link_im']})",
         "x_re": f"wd_s2f({raw['x_re']}) * xn", "x_im": f"wd_s2f({raw['x_im']}) * xn",
         "block_prelude": [
@@ -127,9 +129,10 @@ def variant_context(v):
         "groups": GROUPS,
         "group_len": COARSE_BLOCKS // GROUPS,
         # the CUDA kernel's shared memory: the partials (a float4 per row
-        # and group), with half a row maximum per row and a norm per site
-        # (templates/coarse_cuda_store_fixed.j2)
-        "cuda_shared": (f"sites * ({GROUPS * n} * sizeof(float4)"
+        # and group), the input site each group reads (a float2 per
+        # component, scaled once), with half a row maximum per row and a
+        # norm per site (templates/coarse_cuda_store_fixed.j2)
+        "cuda_shared": (f"sites * ({GROUPS * n} * sizeof(float4) + {GROUPS * n} * sizeof(float2)"
                         + (f" + {n + 1} * sizeof(float))" if v.info.has_norm else ")")),
         "partials": partials(v),
     }
