@@ -39,7 +39,10 @@
  * threads, on lattices of several reduction blocks: identical bits required.
  * Lanes (wd_blas_lanes, the lock-step solvers' BLAS): every operation on 4
  * of 5 right-hand sides of multi-fields equals the one-lane operation on
- * each, bit for bit (test_lanes).
+ * each, bit for bit, and every fused step (one pass: the CPU's fused table
+ * entries, the GPU's fused kernels) the unfused one-lane entries it
+ * replaces, in turn, with its z (accumulator, copy) of each precision it
+ * takes (test_lanes).
  * One line per check; "N of M failed" last; exit 0 when all pass.
  */
 #include <complex.h>
@@ -689,14 +692,14 @@ static void test_pair_gauge(const int dims[4], wd_rng *r)
 /*
  * The lanes operations (wd_blas_lanes5): every operation on lanes 0, 2, 3,
  * 4 of multi-fields of 5 right-hand sides against the one-lane table entry
- * (the fused steps: their two entries in turn) on each of those right-hand
+ * (the fused steps: their unfused entries in turn) on each of those right-hand
  * sides of a copy: every right-hand side of every operand (lane 1
  * untouched on both sides) and every reduction the same bits (the fused
  * BiCGstab step in half precision on the GPU: within one 16-bit step and
  * 1e-6 of each reduction's scale, |y|^2 or |u| |y|, test_lanes says why).
  * Fresh
  * random fields and coefficients per operation; the accumulators also into
- * double from single and half.
+ * double from single and half, the copies into each precision and none.
  */
 enum { LANES_RHS = 5 };
 
@@ -738,10 +741,34 @@ static double lanes_dev(wd_backend *be, const wd_field *a, const wd_field *b, do
     return dev;
 }
 
-/* the operations whose z is an accumulator, also of another precision */
-static int accumulates(int op)
+/* the precisions of z an operation is tested with (0: z NULL): an
+ * accumulator's also double, a copy's every one and none; else p's */
+static int z_precisions(int op, int p, int *pz)
 {
-    return op == WD_LANE_ACCUMULATE || op == WD_LANE_ACCUMULATE_XPAY;
+    switch (op) {
+    case WD_LANE_ACCUMULATE: case WD_LANE_ACCUMULATE_XPAY: case WD_LANE_BICGSTAB_UPDATE:
+        pz[0] = p, pz[1] = 8;
+        return p == 8 ? 1 : 2;
+    case WD_LANE_XPAY_NORM2_COPY: case WD_LANE_NORM2_COPY:
+        pz[0] = 8, pz[1] = 4, pz[2] = 2, pz[3] = 0;
+        return 4;
+    default:
+        pz[0] = p;
+        return 1;
+    }
+}
+
+/* whether op reduces into res */
+static int lane_reduces(int op)
+{
+    switch (op) {
+    case WD_LANE_NORM2: case WD_LANE_CDOT: case WD_LANE_AXPY_NORM2: case WD_LANE_CDOT_NORM2:
+    case WD_LANE_CAXPY_NORM2_CDOT: case WD_LANE_BICGSTAB_UPDATE: case WD_LANE_XPAY_NORM2_COPY:
+    case WD_LANE_NORM2_COPY:
+        return 1;
+    default:
+        return 0;
+    }
 }
 
 static void test_lanes(const int dims[4], wd_rng *r)
@@ -749,8 +776,8 @@ static void test_lanes(const int dims[4], wd_rng *r)
     static const int precs[3] = {8, 4, 2};
     static const char *names[WD_LANE_OPS] = {
         "axpy", "xpay", "axpy_zpbx", "caxpy", "caxpbypz", "cxpaypbz", "accumulate", "norm2",
-        "cdot", "axpy_norm2", "cdot_norm2", "caxpy_norm2_cdot", "bicgstab_update",
-        "accumulate_xpay"};
+        "cdot", "axpy_norm2", "cdot_norm2", "caxpy_norm2_cdot", "zero", "bicgstab_update",
+        "accumulate_xpay", "xpay_norm2_copy", "norm2_copy"};
     wd_backend be;
     wd_status st = wd_backend_open(&be, backend, dims, 3);
     if (st != WD_OK)
@@ -758,9 +785,11 @@ static void test_lanes(const int dims[4], wd_rng *r)
     const size_t n = wd_volume(dims) * 12;
     double complex *h = xalloc(n * sizeof *h), *h2 = xalloc(n * sizeof *h);
     for (int pi = 0; pi < 3; pi++)
-        for (int op = 0; op < WD_LANE_OPS; op++)
-            for (int zd = 0; zd < (accumulates(op) && precs[pi] != 8 ? 2 : 1); zd++) {
-                const int p = precs[pi], pz = zd ? 8 : p;
+        for (int op = 0; op < WD_LANE_OPS; op++) {
+            int pzs[4];
+            const int nz = z_precisions(op, precs[pi], pzs);
+            for (int zd = 0; zd < nz; zd++) {
+                const int p = precs[pi], pz = pzs[zd] ? pzs[zd] : p, no_z = !pzs[zd];
                 wd_field f[5], g[5];
                 for (int k = 0; k < 5; k++)
                     if ((st = wd_field_create_multi(&be, &f[k], k == 2 ? pz : p, LANES_RHS)) !=
@@ -785,12 +814,12 @@ static void test_lanes(const int dims[4], wd_rng *r)
                     l.a[j] = (wd_complex){creal(a), cimag(a)};
                     l.b[j] = (wd_complex){creal(b), cimag(b)};
                 }
-                const int no_y = op == WD_LANE_NORM2;
+                const int no_y = op == WD_LANE_NORM2 || op == WD_LANE_NORM2_COPY;
                 double res[3 * WD_LANES_MAX], want[3 * WD_LANES_MAX];
                 memset(res, 0, sizeof res);
                 memset(want, 0, sizeof want);
-                wd_blas_lanes5(&be, (wd_lane_op)op, &l, &f[0], no_y ? NULL : &f[1], &f[2], &f[3],
-                               &f[4], res);
+                wd_blas_lanes5(&be, (wd_lane_op)op, &l, &f[0], no_y ? NULL : &f[1],
+                               no_z ? NULL : &f[2], &f[3], &f[4], res);
                 for (int j = 0; j < l.n; j++) {
                     const int q = l.idx[j];
                     wd_field x = wd_field_view(&g[0], q, 1), y = wd_field_view(&g[1], q, 1);
@@ -817,14 +846,28 @@ static void test_lanes(const int dims[4], wd_rng *r)
                     case WD_LANE_AXPY_NORM2: w[0] = o->axpy_norm2(&be, l.a[j].re, &x, &y); break;
                     case WD_LANE_CDOT_NORM2: o->cdot_norm2(&be, &x, &y, w); break;
                     case WD_LANE_CAXPY_NORM2_CDOT: o->caxpy_norm2_cdot(&be, l.a[j], &x, &y, &z, w); break;
-                    /* the fused steps: their two table entries in turn */
+                    case WD_LANE_ZERO: o->zero(&be, &y); break;
+                    /* the fused steps: their table entries in turn */
                     case WD_LANE_BICGSTAB_UPDATE:
-                        o->caxpbypz(&be, l.a[j], &x, l.b[j], &y, &z);
+                        if (pz == p)
+                            o->caxpbypz(&be, l.a[j], &x, l.b[j], &y, &z);
+                        else
+                            o->accumulate(&be, l.a[j], &x, l.b[j], &y, &z);
                         o->caxpy_norm2_cdot(&be, mb, &w4, &y, &u, w);
                         break;
-                    default:
+                    case WD_LANE_ACCUMULATE_XPAY:
                         o->accumulate(&be, l.a[j], &x, c0, NULL, &z);
                         o->xpay(&be, &y, l.b[j].re, &x);
+                        break;
+                    case WD_LANE_XPAY_NORM2_COPY:
+                        w[0] = o->xpay_norm2(&be, &x, l.a[j].re, &y);
+                        if (!no_z)
+                            o->copy(&be, &z, &y);
+                        break;
+                    default:
+                        w[0] = o->norm2(&be, &x);
+                        if (!no_z)
+                            o->copy(&be, &z, &x);
                         break;
                     }
                 }
@@ -864,20 +907,22 @@ static void test_lanes(const int dims[4], wd_rng *r)
                     printf("  (fields %.2f of one step, reductions %.2f of 1e-6)\n", dev_f, dev_r);
                 /* a reduction that vanished would compare equal without
                  * proving anything */
-                const int reduces = op >= WD_LANE_NORM2 && op != WD_LANE_ACCUMULATE_XPAY;
-                if (reduces)
+                if (lane_reduces(op))
                     for (int j = 0; j < l.n; j++)
                         dev = res[3 * j] != 0 ? dev : 1;
                 char what[128];
+                char into[24] = "";
+                if (no_z || pz != p)
+                    snprintf(into, sizeof into, " into %s", no_z ? "none" : pname(pz));
                 snprintf(what, sizeof what, "lanes %s %s%s: 4 of 5 rhs = one-lane ops, %s",
-                         names[op], pname(p), zd ? " into double" : "",
-                         loose ? "/ 1 step, 1e-6" : "bits");
+                         names[op], pname(p), into, loose ? "/ 1 step, 1e-6" : "bits");
                 check(what, dev, loose ? 1 : 0);
                 for (int k = 0; k < 5; k++) {
                     wd_field_destroy(&be, &f[k]);
                     wd_field_destroy(&be, &g[k]);
                 }
             }
+        }
     wd_backend_close(&be);
     free(h), free(h2);
 }

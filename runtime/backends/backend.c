@@ -533,7 +533,10 @@ static double lane_flops(wd_lane_op op, const wd_field *y)
     case WD_LANE_CDOT_NORM2: return 6;
     case WD_LANE_ACCUMULATE: return y ? 8 : 4;
     case WD_LANE_CAXPY_NORM2_CDOT: return 10;
-    /* the fused steps: their two operations' counts */
+    case WD_LANE_ZERO: return 0;
+    /* the fused steps: their two operations' counts (a copy counts none) */
+    case WD_LANE_XPAY_NORM2_COPY: return 4;
+    case WD_LANE_NORM2_COPY: return 2;
     case WD_LANE_BICGSTAB_UPDATE:
         return lane_flops(WD_LANE_CAXPBYPZ, y) + lane_flops(WD_LANE_CAXPY_NORM2_CDOT, y);
     case WD_LANE_ACCUMULATE_XPAY:
@@ -547,14 +550,24 @@ static int lane_reduces(wd_lane_op op)
 {
     switch (op) {
     case WD_LANE_NORM2: case WD_LANE_CDOT: case WD_LANE_AXPY_NORM2: case WD_LANE_CDOT_NORM2:
-    case WD_LANE_CAXPY_NORM2_CDOT: case WD_LANE_BICGSTAB_UPDATE:
+    case WD_LANE_CAXPY_NORM2_CDOT: case WD_LANE_BICGSTAB_UPDATE: case WD_LANE_XPAY_NORM2_COPY:
+    case WD_LANE_NORM2_COPY:
         return 1;
     default:
         return 0;
     }
 }
 
-/* one lane through the one-lane table entries; r: its 3 results */
+/* z, unless NULL or y's memory, = y (the copy of the *_COPY steps) */
+static void copy_to(wd_backend *be, wd_field *z, const wd_field *y)
+{
+    if (z && z->data != y->data)
+        be->ops->copy(be, z, y);
+}
+
+/* one lane through the one-lane table entries (a fused step through its
+ * entry where the backend has one, else its operations in turn); r: its 3
+ * results */
 static void lane_one(wd_backend *be, wd_lane_op op, wd_complex a, wd_complex b, const wd_field *x,
                      wd_field *y, wd_field *z, const wd_field *w, const wd_field *u, double *r)
 {
@@ -578,13 +591,41 @@ static void lane_one(wd_backend *be, wd_lane_op op, wd_complex a, wd_complex b, 
     case WD_LANE_AXPY_NORM2: r[0] = o->axpy_norm2(be, a.re, x, y); break;
     case WD_LANE_CDOT_NORM2: o->cdot_norm2(be, x, y, r); break;
     case WD_LANE_CAXPY_NORM2_CDOT: o->caxpy_norm2_cdot(be, a, x, y, z, r); break;
+    case WD_LANE_ZERO: o->zero(be, y); break;
     case WD_LANE_BICGSTAB_UPDATE:
-        o->caxpbypz(be, a, x, b, y, z);
+        if (o->bicgstab_update) {
+            o->bicgstab_update(be, a, x, b, y, z, w, u, r);
+            break;
+        }
+        if (z->precision == x->precision)
+            o->caxpbypz(be, a, x, b, y, z);
+        else
+            o->accumulate(be, a, x, b, y, z);
         o->caxpy_norm2_cdot(be, minus_b, w, y, u, r);
         break;
     case WD_LANE_ACCUMULATE_XPAY:
+        if (o->accumulate_xpay) {
+            o->accumulate_xpay(be, a, (wd_field *)x, y, z, b.re);
+            break;
+        }
         o->accumulate(be, a, x, zero, NULL, z);
         o->xpay(be, y, b.re, (wd_field *)x);
+        break;
+    case WD_LANE_XPAY_NORM2_COPY:
+        if (o->residual_copy) {
+            o->residual_copy(be, x, a.re, y, z, r);
+            break;
+        }
+        r[0] = o->xpay_norm2(be, x, a.re, y);
+        copy_to(be, z, y);
+        break;
+    case WD_LANE_NORM2_COPY:
+        if (o->residual_copy) {
+            o->residual_copy(be, NULL, 0, (wd_field *)x, z, r);
+            break;
+        }
+        r[0] = o->norm2(be, x);
+        copy_to(be, z, x);
         break;
     default: break;
     }
@@ -598,7 +639,9 @@ void wd_blas_lanes5(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_f
         return;
     if (l->n > WD_LANES_MAX || op < 0 || op >= WD_LANE_OPS ||
         (op == WD_LANE_BICGSTAB_UPDATE && !(x && y && z && w && u)) ||
-        (op == WD_LANE_ACCUMULATE_XPAY && !(x && y && z))) {
+        (op == WD_LANE_ACCUMULATE_XPAY && !(x && y && z)) ||
+        (op == WD_LANE_XPAY_NORM2_COPY && !(x && y)) || (op == WD_LANE_NORM2_COPY && !x) ||
+        (op == WD_LANE_ZERO && !y)) {
         if (be->error == WD_OK)
             be->error = wd_fail(WD_ERR_INTERNAL, "wd_blas_lanes: operation %d on %d lanes "
                                 "(at most %d) or without its operands", (int)op, l->n,

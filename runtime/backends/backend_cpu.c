@@ -312,10 +312,7 @@ static void cpu_accumulate(wd_backend *be, wd_complex a, const wd_field *x, wd_c
         if (y)
             ldx(y, cb, vy);
         ldz(z, cb, vz);
-        for (int i = 0; i < 24; i += 2) {
-            vz[i] += a.re * vx[i] - a.im * vx[i + 1] + b.re * vy[i] - b.im * vy[i + 1];
-            vz[i + 1] += a.re * vx[i + 1] + a.im * vx[i] + b.re * vy[i + 1] + b.im * vy[i];
-        }
+        wd_cpu_accumulate_site(vz, a, vx, b, vy);
         stz(z, cb, vz);
     }
 }
@@ -423,6 +420,37 @@ static void cpu_caxpy_norm2_cdot(wd_backend *be, wd_complex a, const wd_field *x
         res[0] = res[1] = res[2] = NAN;
 }
 
+/* The fused steps: every operand of the precision of y, but the
+ * accumulator or the copy z (any precision) */
+static void cpu_bicgstab_update(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
+                                wd_field *y, wd_field *z, const wd_field *w, const wd_field *u,
+                                double res[3])
+{
+    const wd_backend_ops *k = blas3(be, "bicgstab_update", y, x, w);
+    if (k && blas3(be, "bicgstab_update", y, u, NULL))
+        k->bicgstab_update(be, a, x, b, y, z, w, u, res);
+    else
+        res[0] = res[1] = res[2] = NAN;
+}
+
+static void cpu_accumulate_xpay(wd_backend *be, wd_complex a, wd_field *x, const wd_field *y,
+                                wd_field *z, double b)
+{
+    const wd_backend_ops *k = blas3(be, "accumulate_xpay", x, y, NULL);
+    if (k)
+        k->accumulate_xpay(be, a, x, y, z, b);
+}
+
+static void cpu_residual_copy(wd_backend *be, const wd_field *x, double a, wd_field *y,
+                              wd_field *z, double res[3])
+{
+    const wd_backend_ops *k = blas3(be, "residual_copy", y, x, NULL);
+    if (k)
+        k->residual_copy(be, x, a, y, z, res);
+    else
+        res[0] = res[1] = res[2] = NAN;
+}
+
 /* the precision of y and of every x[i] (0 and be->error set when they differ) */
 static int multi_precision(wd_backend *be, const char *op, int k, const wd_field *const *x,
                            const wd_field *y)
@@ -487,6 +515,9 @@ static const wd_backend_ops cpu_ops = {
     .caxpy_norm2_cdot = cpu_caxpy_norm2_cdot,
     .multi_cdot = cpu_multi_cdot,
     .multi_caxpy = cpu_multi_caxpy,
+    .bicgstab_update = cpu_bicgstab_update,
+    .accumulate_xpay = cpu_accumulate_xpay,
+    .residual_copy = cpu_residual_copy,
 };
 
 wd_status wd_backend_cpu_init(wd_backend *be)

@@ -371,8 +371,13 @@ __device__ __forceinline__ wd_field lane_field(const wd_field &f, int q)
 /* One operation on every lane of l, lane blockIdx.y, a thread a site over
  * a grid of fixed size in x (a function of the volume alone), so each
  * lane's bits are what it gives alone; the block partials of lane j from
- * j * BLAS_MAX_GRID * 3.  A one-lane operation is the case of one lane. */
-template <int P, class Op>
+ * j * BLAS_MAX_GRID * 3.  A one-lane operation is the case of one lane.
+ * RED: the reductions are wanted; without, a reducing functor's sums (and
+ * the operands only they read: caxpy's z) are dead code and the kernel
+ * ends without the block sums, the atomic and the last block's pass over
+ * the partials (axpy, xpay, caxpy: every BiCGstab iteration's s = r -
+ * alpha v).  The stored values are the same expressions either way. */
+template <int P, class Op, bool RED>
 __global__ void __launch_bounds__(BLAS_BLOCK) blas_lanes_kernel(wd_lanes l, wd_field x, wd_field y,
                                                                 wd_field z, reduction red, int n)
 {
@@ -391,7 +396,7 @@ __global__ void __launch_bounds__(BLAS_BLOCK) blas_lanes_kernel(wd_lanes l, wd_f
         if (Op::SY) store<P>(fy, cb, vy);
         if (Op::SZ) store<P>(fz, cb, vz);
     }
-    if (Op::NRES)
+    if (Op::NRES && RED)
         block_reduce<Op::NRES>(acc, red, j);
 }
 
@@ -408,24 +413,42 @@ __device__ __forceinline__ void load_exact(const wd_field &f, int cb, double *v)
     }
 }
 
+/* one site of y = x between precisions (half into double exactly) */
+template <int PY, int PX>
+__device__ __forceinline__ void convert_site(const wd_field &y, const wd_field &x, int cb)
+{
+    typename Prec<PY>::real vy[NR];
+    if (PX == 2 && PY == 8) {
+        double vx[NR];
+        load_exact(x, cb, vx);
+        for (int i = 0; i < NR; ++i)
+            vy[i] = (typename Prec<PY>::real)vx[i];
+    } else {
+        typename Prec<PX>::real vx[NR];
+        load<PX>(x, cb, vx);
+        for (int i = 0; i < NR; ++i)
+            vy[i] = (typename Prec<PY>::real)vx[i];
+    }
+    store<PY>(y, cb, vy);
+}
+
+/* one site of y = x within one precision: the stored values, as the plain
+ * memory copy of a whole field gives them */
+template <int P> __device__ __forceinline__ void copy_site(const wd_field &y, const wd_field &x, int cb)
+{
+    typedef typename Prec<P>::vec V;
+#pragma unroll
+    for (int e = 0; e < NR / Prec<P>::W; ++e)
+        ((V *)y.data)[(size_t)e * y.stride + cb] = ((const V *)x.data)[(size_t)e * x.stride + cb];
+    if (Prec<P>::HALF)
+        y.norm[cb] = x.norm[cb];
+}
+
 /* between precisions; a copy within one precision is a plain memory copy */
 template <int PY, int PX> __global__ void copy_kernel(wd_field y, wd_field x, int n)
 {
-    for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
-        typename Prec<PY>::real vy[NR];
-        if (PX == 2 && PY == 8) {
-            double vx[NR];
-            load_exact(x, cb, vx);
-            for (int i = 0; i < NR; ++i)
-                vy[i] = (typename Prec<PY>::real)vx[i];
-        } else {
-            typename Prec<PX>::real vx[NR];
-            load<PX>(x, cb, vx);
-            for (int i = 0; i < NR; ++i)
-                vy[i] = (typename Prec<PY>::real)vx[i];
-        }
-        store<PY>(y, cb, vy);
-    }
+    for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x)
+        convert_site<PY, PX>(y, x, cb);
 }
 
 /* one site as doubles, exactly, from any precision */
@@ -504,10 +527,11 @@ __global__ void __launch_bounds__(BLAS_BLOCK) accumulate_xpay_lanes_kernel(wd_la
 }
 
 /* BiCGstab's update on every lane of l (WD_LANE_BICGSTAB_UPDATE): z = z +
- * a x + b y as OpCaxpbypz, then y = y - b w with |y|^2 and <u, y> as
- * OpCaxpy, in one pass (x = p, y = s -> r, z = the sloppy accumulator, w =
- * t, u = r0) */
-template <int P>
+ * a x + b y as OpCaxpbypz (z of the fields' precision P) or as
+ * accumulate_site (z of another precision PZ: the accumulator in the outer
+ * precision), then y = y - b w with |y|^2 and <u, y> as OpCaxpy, in one
+ * pass (x = p, y = s -> r, z = the accumulator, w = t, u = r0) */
+template <int PZ, int P>
 __global__ void __launch_bounds__(BLAS_BLOCK) bicgstab_update_lanes_kernel(
     wd_lanes l, wd_field x, wd_field y, wd_field z, wd_field w, wd_field u, reduction red, int n)
 {
@@ -521,15 +545,57 @@ __global__ void __launch_bounds__(BLAS_BLOCK) bicgstab_update_lanes_kernel(
     double acc[3] = {0, 0, 0};
     for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
         R vx[NR], vy[NR], vz[NR];
-        load<P>(fx, cb, vx);
-        load<P>(fy, cb, vy);
-        load<P>(fz, cb, vz);
-        upd(vx, vy, vz, NULL);
-        store<P>(fz, cb, vz);
+        if (PZ == P) {
+            load<P>(fx, cb, vx);
+            load<P>(fy, cb, vy);
+            load<P>(fz, cb, vz);
+            upd(vx, vy, vz, NULL);
+            store<P>(fz, cb, vz);
+        } else {
+            accumulate_site<PZ, P>(fx, fy, 1, fz, cb, l.a[j].re, l.a[j].im, l.b[j].re,
+                                   l.b[j].im);
+            load<P>(fy, cb, vy);
+        }
         load<P>(fw, cb, vx);
         load<P>(fu, cb, vz);
         res(vx, vy, vz, acc);
         store<P>(fy, cb, vy);
+    }
+    block_reduce<3>(acc, red, j);
+}
+
+/* A true residual and its copy on every lane of l (WD_LANE_XPAY_NORM2_COPY,
+ * XPAY 1: y = x + a y as OpXpay, |y|^2 in slot 0; WD_LANE_NORM2_COPY, XPAY
+ * 0: |y|^2 as the norm2 entry sums it, OpCdotNorm of y with itself, in slot
+ * 2), then z = y (copy: the stored site read back and converted as
+ * copy_kernel converts it, or within one precision copied as stored), in
+ * one pass */
+template <int PY, int PZ, int XPAY>
+__global__ void __launch_bounds__(BLAS_BLOCK) residual_copy_lanes_kernel(
+    wd_lanes l, wd_field x, wd_field y, wd_field z, int copy, reduction red, int n)
+{
+    typedef typename Prec<PY>::real R;
+    const int j = blockIdx.y, q = l.idx[j];
+    const OpXpay op = OpXpay::make(l.a[j], l.a[j]);
+    const wd_field fx = lane_field(x, q), fy = lane_field(y, q), fz = lane_field(z, q);
+    double acc[3] = {0, 0, 0};
+    for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
+        R vx[NR], vy[NR];
+        if (XPAY) {
+            load<PY>(fx, cb, vx);
+            load<PY>(fy, cb, vy);
+            op(vx, vy, (R *)NULL, acc);
+            store<PY>(fy, cb, vy);
+        } else {
+            load<PY>(fy, cb, vy);
+            OpCdotNorm()(vy, vy, (R *)NULL, acc);
+        }
+        if (copy) {
+            if (PZ == PY)
+                copy_site<PY>(fz, fy, cb);
+            else
+                convert_site<PZ, PY>(fz, fy, cb);
+        }
     }
     block_reduce<3>(acc, red, j);
 }
@@ -842,12 +908,19 @@ static void run_lanes_local(wd_backend *be, const wd_lanes *l, const wd_field *x
     const dim3 grid(grid_for(n), l->n);
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     cudaStream_t st = (cudaStream_t)wd_cuda_stream();
+    const bool red = Op::NRES > 0 && res;
+#define LANES(P)                                                                                \
+    if (red)                                                                                    \
+        blas_lanes_kernel<P, Op, true><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red_of(c), n); \
+    else                                                                                        \
+        blas_lanes_kernel<P, Op, false><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red_of(c), n)
     switch (any->precision) {
-    case 8: blas_lanes_kernel<8, Op><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red_of(c), n); break;
-    case 4: blas_lanes_kernel<4, Op><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red_of(c), n); break;
-    default: blas_lanes_kernel<2, Op><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, fy, fz, red_of(c), n); break;
+    case 8: LANES(8); break;
+    case 4: LANES(4); break;
+    default: LANES(2); break;
     }
-    if (failed(be, cudaGetLastError(), what) || !(Op::NRES > 0 && res))
+#undef LANES
+    if (failed(be, cudaGetLastError(), what) || !red)
         return;
     reduce_to_host(be, l->n, res, what);
 }
@@ -915,17 +988,68 @@ static void bicgstab_update_lanes(wd_backend *be, const wd_lanes *l, const wd_fi
         const dim3 grid(grid_for(n), l->n);
         cuda_ctx *c = (cuda_ctx *)be->ctx;
         cudaStream_t st = (cudaStream_t)wd_cuda_stream();
-#define UPD(P) \
-    bicgstab_update_lanes_kernel<P><<<grid, BLAS_BLOCK, 0, st>>>(*l, *x, *y, *z, *w, *u, \
-                                                                 red_of(c), n)
-        switch (x->precision) {
-        case 8: UPD(8); break;
-        case 4: UPD(4); break;
-        default: UPD(2); break;
+#define UPD(PZ, P) \
+    bicgstab_update_lanes_kernel<PZ, P><<<grid, BLAS_BLOCK, 0, st>>>(*l, *x, *y, *z, *w, *u, \
+                                                                     red_of(c), n)
+        switch (z->precision * 10 + x->precision) {
+        case 88: UPD(8, 8); break;
+        case 84: UPD(8, 4); break;
+        case 82: UPD(8, 2); break;
+        case 44: UPD(4, 4); break;
+        case 42: UPD(4, 2); break;
+        case 48: UPD(4, 8); break;
+        case 28: UPD(2, 8); break;
+        case 24: UPD(2, 4); break;
+        default: UPD(2, 2); break;
         }
 #undef UPD
         if (!failed(be, cudaGetLastError(), what))
             reduce_to_host(be, l->n, res, what);
+    }
+    wd_backend_allsum(be, res, 3 * l->n);
+}
+
+/* WD_LANE_XPAY_NORM2_COPY (x: y = x + a y) or WD_LANE_NORM2_COPY (x NULL):
+ * |y|^2 into res[3 j], z = y unless z is NULL or y's memory; summed over
+ * the ranks on a grid, as run_lanes */
+static void residual_copy_lanes(wd_backend *be, const wd_lanes *l, const wd_field *x,
+                                const wd_field *y, const wd_field *z, double *res)
+{
+    const char *what = x ? "xpay_norm2_copy (lanes)" : "norm2_copy (lanes)";
+    double r[3 * WD_LANES_MAX];
+    memset(r, 0, sizeof r);
+    if (be->error == WD_OK) {
+        const int n = y->volume_cb, copy = z && z->data != y->data;
+        const dim3 grid(grid_for(n), l->n);
+        cuda_ctx *c = (cuda_ctx *)be->ctx;
+        cudaStream_t st = (cudaStream_t)wd_cuda_stream();
+        const wd_field fx = x ? *x : *y, fz = copy ? *z : *y;
+#define RC(PY, PZ)                                                                              \
+    if (x)                                                                                      \
+        residual_copy_lanes_kernel<PY, PZ, 1><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, *y, fz, copy, \
+                                                                           red_of(c), n);       \
+    else                                                                                        \
+        residual_copy_lanes_kernel<PY, PZ, 0><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, *y, fz, copy, \
+                                                                           red_of(c), n)
+        switch (y->precision * 10 + fz.precision) {
+        case 88: RC(8, 8); break;
+        case 84: RC(8, 4); break;
+        case 82: RC(8, 2); break;
+        case 44: RC(4, 4); break;
+        case 42: RC(4, 2); break;
+        case 48: RC(4, 8); break;
+        case 28: RC(2, 8); break;
+        case 24: RC(2, 4); break;
+        default: RC(2, 2); break;
+        }
+#undef RC
+        if (!failed(be, cudaGetLastError(), what))
+            reduce_to_host(be, l->n, r, what);
+    }
+    /* the sum sits in slot 0 (xpay_norm2's) or 2 (norm2's, OpCdotNorm) */
+    for (int j = 0; j < l->n; ++j) {
+        res[3 * j] = r[3 * j + (x ? 0 : 2)];
+        res[3 * j + 1] = res[3 * j + 2] = 0;
     }
     wd_backend_allsum(be, res, 3 * l->n);
 }
@@ -1123,6 +1247,9 @@ void wd_cuda_be_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, con
     case WD_LANE_ACCUMULATE: accumulate_lanes(be, l, x, y, (wd_field *)z, 0); return;
     case WD_LANE_ACCUMULATE_XPAY: accumulate_lanes(be, l, x, y, (wd_field *)z, 1); return;
     case WD_LANE_BICGSTAB_UPDATE: bicgstab_update_lanes(be, l, x, y, z, w, u, res); return;
+    case WD_LANE_ZERO: run_lanes<OpZero>(be, l, NULL, y, NULL, NULL, "zero (lanes)"); return;
+    case WD_LANE_XPAY_NORM2_COPY: residual_copy_lanes(be, l, x, y, z, res); return;
+    case WD_LANE_NORM2_COPY: residual_copy_lanes(be, l, NULL, x, z, res); return;
     case WD_LANE_AXPY_NORM2:
         run_lanes<OpAxpy>(be, l, x, y, NULL, res, "axpy_norm2 (lanes)");
         for (int j = 0; j < l->n; ++j)

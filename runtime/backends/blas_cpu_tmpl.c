@@ -15,6 +15,14 @@
  * Reductions: each block of WD_REDUCE_BLOCK sites sums its sites in order
  * into doubles (products of the real_t values taken in double), the blocks
  * are summed in order afterwards: the same bits for any thread count.
+ *  The fused steps (bicgstab_update, accumulate_xpay, residual_copy) run
+ * on each site the operations they fuse, in turn, each with its own
+ * entry's arithmetic: the accumulations wd_cpu_accumulate_site's (as
+ * cpu_accumulate), the conversions of a copy wd_cpu_load / wd_cpu_store's
+ * (as cpu_copy; within one precision the stored site itself), and a
+ * later operation reads what an earlier one stored; their reductions in
+ * REDUCE's order.  So they give the bits of the entries called one after
+ * another, in one pass over the fields instead of two.
  */
 #include <math.h>
 #include <string.h>
@@ -349,6 +357,96 @@ static void op_caxpy_norm2_cdot(wd_backend *be, wd_complex a, const wd_field *x,
            store(y, cb, v););
 }
 
+/* BiCGstab's update (wd_backend.h): z += a x + b y (caxpbypz, or
+ * accumulate where z has another precision), then y += -b w with |y|^2 and
+ * <u, y> (caxpy_norm2_cdot) */
+static void op_bicgstab_update(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
+                               wd_field *y, wd_field *z, const wd_field *w, const wd_field *u,
+                               double out[3])
+{
+    const wd_complex mb = {-b.re, -b.im};
+    const real_t ar = (real_t)a.re, ai = (real_t)a.im, br = (real_t)b.re, bi = (real_t)b.im;
+    const real_t mbr = (real_t)mb.re, mbi = (real_t)mb.im;
+    const int same = z->precision == WD_PREC_BYTES;
+    REDUCE(be, y->volume_cb, 3, out, real_t vx[NR]; real_t vy[NR]; real_t vz[NR];
+           if (same) {
+               load(x, cb, vx); load(y, cb, vy); load(z, cb, vz);
+               cmadd(vz, ar, ai, vx);
+               cmadd(vz, br, bi, vy);
+               store(z, cb, vz);
+           } else {
+               double dx[NR], dy[NR], dz[NR];
+               PFN(wd_blas_load)(x, cb, dx); PFN(wd_blas_load)(y, cb, dy);
+               wd_cpu_load(z, cb, dz);
+               wd_cpu_accumulate_site(dz, a, dx, b, dy);
+               wd_cpu_store(z, cb, dz);
+           }
+           load(w, cb, vx); load(y, cb, vy); load(u, cb, vz);
+           cmadd(vy, mbr, mbi, vx);
+           acc[0] += site_norm2(vy);
+           site_cdot(acc + 1, vz, vy);
+           store(y, cb, vy););
+}
+
+/* CG's step into an accumulator z of any precision: z += a x (accumulate
+ * without y), then x = y + b x (xpay) */
+static void op_accumulate_xpay(wd_backend *be, wd_complex a, wd_field *x, const wd_field *y,
+                               wd_field *z, double b)
+{
+    (void)be;
+    const wd_complex zero = {0, 0};
+    const real_t br = (real_t)b;
+    MAP(x->volume_cb, double dx[NR]; double dz[NR]; const double d0[NR] = {0};
+        real_t vx[NR]; real_t vy[NR];
+        PFN(wd_blas_load)(x, cb, dx); wd_cpu_load(z, cb, dz);
+        wd_cpu_accumulate_site(dz, a, dx, zero, d0);
+        wd_cpu_store(z, cb, dz);
+        load(y, cb, vy); load(x, cb, vx);
+        for (int r = 0; r < NR; ++r) vx[r] = vy[r] + br * vx[r];
+        store(x, cb, vx););
+}
+
+/* one site of z = y within one precision: the stored values themselves, as
+ * a copy of the field's memory */
+static inline void copy_site(wd_field *z, const wd_field *y, int cb)
+{
+    const store_t *py = (const store_t *)y->data;
+    store_t *pz = (store_t *)z->data;
+    for (int e = 0; e < NR / W; ++e)
+        for (int w = 0; w < W; ++w)
+            pz[(e * (size_t)z->stride + cb) * W + w] = py[(e * (size_t)y->stride + cb) * W + w];
+#if HALF
+    z->norm[cb] = y->norm[cb];
+#endif
+}
+
+/* y = x + a y with |y|^2 (xpay_norm2), or |y|^2 alone where x is NULL
+ * (norm2), then z = y (copy; none where z is NULL or y's memory) */
+static void op_residual_copy(wd_backend *be, const wd_field *x, double a, wd_field *y,
+                             wd_field *z, double out[3])
+{
+    const real_t ar = (real_t)a;
+    const int copy = z && z->data != y->data, same = copy && z->precision == WD_PREC_BYTES;
+    double res[1];
+    REDUCE(be, y->volume_cb, 1, res, real_t vx[NR]; real_t vy[NR];
+           load(y, cb, vy);
+           if (x) {
+               load(x, cb, vx);
+               for (int r = 0; r < NR; ++r) vy[r] = vx[r] + ar * vy[r];
+           }
+           acc[0] += site_norm2(vy);
+           if (x) store(y, cb, vy);
+           if (same) {
+               copy_site(z, y, cb);
+           } else if (copy) {
+               double d[NR];
+               PFN(wd_blas_load)(y, cb, d);
+               wd_cpu_store(z, cb, d);
+           });
+    out[0] = res[0];
+    out[1] = out[2] = 0;
+}
+
 /* y read once: its site's products with each x[i] in one pass (k <=
  * WD_BLAS_MULTI: 2 k doubles reduced, WD_CPU_REDUCE_RES at most) */
 static void op_multi_cdot(wd_backend *be, int k, const wd_field *const *x, const wd_field *y,
@@ -397,4 +495,7 @@ const wd_backend_ops PFN(wd_blas_ops) = {
     .caxpy_norm2_cdot = op_caxpy_norm2_cdot,
     .multi_cdot = op_multi_cdot,
     .multi_caxpy = op_multi_caxpy,
+    .bicgstab_update = op_bicgstab_update,
+    .accumulate_xpay = op_accumulate_xpay,
+    .residual_copy = op_residual_copy,
 };

@@ -167,14 +167,21 @@ typedef enum wd_lane_op {
     WD_LANE_AXPY_NORM2,       /* res[0] = axpy_norm2(a.re, x, y) */
     WD_LANE_CDOT_NORM2,       /* cdot_norm2(x, y, res) */
     WD_LANE_CAXPY_NORM2_CDOT, /* caxpy_norm2_cdot(a, x, y, z, res) */
+    WD_LANE_ZERO,             /* zero(y) */
     /* fused steps (wd_blas_lanes5): two operations of the table in one
      * pass, each the table entry's arithmetic (the same bits, but for the
      * BiCGstab step in half precision on the GPU: tests/test_blas.c) */
-    WD_LANE_BICGSTAB_UPDATE,  /* caxpbypz(a, x, b, y, z), then caxpy_norm2_cdot(-b, w, y, u,
+    WD_LANE_BICGSTAB_UPDATE,  /* caxpbypz(a, x, b, y, z), or accumulate(a, x, b, y, z) where z
+                               * has another precision, then caxpy_norm2_cdot(-b, w, y, u,
                                * res): BiCGstab's x += alpha p + omega s, r = s - omega t */
     WD_LANE_ACCUMULATE_XPAY,  /* accumulate(a, x, 0, NULL, z), then xpay(y, b.re, x): CG's
                                * x += alpha p, p = r + beta p into an accumulator of
                                * another precision */
+    WD_LANE_XPAY_NORM2_COPY,  /* res[0] = xpay_norm2(x, a.re, y), then copy(z, y) (z of any
+                               * precision; NULL or y itself: no copy): a true residual
+                               * r = b - Mhat x and its sloppy copy */
+    WD_LANE_NORM2_COPY,       /* res[0] = norm2(x), then copy(z, x) (z as above): CG's
+                               * true residual of the normal equations and its copy */
     WD_LANE_OPS
 } wd_lane_op;
 
@@ -295,6 +302,18 @@ typedef struct wd_backend_ops {
                        double *res);
     void (*multi_caxpy)(wd_backend *be, int k, const wd_complex *a, const wd_field *const *x,
                         wd_field *y);
+    /* The fused steps of wd_lane_op on one lane, in one pass (each the
+     * arithmetic of the table entries it fuses, the same bits); optional
+     * (NULL: wd_blas_lanes runs the entries in turn).  bicgstab_update's z
+     * and residual_copy's z may have another precision; residual_copy is
+     * WD_LANE_XPAY_NORM2_COPY, or WD_LANE_NORM2_COPY of y where x is NULL. */
+    void (*bicgstab_update)(wd_backend *be, wd_complex a, const wd_field *x, wd_complex b,
+                            wd_field *y, wd_field *z, const wd_field *w, const wd_field *u,
+                            double res[3]);
+    void (*accumulate_xpay)(wd_backend *be, wd_complex a, wd_field *x, const wd_field *y,
+                            wd_field *z, double b);
+    void (*residual_copy)(wd_backend *be, const wd_field *x, double a, wd_field *y,
+                          wd_field *z, double res[3]);
     /* one of the operations above on every lane of l (see wd_lane_op; w
      * and u only for the fused steps); optional (NULL: wd_blas_lanes runs
      * the lanes one at a time through the table entries) */

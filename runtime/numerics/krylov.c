@@ -135,11 +135,6 @@ static wd_complex wc(double complex z)
     return (wd_complex){creal(z), cimag(z)};
 }
 
-static double complex cz(wd_complex z)
-{
-    return CMPLX(z.re, z.im);
-}
-
 static double rel(const wd_krylov *ks, double r)
 {
     return r * ks->scale;
@@ -217,70 +212,184 @@ static void report(const wd_krylov *ks, double rn, const char *what)
         ks->progress(ks->progress_arg, ks->k + ks->l, rel(ks, rn));
 }
 
-/* ||b - Mhat x|| in *rs.  r gets the residual the iteration uses: that one
- * (BiCGstab) or Mhat^dag of it (CG); |r|^2 in *rn2. */
-static wd_status true_residual(wd_krylov *ks, double *rs, double *rn2)
+/* out = Mhat in (dagger: Mhat^dag) of the outer operator on the lanes of
+ * l, whose fields are right-hand sides l->idx[j] of base's fields out and
+ * in: each run of consecutive lanes one wd_eo_mhat_multi (the multi-RHS
+ * kernels, bit for bit the one-RHS application of each, but for half
+ * precision on the GPU) as far as the operator's odd scratch tmp_n holds
+ * them, else one lane at a time. */
+static wd_status outer_mhat(wd_krylov *base, const wd_lanes *l, wd_field *out, const wd_field *in,
+                            int dagger)
 {
-    wd_backend *be = ks->be;
+    const wd_eo_op *op = &base->outer;
+    for (int j = 0; j < l->n;) {
+        int e = j + 1;
+        while (e < l->n && l->idx[e] == l->idx[e - 1] + 1 && op->tmp_n &&
+               op->tmp_n->nrhs >= e + 1 - j)
+            e++;
+        wd_field vo = wd_field_view(out, l->idx[j], e - j);
+        const wd_field vi = wd_field_view(in, l->idx[j], e - j);
+        const wd_status st = wd_eo_mhat_multi(op, &vo, &vi, dagger, e - j);
+        if (st != WD_OK)
+            return st;
+        j = e;
+    }
+    return WD_OK;
+}
+
+/* ||b - Mhat x|| into rs[j] for the lanes of l (fields: right-hand sides
+ * l->idx[j] of base's; l->a is overwritten).  r gets the residual the
+ * iteration uses, that one (BiCGstab) or Mhat^dag of it (CG), |r|^2 into
+ * rn2[j], and the sloppy residual rs a copy of r in the pass that reduces
+ * it (WD_LANE_*_COPY: the bits of the copy after it, one pass over r
+ * fewer). */
+static wd_status true_residual_lanes(wd_krylov *base, wd_lanes *l, double *rs, double *rn2)
+{
+    wd_backend *be = base->be;
+    wd_field *copy = base->rs == base->r ? NULL : base->rs;
+    double res[3 * WD_LANES_MAX];
     wd_status st;
-    if (ks->solver == WD_SOLVER_BICGSTAB) {
-        if ((st = wd_eo_mhat(&ks->outer, ks->r, ks->x, 0)) != WD_OK)
+    for (int j = 0; j < l->n; ++j)
+        l->a[j] = (wd_complex){-1, 0};
+    if (base->solver == WD_SOLVER_BICGSTAB) {
+        if ((st = outer_mhat(base, l, base->r, base->x, 0)) != WD_OK)
             return st;
-        *rn2 = wd_blas_xpay_norm2(be, ks->b, -1.0, ks->r);
-        *rs = sqrt(*rn2);
+        wd_blas_lanes(be, WD_LANE_XPAY_NORM2_COPY, l, base->b, base->r, copy, res);
+        for (int j = 0; j < l->n; ++j) {
+            rn2[j] = res[3 * j];
+            rs[j] = sqrt(rn2[j]);
+        }
     } else {
-        if ((st = wd_eo_mhat(&ks->outer, ks->te, ks->x, 0)) != WD_OK)
+        if ((st = outer_mhat(base, l, base->te, base->x, 0)) != WD_OK)
             return st;
-        *rs = sqrt(wd_blas_xpay_norm2(be, ks->b, -1.0, ks->te));
-        if ((st = wd_eo_mhat(&ks->outer, ks->r, ks->te, 1)) != WD_OK)
+        wd_blas_lanes(be, WD_LANE_XPAY_NORM2_COPY, l, base->b, base->te, NULL, res);
+        for (int j = 0; j < l->n; ++j)
+            rs[j] = sqrt(res[3 * j]);
+        if ((st = outer_mhat(base, l, base->r, base->te, 1)) != WD_OK)
             return st;
-        *rn2 = wd_blas_norm2(be, ks->r);
+        wd_blas_lanes(be, WD_LANE_NORM2_COPY, l, base->r, NULL, copy, res);
+        for (int j = 0; j < l->n; ++j)
+            rn2[j] = res[3 * j];
     }
     return agreed(be);
 }
 
-/* Algorithm 2's update (see the file comment); *rn2 = |rs|^2 afterwards. */
-static wd_status check(wd_krylov *ks, state *s, int *result, double *rn2)
+/* The solves of one batch of checks: check j is ks[j] with state s[j], its
+ * fields right-hand side idx[j] of base's (a solve alone: base = ks[0],
+ * idx 0). */
+typedef struct batch {
+    wd_krylov *base;
+    int m;
+    int idx[WD_LANES_MAX];
+    wd_krylov *ks[WD_LANES_MAX];
+    state *s[WD_LANES_MAX];
+} batch;
+
+/* The checks of c with mask[j] set (all where mask is NULL) as lanes of
+ * one BLAS call; pos[k] is lane k's check. */
+static wd_lanes batch_lanes(const batch *c, const int *mask, int *pos)
 {
-    wd_backend *be = ks->be;
-    ks->l++;
-    s->since_check = 0;
-    if (!isfinite(wd_blas_norm2(be, ks->xs))) {
-        *result = CHECK_NAN;
-        return agreed(be);
+    wd_lanes l;
+    memset(&l, 0, sizeof l);
+    for (int j = 0; j < c->m; ++j)
+        if (!mask || mask[j]) {
+            pos[l.n] = j;
+            l.idx[l.n++] = c->idx[j];
+        }
+    return l;
+}
+
+/* Algorithm 2's update (see the file comment) of every solve of c at once:
+ * each solve's operations those of its check alone, in the same order, each
+ * one BLAS call over the solves (one reduction for all of them) and each
+ * outer application one multi-RHS call per run of consecutive lanes
+ * (outer_mhat), so a lane's bits are those of its check alone.  result[j],
+ * and rn2[j] = |rs|^2 afterwards. */
+static wd_status check_batch(const batch *c, int *result, double *rn2)
+{
+    wd_krylov *b0 = c->base;
+    wd_backend *be = b0->be;
+    const wd_complex one = {1, 0}, minus_one = {-1, 0};
+    double res[3 * WD_LANES_MAX], rs[WD_LANES_MAX], r2[WD_LANES_MAX], rsj[WD_LANES_MAX];
+    int pos[WD_LANES_MAX], bpos[WD_LANES_MAX], live[WD_LANES_MAX], back[WD_LANES_MAX];
+    for (int j = 0; j < c->m; ++j) {
+        c->ks[j]->l++;
+        c->s[j]->since_check = 0;
     }
-    /* x += xs in double, xs read exactly: one pass (was a copy into r and
-     * an axpy, the same arithmetic) */
-    const wd_complex one = {1, 0}, minus_one = {-1, 0}, zero = {0, 0};
-    wd_blas_accumulate(be, one, ks->xs, zero, NULL, ks->x);
-    double rs;
-    wd_status st = true_residual(ks, &rs, rn2);
+    wd_lanes l = batch_lanes(c, NULL, pos);
+    wd_blas_lanes(be, WD_LANE_NORM2, &l, b0->xs, NULL, NULL, res);
+    for (int j = 0; j < c->m; ++j) {
+        live[j] = isfinite(res[3 * j]);
+        back[j] = 0;
+        result[j] = CHECK_NAN;
+    }
+    /* x += xs in double, xs read exactly: one pass */
+    l = batch_lanes(c, live, pos);
+    for (int k = 0; k < l.n; ++k)
+        l.a[k] = one;
+    wd_blas_lanes(be, WD_LANE_ACCUMULATE, &l, b0->xs, NULL, b0->x, NULL);
+    wd_status st = l.n ? true_residual_lanes(b0, &l, rs, r2) : agreed(be);
     if (st != WD_OK)
         return st;
-    if (rs < s->best) {
-        /* progress is judged on the system iterated on (CG: the normal
-         * equations, whose residual falls faster near convergence) */
-        const double rit = sqrt(*rn2);
-        s->stall = rit < STALL_GAIN * s->best_it ? 0 : s->stall + 1;
-        s->best_it = fmin(s->best_it, rit);
-        *result = CHECK_ACCEPT;
-    } else {
-        s->stall++;
-        wd_blas_accumulate(be, minus_one, ks->xs, zero, NULL, ks->x);
-        if ((st = true_residual(ks, &rs, rn2)) != WD_OK)
-            return st;
-        *result = isfinite(rs) ? CHECK_REJECT : CHECK_NAN;
+    for (int k = 0; k < l.n; ++k) {
+        const int j = pos[k];
+        state *s = c->s[j];
+        rsj[j] = rs[k];
+        rn2[j] = r2[k];
+        if (rs[k] < s->best) {
+            /* progress is judged on the system iterated on (CG: the normal
+             * equations, whose residual falls faster near convergence) */
+            const double rit = sqrt(r2[k]);
+            s->stall = rit < STALL_GAIN * s->best_it ? 0 : s->stall + 1;
+            s->best_it = fmin(s->best_it, rit);
+            result[j] = CHECK_ACCEPT;
+        } else {
+            s->stall++;
+            back[j] = 1;
+        }
     }
-    s->best = rs;
-    ks->residual = rs;
-    wd_blas_copy(be, ks->rs, ks->r);
-    wd_blas_zero(be, ks->xs);
-    if (ks->verbosity >= 2)
-        fprintf(stderr, "wdirac solver%s: k=%d l=%d true residual %.3e%s\n", ks->tag, ks->k,
-                ks->l, rel(ks, rs), *result == CHECK_ACCEPT ? "" : " (update rejected, restart)");
-    if (ks->progress)
-        ks->progress(ks->progress_arg, ks->k + ks->l, rel(ks, rs));
+    /* a check that does not lower the true residual is taken back */
+    wd_lanes b = batch_lanes(c, back, bpos);
+    if (b.n) {
+        for (int k = 0; k < b.n; ++k)
+            b.a[k] = minus_one;
+        wd_blas_lanes(be, WD_LANE_ACCUMULATE, &b, b0->xs, NULL, b0->x, NULL);
+        if ((st = true_residual_lanes(b0, &b, rs, r2)) != WD_OK)
+            return st;
+        for (int k = 0; k < b.n; ++k) {
+            const int j = bpos[k];
+            rsj[j] = rs[k];
+            rn2[j] = r2[k];
+            result[j] = isfinite(rs[k]) ? CHECK_REJECT : CHECK_NAN;
+        }
+    }
+    /* rs = r came with the residual; xs = 0 */
+    wd_blas_lanes(be, WD_LANE_ZERO, &l, NULL, b0->xs, NULL, NULL);
+    for (int k = 0; k < l.n; ++k) {
+        const int j = pos[k];
+        wd_krylov *ks = c->ks[j];
+        c->s[j]->best = rsj[j];
+        ks->residual = rsj[j];
+        if (ks->verbosity >= 2)
+            fprintf(stderr, "wdirac solver%s: k=%d l=%d true residual %.3e%s\n", ks->tag, ks->k,
+                    ks->l, rel(ks, rsj[j]),
+                    result[j] == CHECK_ACCEPT ? "" : " (update rejected, restart)");
+        if (ks->progress)
+            ks->progress(ks->progress_arg, ks->k + ks->l, rel(ks, rsj[j]));
+    }
     return agreed(be);
+}
+
+/* One solve's check, on its own fields; *rn2 = |rs|^2 afterwards. */
+static wd_status check(wd_krylov *ks, state *s, int *result, double *rn2)
+{
+    batch c;
+    memset(&c, 0, sizeof c);
+    c.base = ks;
+    c.m = 1;
+    c.ks[0] = ks;
+    c.s[0] = s;
+    return check_batch(&c, result, rn2);
 }
 
 /* What the iterated residual rn asks for after an iteration. */
@@ -367,26 +476,24 @@ static wd_status stop(wd_krylov *ks, state *s, wd_status code)
     }
 }
 
-/* Act on classify's verdict v: check, salvage or nothing.  Returns NEXT_*;
- * on NEXT_DONE *status is the result; after a check (*checked) *rn2 is the
- * new |rs|^2. */
-static int act(wd_krylov *ks, state *s, int v, int *checked, double *rn2, wd_status *status)
+/* Act on classify's verdict v: salvage, nothing, or what the check it
+ * asked for (DO_CHECK) found; that check has run (in a batch: checks()),
+ * with status cst, its result and the new |rs|^2 rn2.  Returns NEXT_*; on
+ * NEXT_DONE *status is the result. */
+static int act(wd_krylov *ks, state *s, int v, wd_status cst, int result, double rn2,
+               wd_status *status)
 {
-    *checked = 0;
     if (v == GO_ON)
         return NEXT_CONTINUE;
     if (v == SALVAGE_NAN || v == SALVAGE_DIVERGED) {
         *status = stop(ks, s, v == SALVAGE_NAN ? WD_ERR_NAN : WD_ERR_DIVERGED);
         return NEXT_DONE;
     }
-    int result;
-    *checked = 1;
-    wd_status st = check(ks, s, &result, rn2);
-    if (st != WD_OK) {
-        *status = st;
+    if (cst != WD_OK) {
+        *status = cst;
         return NEXT_DONE;
     }
-    return after_check(ks, s, result, *rn2, status);
+    return after_check(ks, s, result, rn2, status);
 }
 
 /* A recurrence coefficient vanished: restart from x's true residual, or
@@ -511,6 +618,33 @@ static wd_lanes stepping(const lane *L, int n, int *want)
     return lanes_where(n, want);
 }
 
+/* The checks that the verdicts of lanes 0..n-1 ask for (DO_CHECK), every
+ * one at once (check_batch: one pass of each kind over all of them, one
+ * multi-RHS outer application per run of consecutive lanes); result[i],
+ * rn2[i] by lane.  Their status. */
+static wd_status checks(lane *L, int n, const int *verdict, int *result, double *rn2)
+{
+    batch c;
+    int res[WD_LANES_MAX];
+    double r2[WD_LANES_MAX];
+    memset(&c, 0, sizeof c);
+    c.base = L[0].ks;
+    for (int i = 0; i < n; ++i)
+        if (verdict[i] == DO_CHECK) {
+            c.idx[c.m] = i;
+            c.ks[c.m] = L[i].ks;
+            c.s[c.m++] = &L[i].s;
+        }
+    if (!c.m)
+        return WD_OK;
+    const wd_status st = check_batch(&c, res, r2);
+    for (int j = 0; j < c.m; ++j) {
+        result[c.idx[j]] = res[j];
+        rn2[c.idx[j]] = r2[j];
+    }
+    return st;
+}
+
 /* xs += a x + b y on lanes l (y may be NULL): fused in the sloppy
  * precision, or into an outer-precision accumulator */
 static void accumulate_lanes(wd_krylov *ks0, const wd_lanes *l, const wd_field *x,
@@ -567,8 +701,8 @@ static wd_status bicgstab_c(lane *L, int n, const double *fused)
 {
     wd_krylov *ks0 = L[0].ks;
     wd_backend *be = ks0->be;
-    int want[WD_LANES_MAX];
-    double res[3 * WD_LANES_MAX];
+    int want[WD_LANES_MAX], verdict[WD_LANES_MAX], result[WD_LANES_MAX], rho[WD_LANES_MAX];
+    double res[3 * WD_LANES_MAX], rn2[WD_LANES_MAX];
     double complex rho_new[WD_LANES_MAX];
     wd_lanes l = stepping(L, n, want);
     if (fused) {
@@ -589,18 +723,14 @@ static wd_status bicgstab_c(lane *L, int n, const double *fused)
         l.a[j] = wc(Li->alpha);
         l.b[j] = wc(Li->omega);
     }
-    if (ks0->xs->precision == ks0->p->precision) {
-        /* xs += alpha p + omega s and r = s - omega t in one pass */
-        wd_blas_lanes5(be, WD_LANE_BICGSTAB_UPDATE, &l, ks0->p, ks0->rs, ks0->xs, ks0->t,
-                       ks0->r0, res);
-    } else {
-        accumulate_lanes(ks0, &l, ks0->p, ks0->rs);
-        for (int j = 0; j < l.n; ++j)
-            l.a[j] = wc(-L[l.idx[j]].omega);
-        wd_blas_lanes(be, WD_LANE_CAXPY_NORM2_CDOT, &l, ks0->t, ks0->rs, ks0->r0, res);
-    }
+    /* xs += alpha p + omega s (into an accumulator of either precision) and
+     * r = s - omega t in one pass */
+    wd_blas_lanes5(be, WD_LANE_BICGSTAB_UPDATE, &l, ks0->p, ks0->rs, ks0->xs, ks0->t, ks0->r0,
+                   res);
     if ((st = settled(be, res, 3 * l.n)) != WD_OK)
         return st;
+    for (int i = 0; i < n; ++i)
+        verdict[i] = GO_ON, rho[i] = 0;
     for (int j = 0; j < l.n; ++j) {
         const int i = l.idx[j];
         lane *Li = &L[i];
@@ -613,22 +743,26 @@ static wd_status bicgstab_c(lane *L, int n, const double *fused)
         s->since++;
         s->since_check++;
         report(ks, sqrt(Li->r2), "");
-        int checked;
-        double rn2;
+        verdict[i] = classify(ks, s, sqrt(Li->r2));
+    }
+    const wd_status cst = checks(L, n, verdict, result, rn2);
+    for (int j = 0; j < l.n; ++j) {
+        const int i = l.idx[j];
+        lane *Li = &L[i];
         wd_status status = WD_OK;
-        const int next = act(ks, s, classify(ks, s, sqrt(Li->r2)), &checked, &rn2, &status);
+        const int next = act(Li->ks, &Li->s, verdict[i], cst, result[i], rn2[i], &status);
         want[i] = 0;
         if (next == NEXT_DONE) {
             finish(Li, status);
             continue;
         }
-        if (checked) {
-            Li->r2 = rn2;
+        if (verdict[i] == DO_CHECK) {
+            Li->r2 = rn2[i];
             if (next == NEXT_RESTART) {
                 Li->fresh = 1;
                 continue;
             }
-            rho_new[i] = cz(wd_blas_cdot(be, ks->r0, ks->rs));
+            rho[i] = 1;
         }
         if (Li->omega == 0) {
             lane_breakdown(Li);
@@ -636,6 +770,14 @@ static wd_status bicgstab_c(lane *L, int n, const double *fused)
         }
         want[i] = 1;
     }
+    /* after a reliable update rho = <r0, r> of the new r, for every such
+     * lane at once (its breakdowns need none) */
+    for (int i = 0; i < n; ++i)
+        rho[i] &= want[i];
+    l = lanes_where(n, rho);
+    wd_blas_lanes(be, WD_LANE_CDOT, &l, ks0->r0, ks0->rs, NULL, res);
+    for (int j = 0; j < l.n; ++j)
+        rho_new[l.idx[j]] = CMPLX(res[3 * j], res[3 * j + 1]);
     l = lanes_where(n, want);
     for (int j = 0; j < l.n; ++j) {
         lane *Li = &L[l.idx[j]];
@@ -677,13 +819,16 @@ static wd_status cg_b(lane *L, int n, const double *fused)
 
 /* CG phase C on every stepping lane: the new residual, its classification,
  * the accumulation and the new direction (one pass where no check
- * follows), or a lane's check.  Not WD_OK: a rank's failure (settled) */
+ * follows), or the lanes' checks (all at once) and after a reliable update
+ * the new direction.  Not WD_OK: a rank's failure (settled) */
 static wd_status cg_c(lane *L, int n)
 {
     wd_krylov *ks0 = L[0].ks;
     wd_backend *be = ks0->be;
-    int want[WD_LANES_MAX], fused[WD_LANES_MAX], verdict[WD_LANES_MAX];
+    int want[WD_LANES_MAX], fused[WD_LANES_MAX], verdict[WD_LANES_MAX], result[WD_LANES_MAX];
+    int ortho[WD_LANES_MAX];
     double res[3 * WD_LANES_MAX], alpha[WD_LANES_MAX], r2_new[WD_LANES_MAX];
+    double rn2[WD_LANES_MAX], r2_prev[WD_LANES_MAX];
     const int same = ks0->xs->precision == ks0->p->precision;
     wd_lanes l = stepping(L, n, want);
     for (int j = 0; j < l.n; ++j) {
@@ -696,7 +841,7 @@ static wd_status cg_c(lane *L, int n)
     if (st != WD_OK)
         return st;
     for (int i = 0; i < n; ++i)
-        fused[i] = 0;
+        fused[i] = ortho[i] = 0, verdict[i] = GO_ON;
     for (int j = 0; j < l.n; ++j) {
         const int i = l.idx[j];
         wd_krylov *ks = L[i].ks;
@@ -723,51 +868,46 @@ static wd_status cg_c(lane *L, int n)
         wd_blas_lanes(be, WD_LANE_AXPY_ZPBX, &f, ks0->p, ks0->xs, ks0->rs, NULL);
     else
         wd_blas_lanes(be, WD_LANE_ACCUMULATE_XPAY, &f, ks0->p, ks0->rs, ks0->xs, NULL);
-    /* the others: accumulate, then the new direction or a check */
+    /* the others: accumulate, then their checks or stops */
     l = lanes_where(n, want);
     for (int j = 0; j < l.n; ++j)
         l.a[j] = wc(alpha[l.idx[j]]);
     accumulate_lanes(ks0, &l, ks0->p, NULL);
+    const wd_status cst = checks(L, n, verdict, result, rn2);
     for (int j = 0; j < l.n; ++j) {
         const int i = l.idx[j];
-        want[i] = 0;
-        if (verdict[i] == GO_ON) {
-            want[i] = 1;
-            continue;
-        }
         lane *Li = &L[i];
-        wd_krylov *ks = Li->ks;
-        int checked;
-        double rn2 = 0;
         wd_status status = WD_OK;
-        const double r2_prev = Li->r2;
-        const int next = act(ks, &Li->s, verdict[i], &checked, &rn2, &status);
+        r2_prev[i] = Li->r2;
+        const int next = act(Li->ks, &Li->s, verdict[i], cst, result[i], rn2[i], &status);
         if (next == NEXT_DONE) {
             finish(Li, status);
             continue;
         }
-        Li->r2 = rn2;
+        Li->r2 = rn2[i];
         if (next == NEXT_RESTART) {
             Li->fresh = 1;
             continue;
         }
-        /* reliable update: p orthogonal to the new r in the complex inner
-         * product, then the usual step with beta = |r_true|^2 / |r_old|^2 */
-        const wd_complex rp = wd_blas_cdot(be, ks->rs, ks->p);
-        wd_blas_caxpy(be, (wd_complex){-rp.re / rn2, -rp.im / rn2}, ks->rs, ks->p);
-        wd_blas_xpay(be, ks->rs, rn2 / r2_prev, ks->p);
+        ortho[i] = 1;
     }
-    wd_lanes d = lanes_where(n, want);
-    for (int j = 0; j < d.n; ++j) {
-        const int i = d.idx[j];
-        d.a[j] = wc(r2_new[i] / L[i].r2);
-        L[i].r2 = r2_new[i];
+    /* reliable update: p orthogonal to the new r in the complex inner
+     * product, then the usual step with beta = |r_true|^2 / |r_old|^2, on
+     * every such lane at once */
+    l = lanes_where(n, ortho);
+    wd_blas_lanes(be, WD_LANE_CDOT, &l, ks0->rs, ks0->p, NULL, res);
+    for (int j = 0; j < l.n; ++j) {
+        const double r2 = rn2[l.idx[j]];
+        l.a[j] = (wd_complex){-res[3 * j] / r2, -res[3 * j + 1] / r2};
     }
-    wd_blas_lanes(be, WD_LANE_XPAY, &d, ks0->rs, ks0->p, NULL, NULL);
+    wd_blas_lanes(be, WD_LANE_CAXPY, &l, ks0->rs, ks0->p, NULL, NULL);
+    for (int j = 0; j < l.n; ++j)
+        l.a[j] = wc(rn2[l.idx[j]] / r2_prev[l.idx[j]]);
+    wd_blas_lanes(be, WD_LANE_XPAY, &l, ks0->rs, ks0->p, NULL, NULL);
     return WD_OK;
 }
 
-enum { ROLE_P, ROLE_V, ROLE_T, ROLE_RS, ROLE_XS, ROLE_R0 };
+enum { ROLE_P, ROLE_V, ROLE_T, ROLE_RS, ROLE_XS, ROLE_R0, ROLE_B, ROLE_X, ROLE_R, ROLE_TE };
 
 static wd_field *role(wd_krylov *ks, int r)
 {
@@ -777,7 +917,11 @@ static wd_field *role(wd_krylov *ks, int r)
     case ROLE_T: return ks->t;
     case ROLE_RS: return ks->rs;
     case ROLE_XS: return ks->xs;
-    default: return ks->r0;
+    case ROLE_R0: return ks->r0;
+    case ROLE_B: return ks->b;
+    case ROLE_X: return ks->x;
+    case ROLE_R: return ks->r;
+    default: return ks->te;
     }
 }
 
@@ -826,54 +970,68 @@ static int fatal_lane(const lane *L, int n)
     return -1;
 }
 
-/* Each lane's fields p, v, t, rs, xs (and r0) must be right-hand side i
- * of one field each, lane after lane, so that views from one lane on reach
- * the next (the operator applications and the lanes' BLAS use them so). */
+/* Each lane's fields p, v, t, rs, xs (and r0), and the outer b, x, r (and
+ * te), must be right-hand side i of one field each, lane after lane, so
+ * that views from one lane on reach the next (the operator applications,
+ * the lanes' BLAS and the batched checks use them so). */
 static wd_status check_lanes(wd_krylov *ks, int n)
 {
     for (int i = 1; i < n; ++i)
-        for (int r = ROLE_P; r <= ROLE_R0; ++r) {
+        for (int r = ROLE_P; r <= ROLE_TE; ++r) {
             const wd_field *f0 = role(&ks[0], r), *fi = role(&ks[i], r);
             if (!f0 && !fi)
                 continue;
             if (!f0 || !fi || fi->precision != f0->precision ||
                 (const char *)fi->data != (const char *)f0->data + (size_t)i * f0->bytes)
-                return wd_fail(WD_ERR_INTERNAL, "wd_krylov_run_many: lane %d's sloppy fields "
+                return wd_fail(WD_ERR_INTERNAL, "wd_krylov_run_many: lane %d's work fields "
                                "are not right-hand side %d of lane 0's multi-fields", i, i);
         }
     return WD_OK;
 }
 
-/* the first true residual of a lane; finished at once when x = 0 already
- * meets the target (or the residual is not finite) */
-static wd_status lane_start(lane *L)
+/* The first true residual of every lane, all at once (with the copy into
+ * rs); a lane is finished at once when x = 0 already meets the target (or
+ * its residual is not finite) */
+static wd_status lanes_start(lane *L, int n)
 {
-    wd_krylov *ks = L->ks;
-    state *s = &L->s;
-    memset(s, 0, sizeof *s);
-    ks->k = ks->l = 0;
-    ks->message[0] = 0;
-    double rs, r2;
-    wd_status st = true_residual(ks, &rs, &r2);
+    wd_krylov *ks0 = L[0].ks;
+    double rs[WD_LANES_MAX], r2[WD_LANES_MAX];
+    int go[WD_LANES_MAX];
+    wd_lanes l;
+    memset(&l, 0, sizeof l);
+    for (int i = 0; i < n; ++i) {
+        wd_krylov *ks = L[i].ks;
+        memset(&L[i].s, 0, sizeof L[i].s);
+        ks->k = ks->l = 0;
+        ks->message[0] = 0;
+        l.idx[l.n++] = i;
+    }
+    const wd_status st = true_residual_lanes(ks0, &l, rs, r2);
     if (st != WD_OK)
         return st;
-    s->best = ks->residual = rs;
-    s->best_it = sqrt(r2);
-    L->r2 = r2;
-    L->fresh = 1;
-    if (!isfinite(rs)) {
-        finish(L, wd_fail(WD_ERR_NAN, "solver: the initial residual is not finite"));
-        return WD_OK;
+    for (int i = 0; i < n; ++i) {
+        wd_krylov *ks = L[i].ks;
+        state *s = &L[i].s;
+        s->best = ks->residual = rs[i];
+        s->best_it = sqrt(r2[i]);
+        L[i].r2 = r2[i];
+        L[i].fresh = 1;
+        go[i] = 0;
+        if (!isfinite(rs[i])) {
+            finish(&L[i], wd_fail(WD_ERR_NAN, "solver: the initial residual is not finite"));
+            continue;
+        }
+        if (rs[i] <= ks->target) {
+            finish(&L[i], WD_OK);
+            continue;
+        }
+        s->rstart = s->rmax = s->rmin = s->rn = sqrt(r2[i]);
+        s->est2 = rs[i] * rs[i];
+        s->est2_floor = EST2_RESOLUTION * s->est2;
+        go[i] = 1;
     }
-    if (rs <= ks->target) {
-        finish(L, WD_OK);
-        return WD_OK;
-    }
-    s->rstart = s->rmax = s->rmin = s->rn = sqrt(r2);
-    s->est2 = rs * rs;
-    s->est2_floor = EST2_RESOLUTION * s->est2;
-    wd_blas_copy(ks->be, ks->rs, ks->r);
-    wd_blas_zero(ks->be, ks->xs);
+    l = lanes_where(n, go);
+    wd_blas_lanes(ks0->be, WD_LANE_ZERO, &l, NULL, ks0->xs, NULL, NULL);
     return WD_OK;
 }
 
@@ -900,9 +1058,10 @@ wd_status wd_krylov_run_many(wd_krylov *ks, int n, wd_status *lane_status)
         st = wd_fail(WD_ERR_NOMEM, "wd_krylov_run_many: cannot allocate %d lanes", n);
     for (int i = 0; i < n; ++i)
         lane_status[i] = st;
-    for (int i = 0; i < n && st == WD_OK; ++i) {
-        L[i].ks = &ks[i];
-        st = lane_start(&L[i]);
+    if (st == WD_OK) {
+        for (int i = 0; i < n; ++i)
+            L[i].ks = &ks[i];
+        st = lanes_start(L, n);
     }
     while (st == WD_OK) {
         int stepping = 0;

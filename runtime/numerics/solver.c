@@ -466,18 +466,20 @@ wd_status wd_solver_create(wd_solver **out, const double *gauge, const int dims[
 }
 
 /* Whether a role holds one right-hand side a lane (the others are single
- * scratch fields): the odd scratch of the sloppy operator is its tmp_n. */
-static int per_lane(int role, int shared)
+ * scratch fields): the odd scratch of each operator is its tmp_n, which
+ * the lanes' checks apply the outer operator with (one multi-RHS
+ * application for every lane that checks in one iteration). */
+static int per_lane(int role)
 {
-    return role != F_EVEN && role != F_EVEN_S && (role != F_ODD || shared);
+    return role != F_EVEN && role != F_EVEN_S;
 }
 
 /* The field of `role`, allocated at first use in `precision`, with
  * sv->lanes right-hand sides where the role has one a lane. */
-static wd_field *field(wd_solver *sv, int role, int precision, int shared, wd_status *st)
+static wd_field *field(wd_solver *sv, int role, int precision, wd_status *st)
 {
     wd_field *f = &sv->f[role];
-    const int n = per_lane(role, shared) ? sv->lanes : 1;
+    const int n = per_lane(role) ? sv->lanes : 1;
     if (*st == WD_OK && !f->data)
         *st = n > 1 ? wd_field_create_multi(&sv->be, f, precision, n)
                     : wd_field_create(&sv->be, f, precision);
@@ -511,39 +513,39 @@ static wd_status setup_krylov(wd_solver *sv, const wd_solver_settings *s, wd_kry
             wd_field_destroy(&sv->be, &sv->f[i]);
         sv->lanes = n;
     }
-    field(sv, F_B, po, shared, &st);
-    field(sv, F_X, po, shared, &st);
-    field(sv, F_R, po, shared, &st);
-    field(sv, F_ODD, po, shared, &st);
-    field(sv, F_BO, po, shared, &st);
+    field(sv, F_B, po, &st);
+    field(sv, F_X, po, &st);
+    field(sv, F_R, po, &st);
+    field(sv, F_ODD, po, &st);
+    field(sv, F_BO, po, &st);
     if (cg)
-        field(sv, F_TE, po, shared, &st);
+        field(sv, F_TE, po, &st);
     /* the accumulator lives in F_XS, created in the precision of the first
      * solve; a later solve that wants the other precision recreates it */
     const int pxs = accumulate_outer(s) ? po : ps;
     if (sv->f[F_XS].data && sv->f[F_XS].precision != pxs)
         wd_field_destroy(&sv->be, &sv->f[F_XS]);
-    field(sv, F_XS, pxs, shared, &st);
+    field(sv, F_XS, pxs, &st);
     if (!shared)
-        field(sv, F_RS, ps, shared, &st);
-    field(sv, F_P, ps, shared, &st);
-    field(sv, F_V, ps, shared, &st);
+        field(sv, F_RS, ps, &st);
+    field(sv, F_P, ps, &st);
+    field(sv, F_V, ps, &st);
     if (!(shared && cg))
-        field(sv, F_T, ps, shared, &st);
+        field(sv, F_T, ps, &st);
     if (!cg)
-        field(sv, F_R0, ps, shared, &st);
+        field(sv, F_R0, ps, &st);
     if (!shared)
-        field(sv, F_ODD_S, ps, shared, &st);
+        field(sv, F_ODD_S, ps, &st);
     if (s->csw != 0) {
-        field(sv, F_EVEN, po, shared, &st);
+        field(sv, F_EVEN, po, &st);
         if (!shared)
-            field(sv, F_EVEN_S, ps, shared, &st);
+            field(sv, F_EVEN_S, ps, &st);
     }
     if (st != WD_OK)
         return st;
     for (int i = 0; i < n; ++i)
         for (int r = 0; r < F_COUNT; ++r)
-            sv->view[i][r] = wd_field_view(&sv->f[r], per_lane(r, shared) ? i : 0, 1);
+            sv->view[i][r] = wd_field_view(&sv->f[r], per_lane(r) ? i : 0, 1);
     *odd = &sv->view[0][F_ODD];
     wd_field *odd_sloppy = &sv->view[0][shared ? F_ODD : F_ODD_S];
     memset(ks, 0, (size_t)n * sizeof *ks);
@@ -551,6 +553,7 @@ static wd_status setup_krylov(wd_solver *sv, const wd_solver_settings *s, wd_kry
         (st = wd_eo_op_init(&ks->sloppy, &sv->be, g_sloppy, kappa, odd_sloppy, cg)) != WD_OK)
         return st;
     ks->sloppy.tmp_n = &sv->f[shared ? F_ODD : F_ODD_S];
+    ks->outer.tmp_n = &sv->f[F_ODD];
     if (s->csw != 0) {
         const int sym = s->clover_form == WD_CLOVER_SYMMETRIC, lvl = shared ? 0 : 1;
         wd_field *even = &sv->view[0][F_EVEN];
