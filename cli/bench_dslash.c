@@ -30,7 +30,11 @@
  * Wilson variant and each N, N random right-hand sides (right-hand side q
  * from wd_spinor_fill_random(seed + 1 + q)) through the backend as one
  * wd_dslash_group, which runs the largest multi-RHS kernels built for
- * the variant (12 = one _n4 launch over 3 groups: "4*3") or one-RHS calls.  Bytes at the multi-RHS
+ * the variant (12 = one _n4 launch over 3 groups: "4*3", or one _t12
+ * launch: "t12") or one-RHS calls; where kernels of both forms (_n<N>,
+ * _t<N>) are built for the variant, each form's plan alone is also timed
+ * where it differs (JSON "forms": any, registers, threads), so the two
+ * sit side by side.  Bytes at the multi-RHS
  * fewest-bytes model: every right-hand side's spinors once, the links once
  * per kernel call the group made.  CPU: the group call's wall time; GPU:
  * the CUDA-event medians of its kernel calls summed (the backend waits
@@ -477,6 +481,8 @@ static void usage(FILE *f)
             "                        sides (1..%d) as one wd_dslash_group (the largest multi-RHS\n"
             "                        kernels built, else one-RHS calls): per-RHS time, Gflops,\n"
             "                        bytes at the multi-RHS model, speedup over N = 1 (always timed);\n"
+            "                        where both forms are built (_n<N> registers, _t<N> a thread a\n"
+            "                        site and right-hand side) also each form's plan alone\n"
             "                        on a grid (CPU or CUDA backend) with the halo exchange of\n"
             "                        all N right-hand sides' faces, the slowest rank\n"
             "  --grid Px Py Pz Pt    run on a process grid under mpirun, one GPU per rank (CUDA\n"
@@ -821,22 +827,50 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
 
 /* ---- many right-hand sides through wd_dslash_group (--nrhs) ------------- */
 
-/* The operator family of a one-RHS Wilson variant (the plan of a group
- * comes back from wd_dslash_group). */
+/* The operator family of a one-RHS Wilson variant, its multi-RHS kernels
+ * of one form (wd_rhs_form) or of any (-1: the plan a solver gets); the
+ * plan of a group comes back from wd_dslash_group. */
 typedef struct group_family {
     const wd_variant *v;
+    int form;
 } group_family;
 
 static int group_kernel(const void *ctx, int n)
 {
     const group_family *f = ctx;
     const wd_variant *v = f->v;
-    return wd_variant_find_nrhs(WD_OP_WILSON, v->precision, v->recon, v->gauge_fix, v->dagger,
-                                v->xpay, n);
+    return wd_variant_find_form(WD_OP_WILSON, v->precision, v->recon, v->gauge_fix, v->dagger,
+                                v->xpay, n, f->form);
+}
+
+/* Whether kernels of both forms are built for v's family (then --nrhs
+ * times each form's plan beside the default one) */
+static int family_has_both_forms(const wd_variant *v)
+{
+    int has[2] = {0, 0};
+    for (int k = 0; k < wd_variant_count; ++k) {
+        const wd_variant *w = &wd_variants[k];
+        if (w->nrhs > 1 && w->op == v->op && w->precision == v->precision &&
+            w->recon == v->recon && w->gauge_fix == v->gauge_fix && w->dagger == v->dagger &&
+            w->xpay == v->xpay && (w->form == 0 || w->form == 1))
+            has[w->form] = 1;
+    }
+    return has[0] && has[1];
+}
+
+static int same_plan(const wd_group_plan *a, const wd_group_plan *b)
+{
+    if (a->calls != b->calls)
+        return 0;
+    for (int c = 0; c < a->calls; ++c)
+        if (a->variant[c] != b->variant[c] || a->nrhs[c] != b->nrhs[c])
+            return 0;
+    return 1;
 }
 
 /* A plan's calls: "4*3" (one _n4 launch over 3 groups of 4), "2", "1x12"
- * (twelve one-RHS calls), joined by "+" */
+ * (twelve one-RHS calls), "t12" (one _t12 launch: the thread form),
+ * "t12*2", joined by "+" */
 static void group_plan_name(const wd_group_plan *plan, char *buf, size_t len)
 {
     size_t at = 0;
@@ -847,9 +881,11 @@ static void group_plan_name(const wd_group_plan *plan, char *buf, size_t len)
         while (n == 1 && c + run < plan->calls && plan->nrhs[c + run] == 1)
             run++;
         const char *sep = c ? "+" : "";
+        const char *form = n > 1 && wd_variants[plan->variant[c]].form == WD_FORM_THREADS ? "t"
+                                                                                          : "";
         const int w = run > 1 ? snprintf(buf + at, len - at, "%s1x%d", sep, run)
-                      : m > n ? snprintf(buf + at, len - at, "%s%d*%d", sep, n, m / n)
-                              : snprintf(buf + at, len - at, "%s%d", sep, n);
+                      : m > n ? snprintf(buf + at, len - at, "%s%s%d*%d", sep, form, n, m / n)
+                              : snprintf(buf + at, len - at, "%s%s%d", sep, form, n);
         at += w > 0 ? (size_t)w : 0;
         c += run;
     }
@@ -929,17 +965,29 @@ typedef struct nrhs_row {
     wd_group_plan plan;
 } nrhs_row;
 
+/* The plan of out = D in (+ x) on right-hand sides 0..n-1 with the
+ * kernels of `form` (-1: any), from one call */
+static wd_status plan_group(wd_backend *be, const wd_variant *v, int form, const wd_gauge *g,
+                            nrhs_fields *f, int n, wd_group_plan *plan)
+{
+    wd_field in = wd_field_view(&f->in, 0, n), out = wd_field_view(&f->out, 0, n);
+    wd_field x = wd_field_view(&f->x, 0, n);
+    group_family fam = {v, form};
+    return wd_dslash_group(be, group_kernel, &fam, &out, g, NULL, &in, v->xpay ? &x : NULL,
+                           -0.0157, 0, n, plan);
+}
+
 /* Time out = D in (+ x) on right-hand sides 0..n-1 as one wd_dslash_group.
  * CPU: the group's wall time.  GPU: the CUDA-event medians of the group's
  * kernel calls summed (the backend waits for each kernel, so the group's
  * wall time also holds a launch and a synchronisation per call: us_wall). */
-static wd_status time_group(wd_backend *be, int gpu, const wd_variant *v, const wd_gauge *g,
-                            nrhs_fields *f, int n, int reps, nrhs_row *row)
+static wd_status time_group(wd_backend *be, int gpu, const wd_variant *v, int form,
+                            const wd_gauge *g, nrhs_fields *f, int n, int reps, nrhs_row *row)
 {
     wd_field in = wd_field_view(&f->in, 0, n), out = wd_field_view(&f->out, 0, n);
     wd_field x = wd_field_view(&f->x, 0, n);
     const double a = -0.0157;
-    group_family fam = {v};
+    group_family fam = {v, form};
     wd_status st = wd_dslash_group(be, group_kernel, &fam, &out, g, NULL, &in,
                                    v->xpay ? &x : NULL, a, 0, n, &row->plan);
     if (st == WD_OK)
@@ -975,8 +1023,11 @@ static wd_status time_group(wd_backend *be, int gpu, const wd_variant *v, const 
 static void nrhs_usage_note(FILE *f, int gpu)
 {
     fprintf(f, "\nN right-hand sides as one wd_dslash_group: kernels, the calls it made (4*3: "
-            "one _n4 launch over 3 groups of 4; 1x12: twelve one-RHS calls, no multi-RHS kernel built for the "
-            "variant);\nus/call: all N, %s; us/RHS, Gflops (1320 (+48) x N per output site), "
+            "one _n4 launch over 3 groups of 4; t12: one _t12 launch, a thread a site and "
+            "right-hand side; 1x12: twelve one-RHS calls, no multi-RHS kernel built for the "
+            "variant);\nwhere kernels of both forms are built, the plan a solver gets comes "
+            "first, then the plan of each form alone (_n<N> or _t<N>, with one-RHS calls for "
+            "the rest) where it differs;\nus/call: all N, %s; us/RHS, Gflops (1320 (+48) x N per output site), "
             "B/site: bytes per output site and right-hand side at the multi-RHS fewest-bytes "
             "model:\nthe spinors in + out (+ x) of every right-hand side once and the links once "
             "per kernel call, divided by N; GB/s and copy: those bytes over the time and the copy "
@@ -1091,61 +1142,94 @@ static int bench_nrhs(int gpu, int lat[][4], int nlat, const int *pads, int npad
                     st = wd_backend_agree(st);
                 for (int i = 0; i < nlist && st == WD_OK; ++i) {
                     const int N = list[i];
-                    nrhs_row r;
-                    st = time_group(&be, gpu, v, &g, &f, N, reps, &r);
-                    if (procs && (st = wd_backend_agree(st)) == WD_OK) {
-                        r.us = slowest(&be, r.us);
-                        r.us_wall = slowest(&be, r.us_wall);
+                    /* the plan a solver gets, then, where kernels of both
+                     * forms are built, each form's own plan where it runs
+                     * a kernel of the form and differs */
+                    static const int forms[3] = {-1, WD_FORM_REGISTERS, WD_FORM_THREADS};
+                    const int nforms = family_has_both_forms(v) ? 3 : 1;
+                    wd_group_plan timed[3];
+                    int ntimed = 0;
+                    for (int fi = 0; fi < nforms && st == WD_OK; ++fi) {
+                        nrhs_row r;
+                        if (fi > 0) {
+                            wd_group_plan plan;
+                            st = plan_group(&be, v, forms[fi], &g, &f, N, &plan);
+                            if (procs)
+                                st = wd_backend_agree(st);
+                            /* a plan without a kernel of the form is
+                             * one-RHS calls, nothing to compare */
+                            int seen = 1;
+                            for (int c = 0; c < plan.calls; ++c)
+                                seen &= wd_variants[plan.variant[c]].nrhs == 1 ||
+                                        wd_variants[plan.variant[c]].form != forms[fi];
+                            for (int j = 0; j < ntimed; ++j)
+                                seen |= same_plan(&plan, &timed[j]);
+                            if (st != WD_OK)
+                                break;
+                            if (seen)
+                                continue;
+                        }
+                        st = time_group(&be, gpu, v, forms[fi], &g, &f, N, reps, &r);
+                        if (procs && (st = wd_backend_agree(st)) == WD_OK) {
+                            r.us = slowest(&be, r.us);
+                            r.us_wall = slowest(&be, r.us_wall);
+                        }
+                        if (st != WD_OK)
+                            break;
+                        /* Gflops over the whole lattice, bytes on this block */
+                        const double sites = h.volume / 2.0, gsites = wd_volume(gdims) / 2.0;
+                        const double halo = procs ? N * halo_bytes_sent(&be, v) : 0;
+                        const double spinor =
+                            24.0 * v->precision + (v->precision == 2 ? sizeof(float) : 0);
+                        const double links =
+                            (v->gauge_fix ? 6 : 8) * (double)v->recon * v->precision;
+                        const double bytes_site =
+                            (spinor * (2 + v->xpay) * N + links * r.plan.calls) / N;
+                        const double gflops = wd_variant_flops(k) * N * gsites / r.us / 1e3;
+                        const double gbps = bytes_site * N * sites / r.us / 1e3;
+                        if (N == 1)
+                            base = r.us;
+                        const double speedup = base / (r.us / N);
+                        char plan[32], wall[16] = "", gridb[40] = "";
+                        group_plan_name(&r.plan, plan, sizeof plan);
+                        if (gpu)
+                            snprintf(wall, sizeof wall, " %10.2f", r.us_wall);
+                        if (procs)
+                            snprintf(gridb, sizeof gridb, "  %dx%dx%dx%d %10.1f", dl.procs[0],
+                                     dl.procs[1], dl.procs[2], dl.procs[3], halo / 1024);
+                        if (printer) {
+                            printf("%-28s %4dx%dx%dx%-3d %4d %3d %-10s %10.2f %9.2f %8.1f %8.1f "
+                                   "%8.1f %5.0f%% %7.2f%s%s\n", v->name, gdims[0], gdims[1],
+                                   gdims[2], gdims[3], pads[p], N, plan, r.us, r.us / N, gflops,
+                                   bytes_site, gbps, 100 * gbps / copy, speedup, wall, gridb);
+                            fflush(stdout);
+                        }
+                        json_t *row = json_pack(
+                            "{s:s, s:i, s:i, s:i, s:i, s:i, s:[iiii], s:i, s:i, s:s, s:s, "
+                            "s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+                            "variant", v->name, "precision", v->precision, "recon", v->recon,
+                            "gauge_fix", v->gauge_fix, "dagger", v->dagger, "xpay", v->xpay,
+                            "dims", gdims[0], gdims[1], gdims[2], gdims[3], "pad", pads[p], "nrhs",
+                            N, "kernels", plan, "forms", fi == 0 ? "any" : forms[fi] ==
+                            WD_FORM_THREADS ? "threads" : "registers", "kernel_calls",
+                            r.plan.calls, "us_per_call", r.us,
+                            "us_per_rhs", r.us / N, "us_wall_per_call", r.us_wall, "gflops", gflops,
+                            "bytes_per_site_per_rhs", bytes_site, "bytes_per_rhs", bytes_site * sites,
+                            "GBps", gbps, "fraction_of_copy", gbps / copy, "speedup_per_rhs",
+                            speedup);
+                        if (procs) {
+                            json_t *g = json_pack("{s:[iiii], s:[iiii], s:i, s:f}", "grid",
+                                                  dl.procs[0], dl.procs[1], dl.procs[2], dl.procs[3],
+                                                  "local", dl.local[0], dl.local[1], dl.local[2],
+                                                  dl.local[3], "ranks", dl.size,
+                                                  "halo_bytes_sent_per_rank", halo);
+                            json_object_update(row, g);
+                            json_decref(g);
+                        }
+                        json_array_append_new(res, row);
+                        n++;
+                        timed[ntimed++] = r.plan;
                     }
-                    if (st != WD_OK)
-                        break;
-                    /* Gflops over the whole lattice, bytes on this block */
-                    const double sites = h.volume / 2.0, gsites = wd_volume(gdims) / 2.0;
-                    const double halo = procs ? N * halo_bytes_sent(&be, v) : 0;
-                    const double spinor = 24.0 * v->precision + (v->precision == 2 ? sizeof(float) : 0);
-                    const double links = (v->gauge_fix ? 6 : 8) * (double)v->recon * v->precision;
-                    const double bytes_site = (spinor * (2 + v->xpay) * N + links * r.plan.calls) / N;
-                    const double gflops = wd_variant_flops(k) * N * gsites / r.us / 1e3;
-                    const double gbps = bytes_site * N * sites / r.us / 1e3;
-                    if (N == 1)
-                        base = r.us;
-                    const double speedup = base / (r.us / N);
-                    char plan[32], wall[16] = "", gridb[40] = "";
-                    group_plan_name(&r.plan, plan, sizeof plan);
-                    if (gpu)
-                        snprintf(wall, sizeof wall, " %10.2f", r.us_wall);
-                    if (procs)
-                        snprintf(gridb, sizeof gridb, "  %dx%dx%dx%d %10.1f", dl.procs[0],
-                                 dl.procs[1], dl.procs[2], dl.procs[3], halo / 1024);
-                    if (printer) {
-                        printf("%-28s %4dx%dx%dx%-3d %4d %3d %-10s %10.2f %9.2f %8.1f %8.1f "
-                               "%8.1f %5.0f%% %7.2f%s%s\n", v->name, gdims[0], gdims[1],
-                               gdims[2], gdims[3], pads[p], N, plan, r.us, r.us / N, gflops,
-                               bytes_site, gbps, 100 * gbps / copy, speedup, wall, gridb);
-                        fflush(stdout);
-                    }
-                    json_t *row = json_pack(
-                        "{s:s, s:i, s:i, s:i, s:i, s:i, s:[iiii], s:i, s:i, s:s, "
-                        "s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
-                        "variant", v->name, "precision", v->precision, "recon", v->recon,
-                        "gauge_fix", v->gauge_fix, "dagger", v->dagger, "xpay", v->xpay,
-                        "dims", gdims[0], gdims[1], gdims[2], gdims[3], "pad", pads[p], "nrhs",
-                        N, "kernels", plan, "kernel_calls", r.plan.calls, "us_per_call", r.us,
-                        "us_per_rhs", r.us / N, "us_wall_per_call", r.us_wall, "gflops", gflops,
-                        "bytes_per_site_per_rhs", bytes_site, "bytes_per_rhs", bytes_site * sites,
-                        "GBps", gbps, "fraction_of_copy", gbps / copy, "speedup_per_rhs",
-                        speedup);
-                    if (procs) {
-                        json_t *g = json_pack("{s:[iiii], s:[iiii], s:i, s:f}", "grid",
-                                              dl.procs[0], dl.procs[1], dl.procs[2], dl.procs[3],
-                                              "local", dl.local[0], dl.local[1], dl.local[2],
-                                              dl.local[3], "ranks", dl.size,
-                                              "halo_bytes_sent_per_rank", halo);
-                        json_object_update(row, g);
-                        json_decref(g);
-                    }
-                    json_array_append_new(res, row);
-                    n++;
                 }
                 if (st != WD_OK) {
                     if (printer)

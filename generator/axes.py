@@ -34,6 +34,21 @@ class Operator(IntEnum):
     CLOVER = 2
 
 
+class Form(IntEnum):
+    """How a multi-RHS kernel spreads its N right-hand sides over threads;
+    the value is the registry's form number.
+
+    REGISTERS  a thread a site holding all N right-hand sides in registers
+               (each link loaded once a thread): dslash_..._n<N>
+    THREADS    a thread a (site, right-hand side), a block of sites x N
+               right-hand sides, the site's links shared through L1 by the
+               N threads of a site: dslash_..._t<N>
+    """
+
+    REGISTERS = 0
+    THREADS = 1
+
+
 class Recon(IntEnum):
     """Gauge reconstruction; the value is reals stored per link."""
 
@@ -92,9 +107,11 @@ RECON_TOKEN = {Recon.R18: "r18", Recon.R12: "r12", Recon.R8: "r8"}
 GAUGE_FIX_TOKEN = "gf"
 DAGGER_TOKEN = "dag"
 XPAY_TOKEN = "xpay"
-# Right-hand sides one thread carries (each link loaded once for all of
-# them): spells "n<count>".
+# Right-hand sides a call applies to, and how (Form): "n<count>", N
+# right-hand sides a thread (each link loaded once for all of them), or
+# "t<count>", a thread a site and right-hand side.
 NRHS_TOKEN = "n"
+FORM_TOKEN = {Form.REGISTERS: NRHS_TOKEN, Form.THREADS: "t"}
 
 # The first part of a name: the operator.  Names of the hopping kernels spell
 # every Dslash axis; the clover kernel has the precision axis alone.

@@ -8,7 +8,7 @@ Nested loops over plain lists of axis values append to the lists; meson's
 
 import fnmatch
 
-from .axes import Operator, Precision, Recon
+from .axes import Form, Operator, Precision, Recon
 from .naming import CoarseVariant, Variant
 
 PRECISION_AXIS = [Precision.D, Precision.S, Precision.H]
@@ -38,6 +38,21 @@ HOPPING_AXIS = [Operator.WILSON, Operator.WILSON_CLOVER]
 # h100-2026-11-25-gf1), where single _n4 gains 1.53x.
 MULTI_RHS_AXIS = {Precision.D: [2], Precision.S: [2, 4], Precision.H: [2, 4]}
 MULTI_RHS_GAUGE_FIXED_AXIS = {Precision.D: [2], Precision.S: [2, 4], Precision.H: [2]}
+# The thread form (axes.Form.THREADS, dslash_..._t<N>): a thread a site and
+# right-hand side, a block of sites x N right-hand sides sharing each
+# site's links through L1; the one-RHS site function's registers (96 in
+# single, 176 in double on sm_90) whatever N.  Issue 30: the register form
+# stays flat past N = 4 (single _n4: 250 registers, 8 warps an SM), so the
+# lock-step batches of 12 (a propagator's columns) get N = 12 without
+# gauge fixing, every precision, dagger and xpay (the batched BiCGstab and
+# CG).  A call of count right-hand sides runs the largest N built
+# (wd_dslash_group): 12 as one _t12 launch, 24 as one over 2 groups,
+# other counts as before through _n4 / _n2.  Where the register form
+# measures faster on the H100 (bench dslash --nrhs times both side by
+# side) a precision is dropped here (docs/generator.md, "Many right-hand
+# sides").
+THREAD_RHS_AXIS = {Precision.D: [12], Precision.S: [12], Precision.H: [12]}
+THREAD_RHS_GAUGE_FIXED_AXIS = {Precision.D: [], Precision.S: [], Precision.H: []}
 
 
 def manifest():
@@ -62,6 +77,17 @@ def manifest():
                     for xpay in XPAY_AXIS:
                         variants.append(Variant(precision, Recon.R12, gauge_fix, dagger, xpay,
                                                 Operator.WILSON, nrhs))
+    for nrhs in sorted({n for axis in (THREAD_RHS_AXIS, THREAD_RHS_GAUGE_FIXED_AXIS)
+                        for ns in axis.values() for n in ns}):
+        for precision in PRECISION_AXIS:
+            for gauge_fix in GAUGE_FIX_AXIS:
+                allowed = THREAD_RHS_GAUGE_FIXED_AXIS if gauge_fix else THREAD_RHS_AXIS
+                if nrhs not in allowed[precision]:
+                    continue
+                for dagger in DAGGER_AXIS:
+                    for xpay in XPAY_AXIS:
+                        variants.append(Variant(precision, Recon.R12, gauge_fix, dagger, xpay,
+                                                Operator.WILSON, nrhs, Form.THREADS))
     return variants
 
 

@@ -1,6 +1,7 @@
 """One procedural name per variant: file name, symbol, registry key, filter key.
 
     dslash_<prec>_r<recon>_gf<0|1>_dag<0|1>_xpay<0|1>_n<N>     D (Wilson), N right-hand sides
+    dslash_<prec>_r<recon>_gf<0|1>_dag<0|1>_xpay<0|1>_t<N>     the same, a thread a site and right-hand side
     dslashcl_<prec>_r<recon>_gf<0|1>_dag<0|1>_xpay<0|1>_n<N>   C D (clover epilogue)
     clover_<prec>                                             C alone
     coarse_<prec>_nv<Nvec>_dag<0|1>_xpay<0|1>_n<N>             D_c, the multigrid coarse operator
@@ -12,9 +13,9 @@ names glob (dslash_* is the Wilson set, dslash*_ both hopping sets).
 import re
 from dataclasses import dataclass
 
-from .axes import (COARSE_TOKEN, DAGGER_TOKEN, GAUGE_FIX_TOKEN, NRHS_TOKEN, NVEC_TOKEN,
-                   OPERATOR_TOKEN, PRECISIONS, RECON_TOKEN, XPAY_TOKEN, Operator, Precision,
-                   Recon)
+from .axes import (COARSE_TOKEN, DAGGER_TOKEN, FORM_TOKEN, GAUGE_FIX_TOKEN, NRHS_TOKEN,
+                   NVEC_TOKEN, OPERATOR_TOKEN, PRECISIONS, RECON_TOKEN, XPAY_TOKEN, Form,
+                   Operator, Precision, Recon)
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,8 @@ class Variant:
     dagger: int
     xpay: int
     op: Operator = Operator.WILSON
-    nrhs: int = 1   # right-hand sides a thread carries (hopping operators)
+    nrhs: int = 1   # right-hand sides a call applies to (hopping operators)
+    form: Form = Form.REGISTERS  # how they spread over threads (axes.Form)
 
     @property
     def hopping(self):
@@ -56,7 +58,8 @@ class Variant:
         variant depends on it, and not on the manifest.
         """
         return (self.op == Operator.WILSON and self.precision == Precision.H
-                and self.dagger == 0 and self.xpay == 1 and self.nrhs == 1)
+                and self.dagger == 0 and self.xpay == 1 and self.nrhs == 1
+                and self.form == Form.REGISTERS)
 
     @property
     def name(self):
@@ -67,7 +70,12 @@ class Variant:
                 f"_{GAUGE_FIX_TOKEN}{self.gauge_fix}"
                 f"_{DAGGER_TOKEN}{self.dagger}"
                 f"_{XPAY_TOKEN}{self.xpay}"
-                f"_{NRHS_TOKEN}{self.nrhs}")
+                f"_{FORM_TOKEN[self.form]}{self.nrhs}")
+
+    @property
+    def threads(self):
+        """A thread a site and right-hand side (axes.Form.THREADS)."""
+        return self.form == Form.THREADS
 
     @property
     def info(self):
@@ -105,9 +113,11 @@ class CoarseVariant:
 _PREC_BY_TOKEN = {info.token: p for p, info in PRECISIONS.items()}
 _RECON_BY_TOKEN = {tok: r for r, tok in RECON_TOKEN.items()}
 _OP_BY_TOKEN = {tok: op for op, tok in OPERATOR_TOKEN.items()}
+_FORM_BY_TOKEN = {tok: f for f, tok in FORM_TOKEN.items()}
 _HOPPING_RE = re.compile(
     rf"^(?P<op>[a-z]+)_(?P<p>[a-z]+)_(?P<r>r\d+)_{GAUGE_FIX_TOKEN}(?P<gf>[01])"
-    rf"_{DAGGER_TOKEN}(?P<dag>[01])_{XPAY_TOKEN}(?P<xpay>[01])_{NRHS_TOKEN}(?P<n>[1-9][0-9]*)$")
+    rf"_{DAGGER_TOKEN}(?P<dag>[01])_{XPAY_TOKEN}(?P<xpay>[01])"
+    rf"_(?P<form>{'|'.join(FORM_TOKEN.values())})(?P<n>[1-9][0-9]*)$")
 _SITE_RE = re.compile(r"^(?P<op>[a-z]+)_(?P<p>[a-z]+)$")
 _COARSE_RE = re.compile(
     rf"^{COARSE_TOKEN}_(?P<p>[a-z]+)_{NVEC_TOKEN}(?P<nv>[1-9][0-9]*)_{DAGGER_TOKEN}(?P<dag>[01])"
@@ -133,7 +143,8 @@ def parse(name):
     if m["r"] not in _RECON_BY_TOKEN:
         raise ValueError(f"{name}: unknown reconstruction {m['r']!r}")
     return Variant(_PREC_BY_TOKEN[m["p"]], _RECON_BY_TOKEN[m["r"]],
-                   int(m["gf"]), int(m["dag"]), int(m["xpay"]), op, int(m["n"]))
+                   int(m["gf"]), int(m["dag"]), int(m["xpay"]), op, int(m["n"]),
+                   _FORM_BY_TOKEN[m["form"]])
 
 
 def _parse_coarse(name):

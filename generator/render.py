@@ -34,9 +34,17 @@ MAIN_TEMPLATES = {"_body.h": "dslash_body.h.j2", "_cpu.c": "dslash_cpu.c.j2",
 SITE_TEMPLATES = dict(MAIN_TEMPLATES, **{"_body.h": "clover_body.h.j2"})
 # N > 1 right-hand sides a thread: the hops load each link once for all
 MULTI_RHS_TEMPLATES = dict(MAIN_TEMPLATES, **{"_body.h": "dslash_mrhs_body.h.j2"})
+# a thread a site and right-hand side: the one-RHS site function of
+# right-hand side r, the CUDA kernel over blocks of sites x N
+THREAD_RHS_TEMPLATES = dict(MAIN_TEMPLATES, **{"_cuda.cu": "dslash_thread_cuda.cu.j2"})
 # where the epilogue partials read x and write out: the one right-hand side
 SINGLE_RHS_POINTERS = {"x": "a->x", "x_norm": "a->x_norm", "out": "a->out",
                        "out_norm": "a->out_norm", "off": ""}
+# ... and right-hand side r of the thread form's site function (`rs`: its
+# vector elements from one right-hand side to the next)
+THREAD_RHS_POINTERS = {"x": "a->x", "out": "a->out", "off": " + r * rs",
+                       "x_norm": "(a->x_norm + r * (long)a->rhs_norm_stride)",
+                       "out_norm": "(a->out_norm + r * (long)a->rhs_norm_stride)"}
 COLOURS = 3
 
 
@@ -236,7 +244,8 @@ def _hop_context(v, hop, spinor_width):
         # vector row (wd_kernel.h, wd_row), whose x neighbours come from the
         # row's rotated copy and whose other neighbours are at the row's
         # constant offsets, and which never crosses the time boundary
-        "src": {"site": _hop_source_site(hop), "row": _hop_source_row(hop)},
+        "src": {"site": _hop_source_site(hop), "row": _hop_source_row(hop),
+                "rhs": _hop_source_rhs(hop)},
         # a hop that crosses the time boundary carries the boundary sign
         "wrap": _hop_source_site(hop)["wrap"],
         "label": hop.label,
@@ -262,6 +271,12 @@ def _hop_source_site(hop):
         "gs": f"a->gstride[{hop.mu}]",
         "wrap": ("n.t_last" if hop.forward else "n.t_first") if hop.mu == TIME_DIR else None,
     }
+
+
+def _hop_source_rhs(hop):
+    """A site of right-hand side r (the thread form): its own `in` and
+    half-precision norms (in_norm), offset by r in the site function."""
+    return dict(_hop_source_site(hop), norm="in_norm")
 
 
 def _hop_source_row(hop):
@@ -399,6 +414,8 @@ def partials(v):
 def main_templates(v):
     if not v.hopping:
         return SITE_TEMPLATES
+    if v.threads:
+        return THREAD_RHS_TEMPLATES
     return MAIN_TEMPLATES if v.nrhs == 1 else MULTI_RHS_TEMPLATES
 
 
@@ -419,7 +436,7 @@ def _multi_rhs_context(v):
 
 def template_deps(v):
     hop_partials = set()
-    if v.hopping and v.nrhs == 1:
+    if v.hopping and (v.nrhs == 1 or v.threads):
         hop_partials = ({"dslash_site.j2", "hop_link.j2"}
                         | ({"hop_gauge_fixed.j2"} if v.gauge_fix else set()))
     return sorted(set(main_templates(v).values()) | set(partials(v).values()) | hop_partials)
@@ -440,6 +457,11 @@ def variant_context(v):
         "what": {Operator.WILSON: "D", Operator.WILSON_CLOVER: "C D",
                  Operator.CLOVER: "C"}[v.op],
         "ptr": SINGLE_RHS_POINTERS,
+        # the site function the body renders (dslash_site.j2): one site, or
+        # one site of right-hand side r (the thread form)
+        "site_mode": "rhs" if v.threads else "site",
+        "rhs_ptr": THREAD_RHS_POINTERS,
+        "threads": v.threads,
     }
     ctx["reduce"] = v.reduces
     # the site function's sums (dslash_site.j2) are rendered for the 16-bit
@@ -478,7 +500,8 @@ def render_variant(v, outdir):
 
 def render_registry(variants, outdir):
     env = _env()
-    rows = [{"name": v.name, "op": int(v.op), "nrhs": v.nrhs, "prec": v.info.cname,
+    rows = [{"name": v.name, "op": int(v.op), "nrhs": v.nrhs,
+             "form": int(v.form) if v.hopping else 0, "prec": v.info.cname,
              "recon": int(v.recon) if v.hopping else 0,
              "gauge_fix": v.gauge_fix, "dagger": v.dagger, "xpay": v.xpay,
              "reduce": v.reduces}

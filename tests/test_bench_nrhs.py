@@ -9,7 +9,10 @@ N of the list (1 added, duplicates dropped), with positive finite times,
 Gflops, GB/s and speedup; the kernel calls the group made are the largest
 built multi-RHS kernels first, as many groups of one as fit in one launch
 (from `wdirac list`: 12 = 4*3, 7 = 4+2+1 with _n4 and _n2, 1x7 where no
-multi-RHS kernel is built); the bytes per site and
+multi-RHS kernel is built, 12 = t12 with the thread form _t12); where
+kernels of both forms (_n<N>, _t<N>) are built for a variant, one more row
+for each form's plan alone that runs a kernel of the form and differs
+(JSON "forms": any, registers, threads); the bytes per site and
 right-hand side follow the multi-RHS model (spinors in + out once per
 right-hand side, links once per kernel call, over N).  Solver: 13 sources
 (one lock-step group of 12 and one of 1) as a batch and one by one: every
@@ -53,36 +56,61 @@ def positive(x):
     return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
 
 
-def expected_plan(built, one_rhs, n):
+FORM_TOKENS = {"any": ("n", "t"), "registers": ("n",), "threads": ("t",)}
+
+
+def kernel_of(built, one_rhs, k, forms):
+    """The form token of the kernel of k right-hand sides wd_dslash_group
+    takes (the register form first: manifest order), None if none is built."""
+    base = one_rhs[: -len("_n1")]
+    return next((f for f in forms if f"{base}_{f}{k}" in built), None)
+
+
+def expected_plan(built, one_rhs, n, forms="any"):
     """The calls wd_dslash_group makes, as (kernel count, right-hand sides
-    covered): the largest built count k that fits first, as many groups of k
-    as fit in one launch, one-RHS calls one at a time."""
+    covered, form token): the largest built count k that fits first, as
+    many groups of k as fit in one launch, one-RHS calls one at a time."""
     calls, q = [], 0
     while q < n:
         k = n - q
-        while k > 1 and one_rhs[: -len("_n1")] + f"_n{k}" not in built:
+        while k > 1 and kernel_of(built, one_rhs, k, FORM_TOKENS[forms]) is None:
             k -= 1
         m = (n - q) // k * k if k > 1 else 1
-        calls.append((k, m))
+        calls.append((k, m, kernel_of(built, one_rhs, k, FORM_TOKENS[forms]) if k > 1 else "n"))
         q += m
     return calls
 
 
+def expected_rows(built, one_rhs, n):
+    """{forms: calls} of the rows for (one_rhs, n): the plan a solver gets,
+    and where both forms are built for the variant each form's plan that
+    runs a kernel of the form and differs from those before it."""
+    both = all(any(kernel_of(built, one_rhs, k, (f,)) for k in range(2, 65)) for f in "nt")
+    rows = {"any": expected_plan(built, one_rhs, n)}
+    for forms in (("registers", "threads") if both else ()):
+        calls = expected_plan(built, one_rhs, n, forms)
+        if (any(k > 1 and f == FORM_TOKENS[forms][0] for k, _, f in calls)
+                and calls not in rows.values()):
+            rows[forms] = calls
+    return rows
+
+
 def plan_name(calls):
     """The benchmark's spelling: 4*3 (one _n4 launch over 3 groups), 4+2+1,
-    1x12 (a run of one-RHS calls)."""
+    1x12 (a run of one-RHS calls), t12 (one _t12 launch), t12*2."""
     out, c = [], 0
     while c < len(calls):
-        k, m = calls[c]
+        k, m, f = calls[c]
+        t = "t" if k > 1 and f == "t" else ""
         run = 1
         while k == 1 and c + run < len(calls) and calls[c + run][0] == 1:
             run += 1
         if run > 1:
             out.append(f"1x{run}")
         elif m > k:
-            out.append(f"{k}*{m // k}")
+            out.append(f"{t}{k}*{m // k}")
         else:
-            out.append(str(k))
+            out.append(f"{t}{k}")
         c += run
     return "+".join(out)
 
@@ -110,19 +138,20 @@ def dslash_checks(wdirac, tmp, plot):
           js["benchmark"] == "dslash-nrhs" and js["nrhs_list"] == NLIST
           and positive(js["copy_GBps"]), str({k: js.get(k) for k in ("benchmark", "nrhs_list")}))
     rows = js["results"]
-    keys = sorted((r["variant"], r["nrhs"]) for r in rows)
-    check("... one row per (variant, N)", keys == sorted((v, n) for v in selected for n in NLIST),
-          f"{keys}")
+    keys = sorted((r["variant"], r["nrhs"], r["forms"]) for r in rows)
+    check("... one row per (variant, N) and form plan",
+          keys == sorted((v, n, f) for v in selected for n in NLIST
+                         for f in expected_rows(built, v, n)), f"{keys}")
     for r in rows:
-        name = f"... {r['variant']} N={r['nrhs']}"
+        name = f"... {r['variant']} N={r['nrhs']} ({r['forms']})"
         n = r["nrhs"]
+        calls = expected_plan(built, r["variant"], n, r["forms"])
         ok = all(positive(r[k]) for k in ("us_per_call", "us_per_rhs", "us_wall_per_call",
                                            "gflops", "GBps", "fraction_of_copy",
                                            "speedup_per_rhs", "bytes_per_site_per_rhs",
                                            "bytes_per_rhs"))
         ok = ok and abs(r["us_per_rhs"] * n - r["us_per_call"]) <= 1e-9 * r["us_per_call"]
         check(f"{name}: finite positive times, Gflops, GB/s, speedup", ok, json.dumps(r))
-        calls = expected_plan(built, r["variant"], n)
         check(f"{name}: kernels {r['kernels']}, {r['kernel_calls']} calls",
               r["kernels"] == plan_name(calls) and r["kernel_calls"] == len(calls),
               f"expected {plan_name(calls)}")
@@ -260,13 +289,14 @@ def grid_checks(wdirac, tmp, mpiexec):
             continue
         js = json.load(open(path))
         rows = js["results"]
-        keys = sorted((r["variant"], r["nrhs"]) for r in rows)
-        check("... ranks 2, one row per (variant, N)", js["ranks"] == 2 and
-              keys == sorted((v, n) for v in selected for n in (1, 4, 12)), f"{keys}")
+        keys = sorted((r["variant"], r["nrhs"], r["forms"]) for r in rows)
+        check("... ranks 2, one row per (variant, N) and form plan", js["ranks"] == 2 and
+              keys == sorted((v, n, f) for v in selected for n in (1, 4, 12)
+                             for f in expected_rows(built, v, n)), f"{keys}")
         for r in rows:
             n = r["nrhs"]
-            name = f"... {r['variant']} N={n}"
-            calls = expected_plan(built, r["variant"], n)
+            name = f"... {r['variant']} N={n} ({r['forms']})"
+            calls = expected_plan(built, r["variant"], n, r["forms"])
             spinor = 24 * r["precision"] + (4 if r["precision"] == 2 else 0)
             # two faces per exchanged dimension, every right-hand side's
             halo = n * 2 * face_cb * spinor

@@ -6,14 +6,23 @@
  *
  *   test_multi_rhs [--seed N] [--backend cpu|cuda]   (exit 77 without the backend)
  *
- * For each precision, Mhat and Mhat^dag, N = 1, 2, 3, 4, 7 and 12 different
- * random sources (7 = 4 + 2 + 1 and 12 = 4 + 4 + 4 kernel calls) in one
- * multi-field, poisoned outputs: every right-hand side must equal its
- * one-RHS application bit for bit (the kernels do the same arithmetic per
- * right-hand side; half precision on the GPU: within 1e-5, see below) and
- * ref_schur within the Schur tolerance of test_schur;
+ * For each precision, Mhat and Mhat^dag, N = 1, 2, 3, 4, 7, 12, 13 and 24
+ * different random sources (7 = 4 + 2 + 1 kernel calls; 12 one _t12 call
+ * where the thread form is built, else 4 + 4 + 4; 24 one _t12 launch over
+ * two groups) in one multi-field, poisoned outputs: every right-hand side
+ * must equal its one-RHS application bit for bit (the kernels do the same
+ * arithmetic per right-hand side; half precision on the GPU: within 1e-5,
+ * see below) and ref_schur within the Schur tolerance of test_schur;
  * views of a multi-field are checked to address the right-hand side they
- * name.  One line per case; "N of M failed" last.
+ * name.
+ *
+ * Each form alone: for each precision, dagger and xpay, and N = 12, 13 and
+ * 24, the Dslash through wd_dslash_group with the multi-RHS kernels of one
+ * form (wd_rhs_form: _n<N> registers, _t<N> a thread a site and right-hand
+ * side; one-RHS calls for what they leave), where the build has that form
+ * for the operator: every right-hand side the one-RHS Dslash's bits (the
+ * same exception), the plan printed.  One line per case; "N of M failed"
+ * last.
  */
 #include <complex.h>
 #include <math.h>
@@ -162,6 +171,133 @@ static void run(int precision, int nrhs, wd_rng *r)
     free(u), free(x), free(got), free(one), free(want);
 }
 
+/* the Wilson kernels of g's axes of one form (wd_dslash_group) */
+typedef struct form_family {
+    const wd_gauge *g;
+    int dagger, xpay, form;
+} form_family;
+
+static int form_kernel(const void *ctx, int n)
+{
+    const form_family *f = ctx;
+    return wd_variant_find_form(WD_OP_WILSON, f->g->precision, f->g->recon, f->g->gauge_fix,
+                                f->dagger, f->xpay, n, f->form);
+}
+
+/* "t12*2+1": the plan's calls (bench dslash --nrhs's names) */
+static void plan_name(const wd_group_plan *p, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int c = 0; c < p->calls && at < len; ++c) {
+        const wd_variant *v = &wd_variants[p->variant[c]];
+        const int w = snprintf(buf + at, len - at, "%s%s%d%s", c ? "+" : "",
+                               v->nrhs > 1 && v->form == WD_FORM_THREADS ? "t" : "", v->nrhs,
+                               p->nrhs[c] > v->nrhs ? "*" : "");
+        at += w > 0 ? (size_t)w : 0;
+        if (p->nrhs[c] > v->nrhs && at < len) {
+            const int m = snprintf(buf + at, len - at, "%d", p->nrhs[c] / v->nrhs);
+            at += m > 0 ? (size_t)m : 0;
+        }
+    }
+}
+
+/* The Dslash of every form built for the operator on nrhs random sources
+ * at once against each source alone (wd_dslash with the one-RHS variant). */
+static void run_forms(int precision, int nrhs, wd_rng *r)
+{
+    static const int dims[4] = {4, 6, 4, 8};
+    const size_t vol = wd_volume(dims), n = vol * 12;
+    double complex *u = xalloc(vol * 36 * sizeof *u), *h = xalloc(n * sizeof *h);
+    double complex *got = xalloc(n * sizeof *got), *one = xalloc(n * sizeof *one);
+    wd_gauge_random(u, dims, r);
+    wd_backend be;
+    wd_gauge g;
+    wd_field in, x, out, o1;
+    wd_status st = wd_backend_open(&be, backend, dims, 3);
+    if (st == WD_OK)
+        st = wd_gauge_create(&be, &g, (const double *)u, precision, 12, 0, WD_TIME_ANTIPERIODIC);
+    if (st == WD_OK) st = wd_field_create_multi(&be, &in, precision, nrhs);
+    if (st == WD_OK) st = wd_field_create_multi(&be, &x, precision, nrhs);
+    if (st == WD_OK) st = wd_field_create_multi(&be, &out, precision, nrhs);
+    if (st == WD_OK) st = wd_field_create(&be, &o1, precision);
+    for (int q = 0; q < nrhs && st == WD_OK; q++) {
+        wd_field vi = wd_field_view(&in, q, 1), vx = wd_field_view(&x, q, 1);
+        wd_spinor_random(h, dims, r);
+        st = be.ops->upload(&be, &vi, (const double *)h, 1);
+        if (st == WD_OK) {
+            wd_spinor_random(h, dims, r);
+            st = be.ops->upload(&be, &vx, (const double *)h, 0);
+        }
+    }
+    const double a = -0.1 - 0.5 * wd_rng_uniform(r);
+    const char p = precision == 8 ? 'd' : precision == 4 ? 's' : 'h';
+    const int loose = precision == 2 && backend == WD_BACKEND_CUDA;
+    char what[128], detail[160], plan[64];
+    for (int form = WD_FORM_REGISTERS; form <= WD_FORM_THREADS && st == WD_OK; form++)
+        for (int dag = 0; dag < 2 && st == WD_OK; dag++)
+            for (int xpay = 0; xpay < 2 && st == WD_OK; xpay++) {
+                /* only a form the build has for this operator */
+                int built = 0;
+                for (int m = 2; m <= nrhs; m++)
+                    built |= wd_variant_find_form(WD_OP_WILSON, precision, 12, 0, dag, xpay, m,
+                                                  form) >= 0;
+                const int k1 = wd_variant_find_nrhs(WD_OP_WILSON, precision, 12, 0, dag, xpay, 1);
+                if (!built || k1 < 0)
+                    continue;
+                for (int q = 0; q < nrhs; q++) {
+                    wd_field vo = wd_field_view(&out, q, 1);
+                    for (size_t i = 0; i < n; i++)
+                        got[i] = NAN;
+                    be.ops->upload(&be, &vo, (const double *)got, 0);
+                }
+                const form_family fam = {&g, dag, xpay, form};
+                wd_group_plan gp;
+                st = wd_dslash_group(&be, form_kernel, &fam, &out, &g, NULL, &in,
+                                     xpay ? &x : NULL, a, 0, nrhs, &gp);
+                int same = 1, used = 0;
+                double apart = 0;
+                for (int c = 0; c < gp.calls && st == WD_OK; c++)
+                    used |= wd_variants[gp.variant[c]].nrhs > 1 &&
+                            wd_variants[gp.variant[c]].form == form;
+                for (int q = 0; q < nrhs && st == WD_OK; q++) {
+                    wd_field vo = wd_field_view(&out, q, 1), vi = wd_field_view(&in, q, 1);
+                    wd_field vx = wd_field_view(&x, q, 1);
+                    st = wd_dslash(&be, k1, &o1, &g, &vi, xpay ? &vx : NULL, a, 0);
+                    if (st != WD_OK)
+                        break;
+                    memset(got, 0, n * sizeof *got);
+                    memset(one, 0, n * sizeof *one);
+                    be.ops->download(&be, (double *)got, &vo, 0);
+                    be.ops->download(&be, (double *)one, &o1, 0);
+                    same &= !memcmp(got, one, n * sizeof *got);
+                    double dd = 0, nn = 0;
+                    for (size_t k = 0; k < n; k++) {
+                        dd += creal((got[k] - one[k]) * conj(got[k] - one[k]));
+                        nn += creal(one[k] * conj(one[k]));
+                    }
+                    apart = fmax(apart, nn > 0 && isfinite(dd) ? sqrt(dd / nn) : INFINITY);
+                }
+                plan_name(&gp, plan, sizeof plan);
+                snprintf(what, sizeof what, "%c N=%-2d D%s xpay%d %s form (%s): = one-RHS, %s", p,
+                         nrhs, dag ? "^dag" : "    ", xpay,
+                         form == WD_FORM_THREADS ? "thread" : "register", plan,
+                         loose ? "to 1e-5" : "bits");
+                snprintf(detail, sizeof detail, "apart %.1e", apart);
+                check(st == WD_OK && used && isfinite(apart) && (same || (loose && apart <= 1e-5)),
+                      what, detail);
+            }
+    if (st != WD_OK)
+        check(0, "run", wd_last_error());
+    wd_field_destroy(&be, &in);
+    wd_field_destroy(&be, &x);
+    wd_field_destroy(&be, &out);
+    wd_field_destroy(&be, &o1);
+    wd_gauge_destroy(&be, &g);
+    wd_backend_close(&be);
+    free(u), free(h), free(got), free(one);
+}
+
 int main(int argc, char **argv)
 {
     uint64_t seed = (uint64_t)time(NULL);
@@ -172,10 +308,14 @@ int main(int argc, char **argv)
     printf("test_multi_rhs: seed %llu (--seed N replays)\n", (unsigned long long)seed);
     wd_rng r;
     wd_rng_seed(&r, seed);
-    static const int precisions[3] = {8, 4, 2}, counts[6] = {1, 2, 3, 4, 7, 12};
+    static const int precisions[3] = {8, 4, 2}, counts[8] = {1, 2, 3, 4, 7, 12, 13, 24};
+    static const int form_counts[3] = {12, 13, 24};
     for (int p = 0; p < 3; p++)
-        for (int c = 0; c < 6; c++)
+        for (int c = 0; c < 8; c++)
             run(precisions[p], counts[c], &r);
+    for (int p = 0; p < 3; p++)
+        for (int c = 0; c < 3; c++)
+            run_forms(precisions[p], form_counts[c], &r);
     printf("%d of %d failed\n", checks_failed, checks_run);
     return checks_failed ? 1 : 0;
 }

@@ -6,6 +6,7 @@
  *   wd_variant_find_axes     index of the built Wilson variant with these axis values
  *   wd_variant_find_op       the same for any operator
  *   wd_variant_find_nrhs     ... and number of right-hand sides
+ *   wd_variant_find_form     ... of one form (wd_rhs_form; -1: any)
  *   wd_variant_count_built   how many variants this build has
  *   wd_variant_name          the name of built variant i
  *   wd_dslash_cpu            pack host fields, run a variant, unpack the result
@@ -25,18 +26,25 @@ int wd_variant_find(const char *name)
     return -1;
 }
 
-int wd_variant_find_nrhs(int op, int precision, int recon, int gauge_fix, int dagger, int xpay,
-                         int nrhs)
+int wd_variant_find_form(int op, int precision, int recon, int gauge_fix, int dagger, int xpay,
+                         int nrhs, int form)
 {
     for (int i = 0; i < wd_variant_count; ++i) {
         const wd_variant *v = &wd_variants[i];
-        if (v->op != op || v->precision != precision || v->nrhs != nrhs)
+        if (v->op != op || v->precision != precision || v->nrhs != nrhs ||
+            (form >= 0 && nrhs > 1 && v->form != form))
             continue;
         if (op == WD_OP_CLOVER || (v->recon == recon && v->gauge_fix == !!gauge_fix &&
                                    v->dagger == !!dagger && v->xpay == !!xpay))
             return i;
     }
     return -1;
+}
+
+int wd_variant_find_nrhs(int op, int precision, int recon, int gauge_fix, int dagger, int xpay,
+                         int nrhs)
+{
+    return wd_variant_find_form(op, precision, recon, gauge_fix, dagger, xpay, nrhs, -1);
 }
 
 int wd_variant_find_op(int op, int precision, int recon, int gauge_fix, int dagger, int xpay)

@@ -13,6 +13,7 @@
  *   wd_variant_find                  look a variant up by its name
  *   wd_variant_find_axes             ... or by its axis values (no names spelled by hand)
  *   wd_variant_find_op               the same for any operator (clover kernels)
+ *   wd_variant_find_nrhs / _form     ... for N right-hand sides (of one form)
  * A variant's name spells every axis (generator/naming.py); its fields here
  * repeat them as numbers for the runtime.
  */
@@ -35,10 +36,19 @@ typedef enum wd_operator_kind {
     WD_OP_CLOVER = 2            /* out = C in, site by site: clover_* */
 } wd_operator_kind;
 
+/* how a kernel of N > 1 right-hand sides spreads them over GPU threads
+ * (generator/axes.py, Form; the CPU runs both as a loop over sites) */
+typedef enum wd_rhs_form {
+    WD_FORM_REGISTERS = 0,      /* a thread a site, all N in its registers: *_n<N> */
+    WD_FORM_THREADS = 1         /* a thread a site and right-hand side, a block of
+                                 * sites x N sharing the links through L1: *_t<N> */
+} wd_rhs_form;
+
 typedef struct wd_variant {
     const char *name;
     int op;             /* wd_operator_kind */
     int nrhs;           /* right-hand sides a call applies to (1: the plain kernels) */
+    int form;           /* wd_rhs_form: how a multi-RHS kernel spreads them over threads */
     int precision;      /* bytes per stored real: 8, 4, 2 */
     int recon;          /* reals stored per link: 18, 12, 8 (0: clover_*) */
     int gauge_fix;
@@ -56,9 +66,13 @@ int wd_variant_find(const char *name);
 int wd_variant_find_axes(int precision, int recon, int gauge_fix, int dagger, int xpay);
 /* the same for operator op; WD_OP_CLOVER matches the precision alone */
 int wd_variant_find_op(int op, int precision, int recon, int gauge_fix, int dagger, int xpay);
-/* ... with nrhs right-hand sides (wd_variant_find_op: 1) */
+/* ... with nrhs right-hand sides (wd_variant_find_op: 1), of any form (the
+ * first in manifest order) */
 int wd_variant_find_nrhs(int op, int precision, int recon, int gauge_fix, int dagger, int xpay,
                          int nrhs);
+/* ... of one form (wd_rhs_form; nrhs 1 is either form's: the one-RHS kernel) */
+int wd_variant_find_form(int op, int precision, int recon, int gauge_fix, int dagger, int xpay,
+                         int nrhs, int form);
 
 #ifdef __cplusplus
 }
