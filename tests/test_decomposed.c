@@ -264,8 +264,8 @@ static void run_multi(wd_backend *one, wd_backend *dec, const wd_grid *g, const 
                     /* the float64 reference of this right-hand side, on this
                      * rank's block, summed over the ranks */
                     ref_dslash_parity((double complex *)ref, (const double complex *)u,
-                                      (const double complex *)(in + 24 * vol * q), dims, tbc, 0,
-                                      parity);
+                                      (const double complex *)(in + 24 * vol * q), dims, tbc,
+                                      var->dagger, parity);
                     if (var->xpay)
                         for (size_t k = 0; k < 24 * vol; k++)
                             if (site_parity(dims, k / 24) == parity)
