@@ -54,13 +54,16 @@ def _loads(v):
     raw = {"in_re": "v[j]", "in_im": f"v[{n} + j]",
            "stage_re": "v[i]", "stage_im": f"v[{n} + i]",
            "link_re": "col[i]", "link_im": f"col[{n} + i]",
+           "pair_re0": "pr.x", "pair_re1": "pr.y", "pair_im0": "pi.x", "pair_im1": "pi.y",
            "x_re": "xs[i]", "x_im": f"xs[{n} + i]"}
     if not v.info.has_norm:
-        return dict(raw, block_prelude=[], x_prelude=[])
+        return dict(raw, block_prelude=[], x_prelude=[], pair_type="float2")
     return {
         "in_re": f"wd_s2f({raw['in_re']}) * f", "in_im": f"wd_s2f({raw['in_im']}) * f",
         "stage_re": f"wd_s2f({raw['stage_re']}) * f", "stage_im": f"wd_s2f({raw['stage_im']}) * f",
         "link_re": f"wd_s2f({raw['link_re']})", "link_im": f"wd_s2f({raw['link_im']})",
+        "pair_type": "short2",
+        **{k: f"wd_s2f({raw[k]})" for k in ("pair_re0", "pair_re1", "pair_im0", "pair_im1")},
         "x_re": f"wd_s2f({raw['x_re']}) * xn", "x_im": f"wd_s2f({raw['x_im']}) * xn",
         "block_prelude": [
             f"const float f = WD_LOAD(a->link_norm + {COARSE_BLOCKS} * s + d) "
