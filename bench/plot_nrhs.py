@@ -5,9 +5,10 @@
 Reads `wdirac bench dslash --json` files of two kinds:
   - `--nrhs N,N,...` runs (benchmark "dslash-nrhs"): one row per one-RHS
     variant and N, timed as one wd_dslash_group (its `kernels`, e.g. 4+4+4);
-    one curve per variant and lattice;
-  - plain runs holding _n<N> rows (the multi-RHS kernels alone); one curve
-    per lattice and precision.
+    one curve per variant and lattice, and where both multi-RHS forms are
+    built one more per form timed alone (`forms`: registers, threads, shared);
+  - plain runs holding _n<N>, _t<N> or _sh<N> rows (the multi-RHS kernels alone);
+    one curve per lattice, precision and form.
 Each curve is microseconds per right-hand side against N, with the
 fewest-bytes expectation t(1) x bytes(N) / N / bytes(1) dotted (what a
 memory-bound kernel would reach; for --nrhs rows bytes(N) counts the links
@@ -23,7 +24,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-KERNEL = re.compile(r"dslash_([dsh])_r(\d+)_gf(\d)_dag(\d)_xpay(\d)_n(\d+)$")
+KERNEL = re.compile(r"dslash_([dsh])_r(\d+)_gf(\d)_dag(\d)_xpay(\d)_(n|t|sh)(\d+)$")
+FORMS = {"registers": " (_n<N> alone)", "threads": " (_t<N> alone)",
+         "shared": " (_sh<N> alone)"}
 
 
 def read_series(paths):
@@ -40,11 +43,12 @@ def read_series(paths):
             dims = tuple(r["dims"])
             if "kernels" in r:      # a --nrhs row: N right-hand sides as one group
                 n = r["nrhs"]
-                label = r["variant"][: -len("_n1")] + (f" pad {r['pad']}" if r.get("pad") else "")
+                label = (r["variant"][: -len("_n1")] + (f" pad {r['pad']}" if r.get("pad") else "")
+                         + FORMS.get(r.get("forms"), ""))
                 point = (n, r["us_per_rhs"], r["bytes_per_rhs"] * n, r["kernels"])
-            else:                   # a _n<N> kernel row
-                n = int(m[6])
-                label = m[1]
+            else:                   # a _n<N> or _t<N> kernel row
+                n = int(m[7])
+                label = m[1] + (f" _{m[6]}<N>" if m[6] != "n" else "")
                 point = (n, r["us_per_call"] / n, r["GBps"] * r["us_per_call"], "")
             series.setdefault((label, dims), []).append(point)
     return series, device

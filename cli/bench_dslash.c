@@ -31,10 +31,12 @@
  * from wd_spinor_fill_random(seed + 1 + q)) through the backend as one
  * wd_dslash_group, which runs the largest multi-RHS kernels built for
  * the variant (12 = one _n4 launch over 3 groups: "4*3", or one _t12
- * launch: "t12") or one-RHS calls; where kernels of both forms (_n<N>,
- * _t<N>) are built for the variant, each form's plan alone is also timed
- * where it differs (JSON "forms": any, registers, threads), so the two
- * sit side by side.  Bytes at the multi-RHS
+ * launch: "t12") or one-RHS calls; where kernels of several forms (_n<N>
+ * registers, _t<N> a thread a site and right-hand side, _sh<N> the same
+ * with the links in shared memory) are built for the variant, each form's
+ * plan alone is also timed where it runs a kernel of the form and differs
+ * (JSON "forms": any, registers, threads, shared), so they sit side by
+ * side.  Bytes at the multi-RHS
  * fewest-bytes model: every right-hand side's spinors once, the links once
  * per kernel call the group made.  CPU: the group call's wall time; GPU:
  * the CUDA-event medians of its kernel calls summed (the backend waits
@@ -481,8 +483,9 @@ static void usage(FILE *f)
             "                        sides (1..%d) as one wd_dslash_group (the largest multi-RHS\n"
             "                        kernels built, else one-RHS calls): per-RHS time, Gflops,\n"
             "                        bytes at the multi-RHS model, speedup over N = 1 (always timed);\n"
-            "                        where both forms are built (_n<N> registers, _t<N> a thread a\n"
-            "                        site and right-hand side) also each form's plan alone\n"
+            "                        where several forms are built (_n<N> registers, _t<N> a thread\n"
+            "                        a site and right-hand side, _sh<N> links in shared memory)\n"
+            "                        also each form's plan alone;\n"
             "                        on a grid (CPU or CUDA backend) with the halo exchange of\n"
             "                        all N right-hand sides' faces, the slowest rank\n"
             "  --grid Px Py Pz Pt    run on a process grid under mpirun, one GPU per rank (CUDA\n"
@@ -843,19 +846,24 @@ static int group_kernel(const void *ctx, int n)
                                 v->xpay, n, f->form);
 }
 
-/* Whether kernels of both forms are built for v's family (then --nrhs
+/* Whether kernels of several forms are built for v's family (then --nrhs
  * times each form's plan beside the default one) */
-static int family_has_both_forms(const wd_variant *v)
+static int family_has_forms(const wd_variant *v)
 {
-    int has[2] = {0, 0};
+    int has[3] = {0, 0, 0};
     for (int k = 0; k < wd_variant_count; ++k) {
         const wd_variant *w = &wd_variants[k];
         if (w->nrhs > 1 && w->op == v->op && w->precision == v->precision &&
             w->recon == v->recon && w->gauge_fix == v->gauge_fix && w->dagger == v->dagger &&
-            w->xpay == v->xpay && (w->form == 0 || w->form == 1))
+            w->xpay == v->xpay && w->form >= 0 && w->form < 3)
             has[w->form] = 1;
     }
-    return has[0] && has[1];
+    return has[0] + has[1] + has[2] > 1;
+}
+
+static const char *form_prefix(const wd_variant *v)
+{
+    return v->nrhs == 1 ? "" : v->form == WD_FORM_THREADS ? "t" : v->form == WD_FORM_SHARED ? "sh" : "";
 }
 
 static int same_plan(const wd_group_plan *a, const wd_group_plan *b)
@@ -870,7 +878,7 @@ static int same_plan(const wd_group_plan *a, const wd_group_plan *b)
 
 /* A plan's calls: "4*3" (one _n4 launch over 3 groups of 4), "2", "1x12"
  * (twelve one-RHS calls), "t12" (one _t12 launch: the thread form),
- * "t12*2", joined by "+" */
+ * "t12*2", "sh12" (the shared-memory form), joined by "+" */
 static void group_plan_name(const wd_group_plan *plan, char *buf, size_t len)
 {
     size_t at = 0;
@@ -881,8 +889,7 @@ static void group_plan_name(const wd_group_plan *plan, char *buf, size_t len)
         while (n == 1 && c + run < plan->calls && plan->nrhs[c + run] == 1)
             run++;
         const char *sep = c ? "+" : "";
-        const char *form = n > 1 && wd_variants[plan->variant[c]].form == WD_FORM_THREADS ? "t"
-                                                                                          : "";
+        const char *form = form_prefix(&wd_variants[plan->variant[c]]);
         const int w = run > 1 ? snprintf(buf + at, len - at, "%s1x%d", sep, run)
                       : m > n ? snprintf(buf + at, len - at, "%s%s%d*%d", sep, form, n, m / n)
                               : snprintf(buf + at, len - at, "%s%s%d", sep, form, n);
@@ -1024,10 +1031,10 @@ static void nrhs_usage_note(FILE *f, int gpu)
 {
     fprintf(f, "\nN right-hand sides as one wd_dslash_group: kernels, the calls it made (4*3: "
             "one _n4 launch over 3 groups of 4; t12: one _t12 launch, a thread a site and "
-            "right-hand side; 1x12: twelve one-RHS calls, no multi-RHS kernel built for the "
-            "variant);\nwhere kernels of both forms are built, the plan a solver gets comes "
-            "first, then the plan of each form alone (_n<N> or _t<N>, with one-RHS calls for "
-            "the rest) where it differs;\nus/call: all N, %s; us/RHS, Gflops (1320 (+48) x N per output site), "
+            "right-hand side; sh12: the same, links in shared memory; 1x12: twelve one-RHS "
+            "calls, no multi-RHS kernel built for the variant);\nwhere kernels of several forms "
+            "are built, the plan a solver gets comes first, then the plan of each form alone "
+            "(_n<N>, _t<N>, _sh<N>, with one-RHS calls for the rest) where it differs;\nus/call: all N, %s; us/RHS, Gflops (1320 (+48) x N per output site), "
             "B/site: bytes per output site and right-hand side at the multi-RHS fewest-bytes "
             "model:\nthe spinors in + out (+ x) of every right-hand side once and the links once "
             "per kernel call, divided by N; GB/s and copy: those bytes over the time and the copy "
@@ -1145,9 +1152,12 @@ static int bench_nrhs(int gpu, int lat[][4], int nlat, const int *pads, int npad
                     /* the plan a solver gets, then, where kernels of both
                      * forms are built, each form's own plan where it runs
                      * a kernel of the form and differs */
-                    static const int forms[3] = {-1, WD_FORM_REGISTERS, WD_FORM_THREADS};
-                    const int nforms = family_has_both_forms(v) ? 3 : 1;
-                    wd_group_plan timed[3];
+                    static const int forms[4] = {-1, WD_FORM_REGISTERS, WD_FORM_THREADS,
+                                                 WD_FORM_SHARED};
+                    static const char *form_names[4] = {"any", "registers", "threads",
+                                                        "shared"};
+                    const int nforms = family_has_forms(v) ? 4 : 1;
+                    wd_group_plan timed[4];
                     int ntimed = 0;
                     for (int fi = 0; fi < nforms && st == WD_OK; ++fi) {
                         nrhs_row r;
@@ -1210,8 +1220,7 @@ static int bench_nrhs(int gpu, int lat[][4], int nlat, const int *pads, int npad
                             "variant", v->name, "precision", v->precision, "recon", v->recon,
                             "gauge_fix", v->gauge_fix, "dagger", v->dagger, "xpay", v->xpay,
                             "dims", gdims[0], gdims[1], gdims[2], gdims[3], "pad", pads[p], "nrhs",
-                            N, "kernels", plan, "forms", fi == 0 ? "any" : forms[fi] ==
-                            WD_FORM_THREADS ? "threads" : "registers", "kernel_calls",
+                            N, "kernels", plan, "forms", form_names[fi], "kernel_calls",
                             r.plan.calls, "us_per_call", r.us,
                             "us_per_rhs", r.us / N, "us_wall_per_call", r.us_wall, "gflops", gflops,
                             "bytes_per_site_per_rhs", bytes_site, "bytes_per_rhs", bytes_site * sites,

@@ -43,10 +43,14 @@ class Form(IntEnum):
     THREADS    a thread a (site, right-hand side), a block of sites x N
                right-hand sides, the site's links shared through L1 by the
                N threads of a site: dslash_..._t<N>
+    SHARED     the same threads, the block's links staged once in shared
+               memory (each of a site's N threads loads a share of them):
+               dslash_..._sh<N>
     """
 
     REGISTERS = 0
     THREADS = 1
+    SHARED = 2
 
 
 class Recon(IntEnum):
@@ -108,10 +112,11 @@ GAUGE_FIX_TOKEN = "gf"
 DAGGER_TOKEN = "dag"
 XPAY_TOKEN = "xpay"
 # Right-hand sides a call applies to, and how (Form): "n<count>", N
-# right-hand sides a thread (each link loaded once for all of them), or
-# "t<count>", a thread a site and right-hand side.
+# right-hand sides a thread (each link loaded once for all of them),
+# "t<count>", a thread a site and right-hand side, or "sh<count>", the same
+# with the links staged in shared memory.
 NRHS_TOKEN = "n"
-FORM_TOKEN = {Form.REGISTERS: NRHS_TOKEN, Form.THREADS: "t"}
+FORM_TOKEN = {Form.REGISTERS: NRHS_TOKEN, Form.THREADS: "t", Form.SHARED: "sh"}
 
 # The first part of a name: the operator.  Names of the hopping kernels spell
 # every Dslash axis; the clover kernel has the precision axis alone.

@@ -53,6 +53,15 @@ MULTI_RHS_GAUGE_FIXED_AXIS = {Precision.D: [2], Precision.S: [2, 4], Precision.H
 # sides").
 THREAD_RHS_AXIS = {Precision.D: [12], Precision.S: [12], Precision.H: [12]}
 THREAD_RHS_GAUGE_FIXED_AXIS = {Precision.D: [], Precision.S: [], Precision.H: []}
+# The same threads with the links of a block's sites staged in shared
+# memory once (axes.Form.SHARED, dslash_..._sh<N>: each of a site's N
+# threads loads a share of its 8 links, a barrier, then the one-RHS site
+# code reading them there): the other way the issue proposes to share the
+# links, built beside _t12 so that the H100 decides between them (L1 may
+# lose links to the spinor stream; shared memory costs a barrier and
+# occupancy).  Without gauge fixing only.  After the thread form in the
+# manifest: at equal N wd_dslash_group takes _t12.
+SHARED_RHS_AXIS = {Precision.D: [12], Precision.S: [12], Precision.H: [12]}
 
 
 def manifest():
@@ -88,6 +97,14 @@ def manifest():
                     for xpay in XPAY_AXIS:
                         variants.append(Variant(precision, Recon.R12, gauge_fix, dagger, xpay,
                                                 Operator.WILSON, nrhs, Form.THREADS))
+    for nrhs in sorted({n for ns in SHARED_RHS_AXIS.values() for n in ns}):
+        for precision in PRECISION_AXIS:
+            if nrhs not in SHARED_RHS_AXIS[precision]:
+                continue
+            for dagger in DAGGER_AXIS:
+                for xpay in XPAY_AXIS:
+                    variants.append(Variant(precision, Recon.R12, 0, dagger, xpay,
+                                            Operator.WILSON, nrhs, Form.SHARED))
     return variants
 
 

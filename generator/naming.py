@@ -2,6 +2,7 @@
 
     dslash_<prec>_r<recon>_gf<0|1>_dag<0|1>_xpay<0|1>_n<N>     D (Wilson), N right-hand sides
     dslash_<prec>_r<recon>_gf<0|1>_dag<0|1>_xpay<0|1>_t<N>     the same, a thread a site and right-hand side
+    dslash_<prec>_r<recon>_gf<0|1>_dag<0|1>_xpay<0|1>_sh<N>    ... the block's links in shared memory
     dslashcl_<prec>_r<recon>_gf<0|1>_dag<0|1>_xpay<0|1>_n<N>   C D (clover epilogue)
     clover_<prec>                                             C alone
     coarse_<prec>_nv<Nvec>_dag<0|1>_xpay<0|1>_n<N>             D_c, the multigrid coarse operator
@@ -74,8 +75,13 @@ class Variant:
 
     @property
     def threads(self):
-        """A thread a site and right-hand side (axes.Form.THREADS)."""
-        return self.form == Form.THREADS
+        """A thread a site and right-hand side (axes.Form.THREADS, SHARED)."""
+        return self.form in (Form.THREADS, Form.SHARED)
+
+    @property
+    def shared(self):
+        """... with the block's links staged in shared memory (Form.SHARED)."""
+        return self.form == Form.SHARED
 
     @property
     def info(self):

@@ -37,6 +37,8 @@ MULTI_RHS_TEMPLATES = dict(MAIN_TEMPLATES, **{"_body.h": "dslash_mrhs_body.h.j2"
 # a thread a site and right-hand side: the one-RHS site function of
 # right-hand side r, the CUDA kernel over blocks of sites x N
 THREAD_RHS_TEMPLATES = dict(MAIN_TEMPLATES, **{"_cuda.cu": "dslash_thread_cuda.cu.j2"})
+# ... the block's links staged in shared memory (the CPU form is the same)
+SHARED_RHS_TEMPLATES = dict(MAIN_TEMPLATES, **{"_cuda.cu": "dslash_shared_cuda.cu.j2"})
 # where the epilogue partials read x and write out: the one right-hand side
 SINGLE_RHS_POINTERS = {"x": "a->x", "x_norm": "a->x_norm", "out": "a->out",
                        "out_norm": "a->out_norm", "off": ""}
@@ -264,6 +266,7 @@ def _hop_context(v, hop, spinor_width):
 def _hop_source_site(hop):
     link_parity = "a->parity" if hop.forward else "opp"
     return {
+        "load": "WD_LOAD",
         "nb": f"n.{'fwd' if hop.forward else 'bwd'}[{hop.mu}]",
         "in": "in", "stride": "stride", "norm": "a->in_norm",
         "gauge": f"gauge + a->goff[{hop.mu}][{link_parity}]",
@@ -294,6 +297,29 @@ def _hop_source_row(hop):
     if src["wrap"]:
         src["wrap"] = "0"
     return src
+
+
+def _shared_links(v, link, hops):
+    """The shared-memory form: element e of hop h's link of the block's
+    site s at lk[(h E + e) bx + s] (E elements a link, all of one vector
+    type); the hops' "shared" source reads it there (`lk` offset by the
+    thread's site, `lb` = bx), and `stage` lists the loads that fill it,
+    the k-th by the threads of right-hand side k % N of each site."""
+    assert not v.gauge_fix, f"{v.name}: the shared form stages every hop's link (gf0)"
+    types = {t for t, _ in link["elements"]}
+    assert len(types) == 1, f"{v.name}: link elements of one vector type, not {types}"
+    nel = len(link["elements"])
+    stage = []
+    for h, hop in enumerate(hops):
+        site = hop["src"]["site"]
+        hop["src"]["shared"] = dict(hop["src"]["rhs"], load="*", gi="0", gs="lb",
+                                    gauge=f"(const {link['store']} *)(lk + {h * nel} * lb)")
+        for e, (vtype, roff) in enumerate(link["elements"]):
+            stage.append({"k": h * nel + e, "label": hop["label"], "type": vtype,
+                          "gauge": site["gauge"].replace("a->", "a."), "roff": roff,
+                          "gs": site["gs"].replace("a->", "a."),
+                          "gi": "cbc" if hop["forward"] else site["nb"]})
+    return {"type": next(iter(types)), "per_site": len(stage), "loads": stage}
 
 
 def cpu_rows(v):
@@ -414,6 +440,8 @@ def partials(v):
 def main_templates(v):
     if not v.hopping:
         return SITE_TEMPLATES
+    if v.shared:
+        return SHARED_RHS_TEMPLATES
     if v.threads:
         return THREAD_RHS_TEMPLATES
     return MAIN_TEMPLATES if v.nrhs == 1 else MULTI_RHS_TEMPLATES
@@ -476,6 +504,8 @@ def variant_context(v):
     if v.hopping:
         ctx["link"] = _link_context(v)
         ctx["hops"] = [_hop_context(v, h, info.spinor_width) for h in physics.hops(v.dagger)]
+        if v.shared:
+            ctx["stage"] = _shared_links(v, ctx["link"], ctx["hops"])
     ctx.update(_spinor_context(info))
     return ctx
 

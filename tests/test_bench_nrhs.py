@@ -10,9 +10,10 @@ Gflops, GB/s and speedup; the kernel calls the group made are the largest
 built multi-RHS kernels first, as many groups of one as fit in one launch
 (from `wdirac list`: 12 = 4*3, 7 = 4+2+1 with _n4 and _n2, 1x7 where no
 multi-RHS kernel is built, 12 = t12 with the thread form _t12); where
-kernels of both forms (_n<N>, _t<N>) are built for a variant, one more row
-for each form's plan alone that runs a kernel of the form and differs
-(JSON "forms": any, registers, threads); the bytes per site and
+kernels of several forms (_n<N>, _t<N>, _sh<N>) are built for a variant,
+one more row for each form's plan alone that runs a kernel of the form and
+differs (JSON "forms": any, registers, threads, shared); the bytes per
+site and
 right-hand side follow the multi-RHS model (spinors in + out once per
 right-hand side, links once per kernel call, over N).  Solver: 13 sources
 (one lock-step group of 12 and one of 1) as a batch and one by one: every
@@ -56,7 +57,8 @@ def positive(x):
     return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
 
 
-FORM_TOKENS = {"any": ("n", "t"), "registers": ("n",), "threads": ("t",)}
+FORM_TOKENS = {"any": ("n", "t", "sh"), "registers": ("n",), "threads": ("t",),
+               "shared": ("sh",)}
 
 
 def kernel_of(built, one_rhs, k, forms):
@@ -83,11 +85,12 @@ def expected_plan(built, one_rhs, n, forms="any"):
 
 def expected_rows(built, one_rhs, n):
     """{forms: calls} of the rows for (one_rhs, n): the plan a solver gets,
-    and where both forms are built for the variant each form's plan that
+    and where several forms are built for the variant each form's plan that
     runs a kernel of the form and differs from those before it."""
-    both = all(any(kernel_of(built, one_rhs, k, (f,)) for k in range(2, 65)) for f in "nt")
+    several = sum(any(kernel_of(built, one_rhs, k, (f,)) for k in range(2, 65))
+                  for f in ("n", "t", "sh")) > 1
     rows = {"any": expected_plan(built, one_rhs, n)}
-    for forms in (("registers", "threads") if both else ()):
+    for forms in (("registers", "threads", "shared") if several else ()):
         calls = expected_plan(built, one_rhs, n, forms)
         if (any(k > 1 and f == FORM_TOKENS[forms][0] for k, _, f in calls)
                 and calls not in rows.values()):
@@ -101,7 +104,7 @@ def plan_name(calls):
     out, c = [], 0
     while c < len(calls):
         k, m, f = calls[c]
-        t = "t" if k > 1 and f == "t" else ""
+        t = f if k > 1 and f != "n" else ""
         run = 1
         while k == 1 and c + run < len(calls) and calls[c + run][0] == 1:
             run += 1

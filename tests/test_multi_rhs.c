@@ -19,7 +19,8 @@
  * Each form alone: for each precision, dagger and xpay, and N = 12, 13 and
  * 24, the Dslash through wd_dslash_group with the multi-RHS kernels of one
  * form (wd_rhs_form: _n<N> registers, _t<N> a thread a site and right-hand
- * side; one-RHS calls for what they leave), where the build has that form
+ * side, _sh<N> the same with the links in shared memory; one-RHS calls for
+ * what they leave), where the build has that form
  * for the operator: every right-hand side the one-RHS Dslash's bits (the
  * same exception), the plan printed.  One line per case; "N of M failed"
  * last.
@@ -191,8 +192,9 @@ static void plan_name(const wd_group_plan *p, char *buf, size_t len)
     buf[0] = 0;
     for (int c = 0; c < p->calls && at < len; ++c) {
         const wd_variant *v = &wd_variants[p->variant[c]];
-        const int w = snprintf(buf + at, len - at, "%s%s%d%s", c ? "+" : "",
-                               v->nrhs > 1 && v->form == WD_FORM_THREADS ? "t" : "", v->nrhs,
+        const char *form = v->nrhs == 1 ? "" : v->form == WD_FORM_THREADS ? "t"
+                           : v->form == WD_FORM_SHARED ? "sh" : "";
+        const int w = snprintf(buf + at, len - at, "%s%s%d%s", c ? "+" : "", form, v->nrhs,
                                p->nrhs[c] > v->nrhs ? "*" : "");
         at += w > 0 ? (size_t)w : 0;
         if (p->nrhs[c] > v->nrhs && at < len) {
@@ -234,7 +236,7 @@ static void run_forms(int precision, int nrhs, wd_rng *r)
     const char p = precision == 8 ? 'd' : precision == 4 ? 's' : 'h';
     const int loose = precision == 2 && backend == WD_BACKEND_CUDA;
     char what[128], detail[160], plan[64];
-    for (int form = WD_FORM_REGISTERS; form <= WD_FORM_THREADS && st == WD_OK; form++)
+    for (int form = WD_FORM_REGISTERS; form <= WD_FORM_SHARED && st == WD_OK; form++)
         for (int dag = 0; dag < 2 && st == WD_OK; dag++)
             for (int xpay = 0; xpay < 2 && st == WD_OK; xpay++) {
                 /* only a form the build has for this operator */
@@ -281,7 +283,9 @@ static void run_forms(int precision, int nrhs, wd_rng *r)
                 plan_name(&gp, plan, sizeof plan);
                 snprintf(what, sizeof what, "%c N=%-2d D%s xpay%d %s form (%s): = one-RHS, %s", p,
                          nrhs, dag ? "^dag" : "    ", xpay,
-                         form == WD_FORM_THREADS ? "thread" : "register", plan,
+                         form == WD_FORM_THREADS ? "thread" : form == WD_FORM_SHARED ? "shared"
+                                                                                     : "register",
+                         plan,
                          loose ? "to 1e-5" : "bits");
                 snprintf(detail, sizeof detail, "apart %.1e", apart);
                 check(st == WD_OK && used && isfinite(apart) && (same || (loose && apart <= 1e-5)),

@@ -40,8 +40,9 @@ typedef enum wd_operator_kind {
  * (generator/axes.py, Form; the CPU runs both as a loop over sites) */
 typedef enum wd_rhs_form {
     WD_FORM_REGISTERS = 0,      /* a thread a site, all N in its registers: *_n<N> */
-    WD_FORM_THREADS = 1         /* a thread a site and right-hand side, a block of
+    WD_FORM_THREADS = 1,        /* a thread a site and right-hand side, a block of
                                  * sites x N sharing the links through L1: *_t<N> */
+    WD_FORM_SHARED = 2          /* ... the block's links staged in shared memory: *_sh<N> */
 } wd_rhs_form;
 
 typedef struct wd_variant {
