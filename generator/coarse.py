@@ -135,8 +135,8 @@ def variant_context(v):
         # and group), the input site each group reads (a float2 per
         # component, scaled once), with half a row maximum per row and a
         # norm per site (templates/coarse_cuda_store_fixed.j2)
-        "cuda_shared": (f"sites * ({GROUPS * n} * sizeof(float4) + {GROUPS * n} * sizeof(float2)"
-                        + (f" + {n + 1} * sizeof(float))" if v.info.has_norm else ")")),
+        "cuda_shared_site": (f"({GROUPS * n} * sizeof(float4) + {GROUPS * n} * sizeof(float2)"
+                             + (f" + {n + 1} * sizeof(float))" if v.info.has_norm else ")")),
         "partials": partials(v),
     }
     loads = _loads(v)
