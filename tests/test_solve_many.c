@@ -193,7 +193,13 @@ static void batch_case(problem *p, const char *name, const wd_solver_settings *s
                 ok &= stats[i].iterations == 0;
             } else if (expect == WD_OK) {
                 res = reference_residual(p, p->xg, p->bg[i], s);
-                ok &= res <= s->tol && fabs(res - stats[i].true_residual) <= 1e-3 * res + 1e-300;
+                /* the solver's true residual, b - M x in double on its
+                 * backend in another order of summation, carries rounding
+                 * of a few 1e-16 of |b|: 0.1% of it, but not below 1e-14
+                 * (an easy source converges to 3.5e-13, where the GPU's
+                 * and the host's differed by more than 0.1%) */
+                ok &= res <= s->tol &&
+                      fabs(res - stats[i].true_residual) <= fmax(1e-3 * res, 1e-14);
             }
             ok &= abs(stats[i].iterations - single[i].iterations) <= 2;
             ok &= expect == WD_OK ? dx <= 100 * s->tol : same;
