@@ -81,6 +81,18 @@ static void check(int ok, const char *what)
         printf("%-72s OK\n", what);
 }
 
+/* A status the same on every rank (the lowest failing rank's, message
+ * included): each rank then takes the same branch and makes the same
+ * collectives after it.  A failure of one rank's backend that the grid
+ * Dslash recorded in be->error (after the exchange, where its return is
+ * the others' WD_OK) counts as the call's failure. */
+static wd_status agreed(const wd_backend *be, wd_status st)
+{
+    if (st == WD_OK && be && be->error != WD_OK)
+        st = be->error;
+    return wd_comm_agree(st);
+}
+
 /* the local block of a global host field of `reals` doubles a site */
 static void extract(double *local, const double *global, const wd_grid *g, int reals)
 {
@@ -121,20 +133,23 @@ static wd_status apply(wd_backend *be, int v, const double *u, const double *in,
     const wd_variant *var = &wd_variants[v];
     wd_gauge g;
     wd_field fo, fi, fx;
-    memset(&fx, 0, sizeof fx);
+    memset(&fo, 0, sizeof fo), memset(&fi, 0, sizeof fi), memset(&fx, 0, sizeof fx);
+    /* collective (it agrees); the rest up to the Dslash is this rank's */
     wd_status st = wd_gauge_create(be, &g, u, var->precision, var->recon, var->gauge_fix, tbc);
     if (st != WD_OK)
         return st;
-    if ((st = wd_field_create(be, &fo, var->precision)) != WD_OK ||
-        (st = wd_field_create(be, &fi, var->precision)) != WD_OK ||
-        (var->xpay && (st = wd_field_create(be, &fx, var->precision)) != WD_OK))
-        return st;
-    if ((st = poison(&fo)) != WD_OK || (st = poison(&fi)) != WD_OK ||
-        (st = be->ops->upload(be, &fi, in, 1 - parity)) != WD_OK ||
-        (var->xpay && (st = be->ops->upload(be, &fx, x, parity)) != WD_OK))
-        return st;
+    if ((st = wd_field_create(be, &fo, var->precision)) == WD_OK &&
+        (st = wd_field_create(be, &fi, var->precision)) == WD_OK &&
+        (!var->xpay || (st = wd_field_create(be, &fx, var->precision)) == WD_OK) &&
+        (st = poison(&fo)) == WD_OK && (st = poison(&fi)) == WD_OK &&
+        (st = be->ops->upload(be, &fi, in, 1 - parity)) == WD_OK && var->xpay)
+        st = be->ops->upload(be, &fx, x, parity);
     memset(host, 0, 24 * sizeof(double) * 2 * be->volume_cb);
-    st = wd_dslash(be, v, &fo, &g, &fi, var->xpay ? &fx : NULL, 0.37, parity);
+    /* the Dslash on a grid is collective: every rank calls it, or none */
+    if (be->grid.size > 1)
+        st = agreed(NULL, st);
+    if (st == WD_OK)
+        st = wd_dslash(be, v, &fo, &g, &fi, var->xpay ? &fx : NULL, 0.37, parity);
     if (st == WD_OK)
         st = be->ops->download(be, host, &fo, parity);
     wd_field_destroy(be, &fo);
@@ -168,6 +183,9 @@ static wd_status apply_multi(wd_backend *be, int v, const double *u, const doubl
             if (st == WD_OK && var->xpay)
                 st = be->ops->upload(be, &vx, x + q * sz, parity);
         }
+    /* the Dslash on a grid is collective: every rank calls it, or none */
+    if (be->grid.size > 1)
+        st = agreed(NULL, st);
     if (st == WD_OK)
         st = wd_dslash(be, v, &fo, &g, &fi, var->xpay ? &fx : NULL, 0.37, parity);
     memset(host, 0, count * sz * sizeof(double));
@@ -243,10 +261,14 @@ static void run_multi(wd_backend *one, wd_backend *dec, const wd_grid *g, const 
                 snprintf(what, sizeof what, "%s x%d grid %d%d%d%d%s %s parity %d", var->name,
                          count, procs[0], procs[1], procs[2], procs[3], self ? " self" : "",
                          tbc < 0 ? "antiper" : "periodic", parity);
-                wd_status st = apply_multi(one, v, u, in, x, parity, tbc, count, whole);
+                /* every rank's status agreed after each backend (a failure
+                 * on one rank alone must not send it to check() while the
+                 * others sum their errors below: MPI_ERR_TRUNCATE) */
+                wd_status st = agreed(one, apply_multi(one, v, u, in, x, parity, tbc, count,
+                                                       whole));
                 if (st == WD_OK)
-                    st = apply_multi(dec, v, var->gauge_fix ? ufl : ul, inl, xl, parity, tbc,
-                                     count, part);
+                    st = agreed(dec, apply_multi(dec, v, var->gauge_fix ? ufl : ul, inl, xl,
+                                                 parity, tbc, count, part));
                 if (st != WD_OK) {
                     check(0, wd_last_error());
                     continue;
@@ -342,9 +364,10 @@ static void run_grid(const int procs[4], const fields *fs, const int local[4], i
                 snprintf(what, sizeof what, "%s grid %d%d%d%d%s %s parity %d", var->name, procs[0],
                          procs[1], procs[2], procs[3], self ? " self" : "",
                          tbc < 0 ? "antiper" : "periodic", parity);
-                wd_status st = apply(&one, v, u, fs->in, fs->x, parity, tbc, whole);
+                wd_status st = agreed(&one, apply(&one, v, u, fs->in, fs->x, parity, tbc, whole));
                 if (st == WD_OK)
-                    st = apply(&dec, v, var->gauge_fix ? ufl : ul, inl, xl, parity, tbc, part);
+                    st = agreed(&dec, apply(&dec, v, var->gauge_fix ? ufl : ul, inl, xl, parity,
+                                            tbc, part));
                 if (st != WD_OK) {
                     check(0, wd_last_error());
                     continue;

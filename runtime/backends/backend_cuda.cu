@@ -1702,6 +1702,25 @@ static size_t face_slot(const wd_backend *be, const wd_field *f, int mu, int nrh
     return (nrhs * face_rhs(be, f, mu) + 255) / 256 * 256;
 }
 
+/* A failure after the ranks' agreement (NCCL, the scatter, the kernel
+ * launch after the exchange, an event) is this rank's alone: the others
+ * return WD_OK from the same call and go on to their next collective.  On
+ * a grid of several ranks it is therefore recorded in be->error, the
+ * backend's sticky status, and the call returns WD_OK like theirs, so that
+ * every rank makes the same collectives next; the failure reaches every
+ * rank at the next global sum (wd_backend_allsum sums NaN for a failed
+ * backend), where the solvers agree on it (krylov.c), and callers of a
+ * lone Dslash read be->error (test_decomposed).  Returned as such on one
+ * process. */
+static wd_status after_agreement(wd_backend *be, wd_status st)
+{
+    if (st == WD_OK || be->grid.size <= 1)
+        return st;
+    if (be->error == WD_OK)
+        be->error = st;
+    return WD_OK;
+}
+
 /* Enqueue on stream s the exchange of the ghost faces of right-hand sides
  * 0 .. nrhs - 1 of `in` (the parity opposite out_parity) with the
  * neighbours: gather, NCCL, scatter, one launch each per partitioned
@@ -1768,7 +1787,7 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
     if ((st = grid_agree(be, st)) != WD_OK)
         return st;
     if ((st = wd_nccl_halo(c->nccl, &be->grid, faces, nf, s)) != WD_OK)
-        return st;
+        return after_agreement(be, st);
     for (int k = 0; k < nf && st == WD_OK; ++k) {
         const int mu = faces[k].mu, n = be->halo.face_cb[mu];
         face_pair fp = {{NULL, NULL}, {be->halo.ghost[mu][WD_FWD], be->halo.ghost[mu][WD_BWD]},
@@ -1786,7 +1805,7 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
             st = wd_fail(WD_ERR_CUDA, "CUDA backend: the ghost scatter of mu = %d (%d right-hand "
                          "sides): %s", mu, nrhs, cudaGetErrorString(err));
     }
-    return st;
+    return after_agreement(be, st);
 }
 
 void wd_cuda_be_set_overlap(wd_backend *be, int on)
@@ -1824,10 +1843,13 @@ wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_ar
     const int nrhs = wd_variants[variant].nrhs * (args->groups > 1 ? args->groups : 1);
     wd_status st;
     if (!overlappable(be)) {
-        st = halo_on(be, in, nrhs, parity, pending, s);
-        if (st == WD_OK && cudaEventRecord(c->ev_halo, s) != cudaSuccess)
+        /* a failure halo_on returns is every rank's (agreed); those after
+         * it are this rank's alone (after_agreement) */
+        if ((st = halo_on(be, in, nrhs, parity, pending, s)) != WD_OK)
+            return st;
+        if (cudaEventRecord(c->ev_halo, s) != cudaSuccess)
             st = wd_fail(WD_ERR_CUDA, "CUDA backend: cudaEventRecord after the exchange failed");
-        return st == WD_OK ? wd_cuda_dslash_async(variant, args, block) : st;
+        return after_agreement(be, st == WD_OK ? wd_cuda_dslash_async(variant, args, block) : st);
     }
     /* the interior first, so that the main stream never waits for the host
      * (the exchange's agreement and NCCL calls) */
@@ -1847,12 +1869,12 @@ wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_ar
     if (err == cudaSuccess)
         err = cudaStreamWaitEvent(s, c->ev_halo, 0);
     if (err != cudaSuccess)
-        return wd_fail(WD_ERR_CUDA, "CUDA backend: waiting for the exchange: %s",
-                       cudaGetErrorString(err));
+        return after_agreement(be, wd_fail(WD_ERR_CUDA, "CUDA backend: waiting for the exchange: %s",
+                                           cudaGetErrorString(err)));
     st = wd_cuda_dslash_range_async(variant, args, block, 0, slice, s);
     if (st == WD_OK)
         st = wd_cuda_dslash_range_async(variant, args, block, n - slice, n, s);
-    return st;
+    return after_agreement(be, st);
 }
 
 

@@ -166,8 +166,14 @@ wd_status wd_tune_dslash(int variant, const wd_dslash_args *a, int pad, int *blo
              a->dims[3]);
     /* a decomposed kernel's boundary sites read ghosts, and a launch over
      * several groups of right-hand sides runs another kernel: their own
-     * entries */
-    if (a->part)
+     * entries.  Both at once (a multi-RHS call over several groups on a
+     * grid) their own too: the groups kernel takes more registers, so the
+     * one-group kernel's block may not launch with it, and each rank tunes
+     * alone, so that block failed the launch on one rank only (2 GPUs,
+     * grid 1x1x2x1, dslash_h_r12_gf0_dag0_xpay1_n2 over 3 groups) */
+    if (a->part && a->groups > 1)
+        snprintf(key.aux, sizeof key.aux, "pad=%d part=%d groups=%d", pad, a->part, a->groups);
+    else if (a->part)
         snprintf(key.aux, sizeof key.aux, "pad=%d part=%d", pad, a->part);
     else if (a->groups > 1)
         snprintf(key.aux, sizeof key.aux, "pad=%d groups=%d", pad, a->groups);
