@@ -51,7 +51,13 @@ MULTI_RHS_GAUGE_FIXED_AXIS = {Precision.D: [2], Precision.S: [2, 4], Precision.H
 # measures faster on the H100 (bench dslash --nrhs times both side by
 # side) a precision is dropped here (docs/generator.md, "Many right-hand
 # sides").
-THREAD_RHS_AXIS = {Precision.D: [12], Precision.S: [12], Precision.H: [12]}
+# Measured (nvidia-h100-x1, 2026-11-27, dbfceb6, bench dslash --nrhs at
+# 32^3x64, dag0 xpay0, us a right-hand side against one-RHS calls): double
+# _t12 1.35x, _n2 1.30x, _sh12 1.25x; single _n4 1.68x, _t12 1.59x, _sh12
+# 1.42x; half _n4 1.44x, _t12 1.08x, _sh12 0.86x.  So the thread form is
+# built for double alone, where it wins; single and half keep _n4 (a
+# larger N built would be the one wd_dslash_group takes, and slower).
+THREAD_RHS_AXIS = {Precision.D: [12], Precision.S: [], Precision.H: []}
 THREAD_RHS_GAUGE_FIXED_AXIS = {Precision.D: [], Precision.S: [], Precision.H: []}
 # The same threads with the links of a block's sites staged in shared
 # memory once (axes.Form.SHARED, dslash_..._sh<N>: each of a site's N
@@ -61,7 +67,9 @@ THREAD_RHS_GAUGE_FIXED_AXIS = {Precision.D: [], Precision.S: [], Precision.H: []
 # lose links to the spinor stream; shared memory costs a barrier and
 # occupancy).  Without gauge fixing only.  After the thread form in the
 # manifest: at equal N wd_dslash_group takes _t12.
-SHARED_RHS_AXIS = {Precision.D: [12], Precision.S: [12], Precision.H: [12]}
+# Measured slower than _t12 or _n4 in every precision (above): built for
+# none; the form stays in the generator for a later device to measure.
+SHARED_RHS_AXIS = {Precision.D: [], Precision.S: [], Precision.H: []}
 
 
 def manifest():
