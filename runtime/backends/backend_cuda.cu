@@ -938,6 +938,22 @@ static void run_lanes(wd_backend *be, const wd_lanes *l, const wd_field *x, cons
         wd_backend_allsum(be, res, 3 * l->n);
 }
 
+/* LAUNCH(P1, P2) for the pair of precisions (p1, p2) among those the
+ * lanes' mixed-precision operations take: an accumulator or residual of
+ * any precision beside fields of any other (88 .. 24), else both half */
+#define PRECISION_PAIRS(p1, p2, LAUNCH)                                                         \
+    switch ((p1) * 10 + (p2)) {                                                                 \
+    case 88: LAUNCH(8, 8); break;                                                               \
+    case 84: LAUNCH(8, 4); break;                                                               \
+    case 82: LAUNCH(8, 2); break;                                                               \
+    case 44: LAUNCH(4, 4); break;                                                               \
+    case 42: LAUNCH(4, 2); break;                                                               \
+    case 48: LAUNCH(4, 8); break;                                                               \
+    case 28: LAUNCH(2, 8); break;                                                               \
+    case 24: LAUNCH(2, 4); break;                                                               \
+    default: LAUNCH(2, 2); break;                                                               \
+    }
+
 /* WD_LANE_ACCUMULATE (xpay 0: y may be NULL) or WD_LANE_ACCUMULATE_XPAY
  * (xpay 1): x and y of one precision, z of any */
 static void accumulate_lanes(wd_backend *be, const wd_lanes *l, const wd_field *x,
@@ -960,17 +976,7 @@ static void accumulate_lanes(wd_backend *be, const wd_lanes *l, const wd_field *
         accumulate_xpay_lanes_kernel<PZ, PX><<<grid, BLAS_BLOCK, 0, st>>>(*l, *x, fy, *z, n);   \
     else                                                                                        \
         accumulate_lanes_kernel<PZ, PX><<<grid, BLAS_BLOCK, 0, st>>>(*l, *x, fy, y != NULL, *z, n)
-    switch (z->precision * 10 + x->precision) {
-    case 88: ACC(8, 8); break;
-    case 84: ACC(8, 4); break;
-    case 82: ACC(8, 2); break;
-    case 44: ACC(4, 4); break;
-    case 42: ACC(4, 2); break;
-    case 48: ACC(4, 8); break;
-    case 28: ACC(2, 8); break;
-    case 24: ACC(2, 4); break;
-    default: ACC(2, 2); break;
-    }
+    PRECISION_PAIRS(z->precision, x->precision, ACC);
 #undef ACC
     failed(be, cudaGetLastError(), xpay ? "accumulate_xpay (lanes)" : "accumulate (lanes)");
 }
@@ -991,17 +997,7 @@ static void bicgstab_update_lanes(wd_backend *be, const wd_lanes *l, const wd_fi
 #define UPD(PZ, P) \
     bicgstab_update_lanes_kernel<PZ, P><<<grid, BLAS_BLOCK, 0, st>>>(*l, *x, *y, *z, *w, *u, \
                                                                      red_of(c), n)
-        switch (z->precision * 10 + x->precision) {
-        case 88: UPD(8, 8); break;
-        case 84: UPD(8, 4); break;
-        case 82: UPD(8, 2); break;
-        case 44: UPD(4, 4); break;
-        case 42: UPD(4, 2); break;
-        case 48: UPD(4, 8); break;
-        case 28: UPD(2, 8); break;
-        case 24: UPD(2, 4); break;
-        default: UPD(2, 2); break;
-        }
+        PRECISION_PAIRS(z->precision, x->precision, UPD);
 #undef UPD
         if (!failed(be, cudaGetLastError(), what))
             reduce_to_host(be, l->n, res, what);
@@ -1031,17 +1027,7 @@ static void residual_copy_lanes(wd_backend *be, const wd_lanes *l, const wd_fiel
     else                                                                                        \
         residual_copy_lanes_kernel<PY, PZ, 0><<<grid, BLAS_BLOCK, 0, st>>>(*l, fx, *y, fz, copy, \
                                                                            red_of(c), n)
-        switch (y->precision * 10 + fz.precision) {
-        case 88: RC(8, 8); break;
-        case 84: RC(8, 4); break;
-        case 82: RC(8, 2); break;
-        case 44: RC(4, 4); break;
-        case 42: RC(4, 2); break;
-        case 48: RC(4, 8); break;
-        case 28: RC(2, 8); break;
-        case 24: RC(2, 4); break;
-        default: RC(2, 2); break;
-        }
+        PRECISION_PAIRS(y->precision, fz.precision, RC);
 #undef RC
         if (!failed(be, cudaGetLastError(), what))
             reduce_to_host(be, l->n, r, what);
