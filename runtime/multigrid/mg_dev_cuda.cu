@@ -349,10 +349,11 @@ wd_status cuda_apply_half(const wd_mg_dev_level *lv)
 }
 
 /* Block sizes of TUNE_STEP to 1024 threads (each kernel rounds to whole
- * sites), each timed over TUNE_REPS launches after an untimed one.  On a
- * small coarse lattice the default leaves a second wave of a few blocks
- * (1728 sites of one block each at 24^3x64, where about 1600 fit at
- * once): the kernel ran at 54% of copy there, 76% on 20736 sites. */
+ * sites and to 48 KB of shared memory), each timed over TUNE_REPS
+ * launches after an untimed one.  The kernel's default (256 threads) is
+ * one of them: on 1728 sites (24^3x64's hops) the tuned sizes were no
+ * faster than it (run25, nvidia-h100-x1), but a lattice the default fits
+ * badly gets the best of 16 for 96 launches at setup. */
 enum { TUNE_STEP = 64, TUNE_REPS = 5 };
 
 wd_status cuda_tune(wd_mg_dev_level *lv, float *out, const float *in)

@@ -1180,9 +1180,10 @@ static void gcr_backsolve(int k, const wd_complex *alpha, const wd_complex *beta
  * starts at zero, so r = b without an application; at a restart the
  * residual is recomputed as b - A x, but not at the end: a cycle's solve
  * to a loose tolerance takes the recursive residual (an application and
- * a reduction saved a solve, two with the start).  Returns the iterations; *relres the last relative
- * residual (the recursive one at the end); *st WD_OK, or WD_ERR_NAN / a
- * cycle's or the backend's failure.
+ * a reduction saved a solve, two with the start).  Returns the
+ * iterations; *relres the last relative residual (the recursive one at
+ * the end); *st WD_OK, or WD_ERR_NAN / a cycle's or the backend's
+ * failure.
  */
 static int gcr(wd_mg *mg, int l, int schur, float *x, const float *b, double tol, int max_iter,
                int precondition, double *relres, wd_status *st)
