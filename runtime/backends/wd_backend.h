@@ -205,7 +205,14 @@ typedef struct wd_lanes {
  * output parity: dslashcl_* out = C D in (+ x), clover_* out = C in with in
  * of the output parity and g unused (NULL).  clover_upload packs host
  * clover blocks (WD_CLOVER_SITE_REALS a site, the local block) of both
- * parities, c's geometry filled in, and allocates.
+ * parities, c's geometry filled in, and allocates.  On a grid of several
+ * ranks a Dslash's failure after the ranks have agreed to exchange (the
+ * CUDA backend's NCCL transfer, scatter or kernel launch) is one rank's
+ * alone: it is recorded in be->error and the call returns WD_OK, as on
+ * the other ranks, so that all make the same collectives next; it reaches
+ * every rank at the next global sum (a failed backend sums NaN), where
+ * the solvers agree on it.  A caller of a lone Dslash on a grid reads
+ * be->error (test_decomposed agrees on it).
  */
 typedef struct wd_backend_ops {
     const char *name;
