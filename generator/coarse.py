@@ -29,6 +29,10 @@ from .render import _env, _write, banner
 # 77%, and no faster on the 1728 sites of an even-odd hop
 GROUPS = 3
 assert COARSE_BLOCKS % GROUPS == 0
+# the CUDA kernel's threads hold a pair of rows each while they sum, then
+# a row each in linear order for the output: GROUPS x Nvec threads a site
+# must cover its 2 Nvec rows
+assert GROUPS >= 2
 
 MAIN_TEMPLATES = {"_body.h": "coarse_body.h.j2", "_cpu.c": "coarse_cpu.c.j2",
                   "_cuda.cu": "coarse_cuda.cu.j2"}
