@@ -235,7 +235,7 @@ static void run_forms(int precision, int nrhs, wd_rng *r)
     const double a = -0.1 - 0.5 * wd_rng_uniform(r);
     const char p = precision == 8 ? 'd' : precision == 4 ? 's' : 'h';
     const int loose = precision == 2 && backend == WD_BACKEND_CUDA;
-    char what[128], detail[160], plan[64];
+    char what[256], detail[160], plan[64];
     for (int form = WD_FORM_REGISTERS; form <= WD_FORM_SHARED && st == WD_OK; form++)
         for (int dag = 0; dag < 2 && st == WD_OK; dag++)
             for (int xpay = 0; xpay < 2 && st == WD_OK; xpay++) {
