@@ -72,6 +72,28 @@ THREAD_RHS_GAUGE_FIXED_AXIS = {Precision.D: [], Precision.S: [], Precision.H: []
 SHARED_RHS_AXIS = {Precision.D: [], Precision.S: [], Precision.H: []}
 
 
+# no right-hand-side counts for any precision (a form without gauge fixing)
+NO_RHS = {Precision.D: [], Precision.S: [], Precision.H: []}
+
+
+def _multi_rhs(axis, gauge_fixed_axis, form):
+    """The Wilson recon-12 kernels of one multi-RHS form: each N that axis
+    (gauge_fixed_axis with temporal gauge fixing) lists for a precision,
+    every dagger and xpay, N ascending."""
+    variants = []
+    for nrhs in sorted({n for a in (axis, gauge_fixed_axis) for ns in a.values() for n in ns}):
+        for precision in PRECISION_AXIS:
+            for gauge_fix in GAUGE_FIX_AXIS:
+                allowed = gauge_fixed_axis if gauge_fix else axis
+                if nrhs not in allowed[precision]:
+                    continue
+                for dagger in DAGGER_AXIS:
+                    for xpay in XPAY_AXIS:
+                        variants.append(Variant(precision, Recon.R12, gauge_fix, dagger, xpay,
+                                                Operator.WILSON, nrhs, form))
+    return variants
+
+
 def manifest():
     variants = []
     for op in HOPPING_AXIS:
@@ -84,35 +106,9 @@ def manifest():
                                                     xpay, op))
     for precision in PRECISION_AXIS:
         variants.append(Variant(precision, None, 0, 0, 0, Operator.CLOVER))
-    for nrhs in (2, 4):
-        for precision in PRECISION_AXIS:
-            for gauge_fix in GAUGE_FIX_AXIS:
-                allowed = MULTI_RHS_GAUGE_FIXED_AXIS if gauge_fix else MULTI_RHS_AXIS
-                if nrhs not in allowed[precision]:
-                    continue
-                for dagger in DAGGER_AXIS:
-                    for xpay in XPAY_AXIS:
-                        variants.append(Variant(precision, Recon.R12, gauge_fix, dagger, xpay,
-                                                Operator.WILSON, nrhs))
-    for nrhs in sorted({n for axis in (THREAD_RHS_AXIS, THREAD_RHS_GAUGE_FIXED_AXIS)
-                        for ns in axis.values() for n in ns}):
-        for precision in PRECISION_AXIS:
-            for gauge_fix in GAUGE_FIX_AXIS:
-                allowed = THREAD_RHS_GAUGE_FIXED_AXIS if gauge_fix else THREAD_RHS_AXIS
-                if nrhs not in allowed[precision]:
-                    continue
-                for dagger in DAGGER_AXIS:
-                    for xpay in XPAY_AXIS:
-                        variants.append(Variant(precision, Recon.R12, gauge_fix, dagger, xpay,
-                                                Operator.WILSON, nrhs, Form.THREADS))
-    for nrhs in sorted({n for ns in SHARED_RHS_AXIS.values() for n in ns}):
-        for precision in PRECISION_AXIS:
-            if nrhs not in SHARED_RHS_AXIS[precision]:
-                continue
-            for dagger in DAGGER_AXIS:
-                for xpay in XPAY_AXIS:
-                    variants.append(Variant(precision, Recon.R12, 0, dagger, xpay,
-                                            Operator.WILSON, nrhs, Form.SHARED))
+    variants += _multi_rhs(MULTI_RHS_AXIS, MULTI_RHS_GAUGE_FIXED_AXIS, Form.REGISTERS)
+    variants += _multi_rhs(THREAD_RHS_AXIS, THREAD_RHS_GAUGE_FIXED_AXIS, Form.THREADS)
+    variants += _multi_rhs(SHARED_RHS_AXIS, NO_RHS, Form.SHARED)
     return variants
 
 
