@@ -1078,17 +1078,15 @@ struct multi_x {
 };
 
 /* <x_i, y> for i < m.k, a thread a site over the BLAS grid: each x_i's
- * products summed per thread and block as cdot's (the same bits), into
- * reduction lane i */
+ * products summed per thread (OpCdotNorm's arithmetic; its |x|^2 is not
+ * reduced) and block as cdot's (the same bits), into reduction lane i */
 template <int P>
 __global__ void __launch_bounds__(BLAS_BLOCK) multi_cdot_kernel(multi_x m, wd_field y,
                                                                 reduction red, int n)
 {
     typedef typename Prec<P>::real R;
-    double acc[WD_BLAS_MULTI][2];
-#pragma unroll
-    for (int i = 0; i < WD_BLAS_MULTI; ++i)
-        acc[i][0] = acc[i][1] = 0;
+    OpCdotNorm op;
+    double acc[WD_BLAS_MULTI][OpCdotNorm::NRES] = {};
     for (int cb = blockIdx.x * blockDim.x + threadIdx.x; cb < n; cb += gridDim.x * blockDim.x) {
         R vy[NR];
         load<P>(y, cb, vy);
@@ -1098,11 +1096,7 @@ __global__ void __launch_bounds__(BLAS_BLOCK) multi_cdot_kernel(multi_x m, wd_fi
                 break;
             R vx[NR];
             load<P>(m.f[i], cb, vx);
-#pragma unroll
-            for (int r = 0; r < NR; r += 2) {
-                acc[i][0] += (double)vx[r] * vy[r] + (double)vx[r + 1] * vy[r + 1];
-                acc[i][1] += (double)vx[r] * vy[r + 1] - (double)vx[r + 1] * vy[r];
-            }
+            op(vx, vy, (R *)NULL, acc[i]);
         }
     }
     /* block_reduce's shared memory is reused by the next field's: the
@@ -1129,13 +1123,9 @@ __global__ void __launch_bounds__(BLAS_BLOCK) multi_caxpy_kernel(multi_x m, wd_f
                 break;
             R vx[NR];
             load<P>(m.f[i], cb, vx);
-            const R ar = (R)m.a[i].re, ai = (R)m.a[i].im;
-#pragma unroll
-            for (int r = 0; r < NR; r += 2) {
-                const R yr = vy[r] + ar * vx[r] - ai * vx[r + 1];
-                const R yi = vy[r + 1] + ar * vx[r + 1] + ai * vx[r];
-                vy[r] = yr, vy[r + 1] = yi;
-            }
+            /* caxpy's arithmetic (OpCaxpy; its reductions unused) */
+            double unused[OpCaxpy::NRES];
+            OpCaxpy::make(m.a[i], m.a[i])(vx, vy, vx, unused);
         }
         store<P>(y, cb, vy);
     }
