@@ -36,17 +36,31 @@ assert GROUPS >= 2
 
 MAIN_TEMPLATES = {"_body.h": "coarse_body.h.j2", "_cpu.c": "coarse_cpu.c.j2",
                   "_cuda.cu": "coarse_cuda.cu.j2"}
+# N > 1 right-hand sides a call: templates of their own, so that the one-RHS
+# variants' files stay byte for byte what they were
+MULTI_TEMPLATES = {"_body.h": "coarse_multi_body.h.j2", "_cpu.c": "coarse_multi_cpu.c.j2",
+                   "_cuda.cu": "coarse_multi_cuda.cu.j2"}
 REGISTRY_OUTPUTS = ("wd_coarse_registry.c", "wd_coarse_registry_cuda.cu")
+# the 48 KB of shared memory a launch gets without opting in: a multi-RHS
+# kernel must fit one site in it (the launcher rounds down to whole sites)
+CUDA_SHARED_LIMIT = 48 * 1024
+
+
+def main_templates(v):
+    return MULTI_TEMPLATES if v.nrhs > 1 else MAIN_TEMPLATES
 
 
 def partials(v):
     """The partial templates a variant renders with (its dependencies)."""
     fixed = "fixed" if v.info.has_norm else "float"
+    if v.nrhs > 1:
+        return {"store": f"coarse_multi_store_{fixed}.j2",
+                "cuda_store": f"coarse_multi_cuda_store_{fixed}.j2"}
     return {"store": f"coarse_store_{fixed}.j2", "cuda_store": f"coarse_cuda_store_{fixed}.j2"}
 
 
 def template_deps(v):
-    return sorted(set(MAIN_TEMPLATES.values()) | set(partials(v).values()))
+    return sorted(set(main_templates(v).values()) | set(partials(v).values()))
 
 
 def _loads(v):
@@ -74,6 +88,41 @@ def _loads(v):
             "* WD_LOAD(a->in_norm + nb) * (WD_HALF_INV_SCALE * WD_HALF_INV_SCALE);"],
         "x_prelude": ["const float xn = WD_LOAD(a->x_norm + s) * WD_HALF_INV_SCALE;"],
     }
+
+
+def _multi_loads(v):
+    """The multi-RHS variants' per right-hand side expressions: the input
+    site of rhs r (v) and, in 16 bits, its block scale f (fs[r], once a
+    block), x and its scale of rhs r, all as the one-RHS expressions of
+    _loads (the same arithmetic a right-hand side)."""
+    n, store = v.ncomp, v.info.store
+    in_site = f"(const {store} *)a->in + (size_t)r * a->rhs_stride + (size_t)nb * {2 * n}"
+    x_site = f"(const {store} *)a->x + (size_t)r * a->rhs_stride + (size_t)s * {2 * n}"
+    ctx = {"in_site": in_site, "x_site": x_site, "rhs_scale_decl": [], "rhs_scale": [],
+           "rhs_scale_use": []}
+    ctx["stage_prelude"] = []
+    if v.info.has_norm:
+        scale = (f"WD_LOAD(a->link_norm + {COARSE_BLOCKS} * s + d) "
+                 "* WD_LOAD(a->in_norm + (size_t)r * a->rhs_norm_stride + nb) "
+                 "* (WD_HALF_INV_SCALE * WD_HALF_INV_SCALE)")
+        ctx["rhs_scale_decl"] = [f"float fs[{v.nrhs}];"]
+        ctx["rhs_scale"] = [f"fs[r] = {scale};"]
+        ctx["rhs_scale_use"] = ["const float f = fs[r];"]
+        ctx["stage_prelude"] = [f"const float f = {scale};"]
+        ctx["x_prelude_rhs"] = ["const float xn = WD_LOAD(a->x_norm + (size_t)r * "
+                                "a->rhs_norm_stride + s) * WD_HALF_INV_SCALE;"]
+    else:
+        ctx["x_prelude_rhs"] = []
+    return ctx
+
+
+def _multi_epilogue(v, loads, multi):
+    """_epilogue for right-hand side r (its x, its scale)."""
+    if not v.xpay:
+        return {"epilogue_prelude_rhs": []}
+    return {"epilogue_prelude_rhs": ([f"const {v.info.store} *xs = {multi['x_site']};"]
+                                     + multi["x_prelude_rhs"]
+                                     + ["const float ca = (float)a->a;"])}
 
 
 def _epilogue(v, loads):
@@ -107,6 +156,7 @@ def _sums(v, index):
 def variant_context(v):
     n, nvec = v.ncomp, v.nvec
     sum_re_rows, sum_im_rows = _sums(v, "[i]")
+    sum_re_rhs, sum_im_rhs = _sums(v, "[r][i]")
     sum_re_row, sum_im_row = _sums(v, "")
     what = "D_c^dag in" if v.dagger else "D_c in"
     if v.xpay:
@@ -132,6 +182,9 @@ def variant_context(v):
         "sum_im_rows": sum_im_rows,
         "sum_re_row": sum_re_row,
         "sum_im_row": sum_im_row,
+        "sum_re_rhs": sum_re_rhs,
+        "sum_im_rhs": sum_im_rhs,
+        "nrhs": v.nrhs,
         # the blocks' groups: the CUDA threads of a row, the order of sums
         "groups": GROUPS,
         "group_len": COARSE_BLOCKS // GROUPS,
@@ -146,6 +199,20 @@ def variant_context(v):
     loads = _loads(v)
     ctx.update(loads)
     ctx.update(_epilogue(v, loads))
+    if v.nrhs > 1:
+        multi = _multi_loads(v)
+        ctx.update(multi)
+        ctx.update(_multi_epilogue(v, loads, multi))
+        # a site's shared memory: each group's N staged input sites (a
+        # float2 a component), over which the partials of one right-hand
+        # side at a time (a float4 a row and group) go once the sums are
+        # done; with half the row maxima and the site's norm
+        staged = GROUPS * v.nrhs * n * 8
+        assert staged >= GROUPS * n * 16
+        ctx["cuda_shared_site"] = (f"({GROUPS * v.nrhs * n} * sizeof(float2)"
+                                   + (f" + {n + 1} * sizeof(float))" if v.info.has_norm
+                                      else ")"))
+        assert staged + (4 * (n + 1) if v.info.has_norm else 0) <= CUDA_SHARED_LIMIT, v.name
     return ctx
 
 
@@ -153,7 +220,7 @@ def render_variant(v, outdir):
     env = _env()
     ctx = variant_context(v)
     written = []
-    for suffix, template in MAIN_TEMPLATES.items():
+    for suffix, template in main_templates(v).items():
         text = env.get_template(template).render(banner=banner(template, v.name), **ctx)
         path = os.path.join(outdir, v.name + suffix)
         _write(path, text)

@@ -126,8 +126,21 @@ def manifest():
 # level for a user's first try.
 COARSE_PAIRS = [(8, Precision.S), (8, Precision.H), (24, Precision.S), (24, Precision.H),
                 (32, Precision.S), (32, Precision.H)]
-# Right-hand sides a call applies to: one, for now (docs/coarse-kernels.md).
+# Right-hand sides a call applies to, for every pair above: one.
 COARSE_NRHS_AXIS = [1]
+# Several right-hand sides a call (issue 30, item 4: the coarse links, the
+# whole cost of the kernel, read once for N; docs/coarse-kernels.md): only
+# what the multigrid's multi-RHS coarse solves run: Nvec 24 (the second
+# level), single and half, D_c alone (the coarse GCR applies no dagger)
+# with and without xpay; N = 4 (three calls a 12-column propagator batch,
+# 8 sums a right-hand side a thread: about the registers of the fine _n4)
+# and N = 12 (the batch in one call: the links' bytes a right-hand side
+# 12x fewer, 96 sums a thread); not yet measured on a GPU, so both are
+# built until the measurement drops one (checkcoarse --bench prints the
+# time a right-hand side of each against one-RHS calls).  8 variants.
+COARSE_MULTI_PAIRS = [(24, Precision.S), (24, Precision.H)]
+COARSE_MULTI_DAGGER_AXIS = [0]
+COARSE_MULTI_NRHS_AXIS = [4, 12]
 
 
 def coarse_manifest():
@@ -136,6 +149,11 @@ def coarse_manifest():
         for dagger in DAGGER_AXIS:
             for xpay in XPAY_AXIS:
                 for nrhs in COARSE_NRHS_AXIS:
+                    variants.append(CoarseVariant(precision, nvec, dagger, xpay, nrhs))
+    for nvec, precision in COARSE_MULTI_PAIRS:
+        for dagger in COARSE_MULTI_DAGGER_AXIS:
+            for xpay in XPAY_AXIS:
+                for nrhs in COARSE_MULTI_NRHS_AXIS:
                     variants.append(CoarseVariant(precision, nvec, dagger, xpay, nrhs))
     return variants
 

@@ -21,6 +21,13 @@
  *   r = x + a r                                      xpay1
  * computed in float64 with the reference; both norms asserted non-zero.
  *
+ * A variant of N > 1 right-hand sides a call (_n<N>) gets N fresh random
+ * v (and x), each judged as above; they lie 3 poisoned sites further apart
+ * than a field (rhs_stride), which must stay poisoned; and each right-hand
+ * side's output must be, bit for bit, the n1 variant's of the same axes on
+ * that right-hand side alone, on the same backend (one=bits; one=n/a where
+ * the build lacks the n1 variant).
+ *
  * With --backend gpu the packed fields (the poisoned output included) are
  * copied to the GPU, the variant runs there (wd_coarse_apply_cuda, --block
  * N threads a block wanted), the output comes back and is judged the same
@@ -43,7 +50,12 @@
  * fewest bytes a call moves (every link block and its norm, the input, the
  * output and x once a site) over that time, on the GPU as a fraction of
  * the device-to-device copy bandwidth measured in the same run, and Gflops
- * (8 (2 Nvec)^2 x 9 a site).
+ * (8 (2 Nvec)^2 x 9 a site).  The variants of N > 1 right-hand sides a
+ * call are timed alike (their N fields one after another; bytes: the
+ * links once, every right-hand side's fields) and then listed with their
+ * median time a right-hand side against the median one-RHS call of the n1
+ * variant of the same axes: the speed-up of one N-RHS call over N single
+ * calls.
  *
  *   checkcoarse [--backend cpu|gpu] [--block N] [--seed N] [--kernels GLOB] [--verbose]
  *               [--bench]
@@ -179,6 +191,9 @@ typedef struct errors {
     double cpu_diff;    /* --backend gpu: |gpu - cpu| / |cpu| */
     int unwritten;      /* sites the kernel left poisoned */
     int blocks_differ;  /* --backend gpu: the largest block size's bits differ */
+    int pads_written;   /* N > 1: poisoned sites between right-hand sides written */
+    int one_differ;     /* N > 1: right-hand sides whose bits differ from the n1 variant's */
+    int one_missing;    /* N > 1: the n1 variant of the same axes is not built */
 } errors;
 
 /* The packed fields of one application (host or device pointers). */
@@ -186,6 +201,7 @@ typedef struct packed {
     void *links, *in, *x, *out;
     float *lnorm, *in_norm, *x_norm, *out_norm;
     const int *nbr;
+    size_t rhs_stride, rhs_norm_stride;     /* N right-hand sides a call (N > 1) */
 } packed;
 
 static void args_set(wd_coarse_args *args, const wd_coarse_variant *v, const packed *p,
@@ -199,6 +215,8 @@ static void args_set(wd_coarse_args *args, const wd_coarse_variant *v, const pac
     args->nbr = p->nbr;
     args->volume = volume;
     args->a = a;
+    args->rhs_stride = p->rhs_stride;
+    args->rhs_norm_stride = p->rhs_norm_stride;
     if (v->precision == WD_PREC_HALF) {
         args->out_norm = p->out_norm;
         args->in_norm = p->in_norm;
@@ -210,11 +228,12 @@ static void args_set(wd_coarse_args *args, const wd_coarse_variant *v, const pac
 /* the host fields h to the device, the variant there, its output back
  * into h->out, h->out_norm */
 static wd_status run_gpu(const wd_coarse_variant *v, const wd_coarse_layout *l, packed *h,
-                         double a)
+                         double a, size_t sb, size_t nb)
 {
     packed d = {0};
+    d.rhs_stride = h->rhs_stride;
+    d.rhs_norm_stride = h->rhs_norm_stride;
     const size_t nbr_bytes = (size_t)l->volume * WD_COARSE_DIRS * sizeof(int);
-    const size_t sb = l->spinor_bytes, nb = l->spinor_norm_bytes;
     wd_status st = wd_cuda_malloc(&d.links, l->link_bytes, "coarse links");
     if (st == WD_OK)
         st = wd_cuda_malloc(&d.in, sb, "coarse in");
@@ -257,7 +276,8 @@ static wd_status run_gpu(const wd_coarse_variant *v, const wd_coarse_layout *l, 
     wd_coarse_args args;
     args_set(&args, v, &d, l->volume, a);
     if (st == WD_OK)
-        st = wd_coarse_apply_cuda(l, v->dagger, v->xpay, &args, gpu_block, wd_cuda_stream());
+        st = wd_coarse_apply_multi_cuda(l, v->dagger, v->xpay, v->nrhs, &args, gpu_block,
+                                        wd_cuda_stream());
     if (st == WD_OK)
         st = wd_cuda_sync();
     if (st == WD_OK)
@@ -276,135 +296,225 @@ static wd_status run_gpu(const wd_coarse_variant *v, const wd_coarse_layout *l, 
     return st;
 }
 
-/* Run variant k on lv's coarse operator with fresh random fields. */
-static wd_status run_one(const wd_coarse_variant *v, const level *lv, wd_rng *rng, errors *e)
+/* the larger error, NaN if either is (fmax would drop it) */
+static double worse(double a, double b)
 {
-    const wd_mg_op *c = &lv->coarse;
-    const int volume = (int)c->volume, n = c->n;
-    const size_t cn = (size_t)volume * n, fn = wd_volume(fine_dims) * 12;
-    wd_coarse_layout l;
-    wd_status st = wd_coarse_layout_make(&l, volume, v->nvec, v->precision);
-    if (st != WD_OK)
-        return st;
-    double complex *in = xalloc(cn * sizeof *in), *x = xalloc(cn * sizeof *x);
-    double complex *got = xalloc(cn * sizeof *got), *want = xalloc(cn * sizeof *want);
-    double complex *cv = xalloc(cn * sizeof *cv);
-    double complex *fa = xalloc(fn * sizeof *fa), *fb = xalloc(fn * sizeof *fb);
-    fill_random(in, cn, rng);
-    fill_random(x, cn, rng);
-    const double a = 0.5 + wd_rng_uniform(rng);
+    return a != a || b != b ? NAN : fmax(a, b);
+}
 
-    /* the definition, in float64 */
+/* the definition, in float64: want = D_c in (g5 D_c g5 in for dagger), or
+ * x + a that (xpay); cv, fa, fb scratch of a coarse and two fine fields */
+static void reference(const wd_coarse_variant *v, const level *lv, const double complex *in,
+                      const double complex *x, double a, double complex *want,
+                      double complex *cv, double complex *fa, double complex *fb)
+{
+    const size_t volume = lv->coarse.volume, cn = volume * (size_t)lv->coarse.n;
     memcpy(cv, in, cn * sizeof *cv);
     if (v->dagger)
-        coarse_g5(cv, (size_t)volume, v->nvec);
+        coarse_g5(cv, volume, v->nvec);
     wd_mg_prolong(&lv->tr, fa, cv);
     ref_apply(lv, fb, fa);
     wd_mg_restrict(&lv->tr, want, fb);
     if (v->dagger)
-        coarse_g5(want, (size_t)volume, v->nvec);
+        coarse_g5(want, volume, v->nvec);
     if (v->xpay)
         for (size_t i = 0; i < cn; ++i)
             want[i] = x[i] + a * want[i];
+}
 
-    /* the kernel on packed fields */
-    void *links = xalloc(l.link_bytes), *pin = xalloc(l.spinor_bytes);
-    void *px = xalloc(l.spinor_bytes), *pout = xalloc(l.spinor_bytes);
-    float *lnorm = xalloc(l.link_norm_bytes), *in_norm = xalloc(l.spinor_norm_bytes);
-    float *x_norm = xalloc(l.spinor_norm_bytes), *out_norm = xalloc(l.spinor_norm_bytes);
-    wd_pack_coarse_links(&l, links, lnorm, c->links);
-    wd_pack_coarse_spinor(&l, pin, in_norm, in);
-    wd_pack_coarse_spinor(&l, px, x_norm, x);
-    const int half = v->precision == WD_PREC_HALF;
-    const size_t reals = l.spinor_bytes / (size_t)v->precision;
-    for (size_t r = 0; r < reals; ++r) {
+/* count reals from p poisoned: NaN floats or 16-bit -32768 */
+static void poison(void *p, size_t count, int half)
+{
+    for (size_t r = 0; r < count; ++r) {
         if (half)
-            ((short *)pout)[r] = -32768;
+            ((short *)p)[r] = -32768;
         else
-            ((float *)pout)[r] = NAN;
+            ((float *)p)[r] = NAN;
     }
-    if (half)
-        for (int s = 0; s < volume; ++s)
-            out_norm[s] = NAN;
-    packed h = {links, pin, px, pout, lnorm, in_norm, x_norm, out_norm, c->nbr};
+}
+
+/* whether site s of a packed field (and its norm) holds any poison */
+static int poisoned(const void *p, const float *norm, size_t s, int n, int half)
+{
+    int bad = half && !isfinite(norm[s]);
+    for (int r = 0; r < 2 * n; ++r) {
+        const size_t at = s * 2 * n + r;
+        bad |= half ? ((const short *)p)[at] == -32768 : !isfinite(((const float *)p)[at]);
+    }
+    return bad;
+}
+
+/* |got - want| / |want| over count numbers, and max |got - want| / max |want| */
+static void compare(const double complex *got, const double complex *want, size_t count,
+                    double *rel_l2, double *rel_max, const char *name)
+{
+    double num = 0, den = 0, gn = 0, dmax = 0, wmax = 0;
+    for (size_t i = 0; i < count; ++i) {
+        const double d = cabs(got[i] - want[i]);
+        num += d * d;
+        den += creal(want[i]) * creal(want[i]) + cimag(want[i]) * cimag(want[i]);
+        gn += creal(got[i]) * creal(got[i]) + cimag(got[i]) * cimag(got[i]);
+        dmax = d > dmax || d != d ? d : dmax;
+        wmax = fmax(wmax, cabs(want[i]));
+    }
+    if (!(den > 0) || !(gn > 0)) {
+        fprintf(stderr, "%s: %s output is zero: the test would prove nothing\n", name,
+                den > 0 ? "the kernel's" : "the reference");
+        *rel_l2 = *rel_max = INFINITY;
+    } else {
+        *rel_l2 = sqrt(num / den);
+        *rel_max = dmax / wmax;
+    }
+}
+
+/* The variant of N = v->nrhs right-hand sides on the packed fields of h
+ * (right-hand side r at r h->rhs_stride reals; sb, nb the bytes of the
+ * fields and of their norms) on the CPU or, with --backend gpu, the GPU */
+static wd_status run_variant(const wd_coarse_variant *v, const wd_coarse_layout *l, packed *h,
+                             double a, size_t sb, size_t nb, int on_gpu)
+{
+    if (on_gpu)
+        return run_gpu(v, l, h, a, sb, nb);
     wd_coarse_args args;
-    args_set(&args, v, &h, volume, a);
+    args_set(&args, v, h, l->volume, a);
+    return wd_coarse_apply_multi_cpu(l, v->dagger, v->xpay, v->nrhs, &args);
+}
+
+/* Run variant v on lv's coarse operator with fresh random fields: N =
+ * v->nrhs right-hand sides, each judged against the definition; for N > 1
+ * they lie PAD sites further apart than a field (poisoned, and required
+ * untouched: the kernel honours rhs_stride), and each must equal the n1
+ * variant of the same axes run on it alone, bit for bit. */
+enum { PAD = 3 };
+
+static wd_status run_one(const wd_coarse_variant *v, const level *lv, wd_rng *rng, errors *e)
+{
+    const wd_mg_op *c = &lv->coarse;
+    const int volume = (int)c->volume, n = c->n, nrhs = v->nrhs, pad = nrhs > 1 ? PAD : 0;
+    const size_t cn = (size_t)volume * n, fn = wd_volume(fine_dims) * 12;
+    wd_coarse_layout l, lr;     /* a field; a right-hand side with its pad */
+    wd_status st = wd_coarse_layout_make(&l, volume, v->nvec, v->precision);
+    if (st == WD_OK)
+        st = wd_coarse_layout_make(&lr, volume + pad, v->nvec, v->precision);
+    if (st != WD_OK)
+        return st;
+    const int half = v->precision == WD_PREC_HALF;
+    const size_t stride = lr.spinor_bytes, nstride = lr.spinor_norm_bytes / sizeof(float);
+    const size_t sb = (size_t)nrhs * stride, nb = (size_t)nrhs * lr.spinor_norm_bytes;
+    const size_t all = (size_t)nrhs * cn;
+    double complex *in = xalloc(all * sizeof *in), *x = xalloc(all * sizeof *x);
+    double complex *got = xalloc(all * sizeof *got), *want = xalloc(all * sizeof *want);
+    double complex *cv = xalloc(cn * sizeof *cv);
+    double complex *fa = xalloc(fn * sizeof *fa), *fb = xalloc(fn * sizeof *fb);
+    fill_random(in, all, rng);
+    fill_random(x, all, rng);
+    const double a = 0.5 + wd_rng_uniform(rng);
+    for (int r = 0; r < nrhs; ++r)
+        reference(v, lv, in + r * cn, x + r * cn, a, want + r * cn, cv, fa, fb);
+
+    /* the kernel on packed fields, every real poisoned first */
+    void *links = xalloc(l.link_bytes), *pin = xalloc(sb), *px = xalloc(sb), *pout = xalloc(sb);
+    float *lnorm = xalloc(l.link_norm_bytes), *in_norm = xalloc(nb + 1);
+    float *x_norm = xalloc(nb + 1), *out_norm = xalloc(nb + 1);
+    const size_t reals = sb / (size_t)v->precision;
+    poison(pin, reals, half);
+    poison(px, reals, half);
+    poison(pout, reals, half);
+    for (size_t s = 0; s < nb / sizeof(float); ++s)
+        in_norm[s] = x_norm[s] = out_norm[s] = NAN;
+    wd_pack_coarse_links(&l, links, lnorm, c->links);
+    for (int r = 0; r < nrhs; ++r) {
+        wd_pack_coarse_spinor(&l, (char *)pin + r * stride, in_norm + r * nstride, in + r * cn);
+        wd_pack_coarse_spinor(&l, (char *)px + r * stride, x_norm + r * nstride, x + r * cn);
+    }
+    packed h = {links, pin, px, pout, lnorm, in_norm, x_norm, out_norm, c->nbr,
+                stride / (size_t)v->precision, nstride};
     double complex *cpu = NULL;
     if (gpu) {
         /* the CPU kernel on the same packed input, for the cpu= column */
-        void *cout = xalloc(l.spinor_bytes);
-        float *cnorm = xalloc(l.spinor_norm_bytes);
+        void *cout = xalloc(sb);
+        float *cnorm = xalloc(nb + 1);
         packed hc = h;
         hc.out = cout;
         hc.out_norm = cnorm;
-        wd_coarse_args cargs;
-        args_set(&cargs, v, &hc, volume, a);
-        st = wd_coarse_apply_cpu(&l, v->dagger, v->xpay, &cargs);
-        cpu = xalloc(cn * sizeof *cpu);
-        wd_unpack_coarse_spinor(&l, cpu, cout, cnorm);
+        st = run_variant(v, &l, &hc, a, sb, nb, 0);
+        cpu = xalloc(all * sizeof *cpu);
+        for (int r = 0; r < nrhs; ++r)
+            wd_unpack_coarse_spinor(&l, cpu + r * cn, (char *)cout + r * stride,
+                                    cnorm + r * nstride);
         free(cout);
         free(cnorm);
         if (st == WD_OK)
-            st = run_gpu(v, &l, &h, a);
+            st = run_gpu(v, &l, &h, a, sb, nb);
         if (st == WD_OK) {
             /* the same bits with the largest block (1024 threads wanted:
              * the multigrid times block sizes at setup and keeps the
              * fastest; each site's sums are its own threads') */
-            void *first = xalloc(l.spinor_bytes);
-            float *first_norm = xalloc(l.spinor_norm_bytes + 1);
-            memcpy(first, pout, l.spinor_bytes);
-            memcpy(first_norm, out_norm, l.spinor_norm_bytes);
-            memset(pout, 0xff, l.spinor_bytes);
-            memset(out_norm, 0xff, l.spinor_norm_bytes);
+            void *first = xalloc(sb);
+            float *first_norm = xalloc(nb + 1);
+            memcpy(first, pout, sb);
+            memcpy(first_norm, out_norm, nb);
+            memset(pout, 0xff, sb);
+            memset(out_norm, 0xff, nb);
             const int chosen = gpu_block;
             gpu_block = 1024;
-            st = run_gpu(v, &l, &h, a);
+            st = run_gpu(v, &l, &h, a, sb, nb);
             gpu_block = chosen;
-            e->blocks_differ = st == WD_OK && (memcmp(first, pout, l.spinor_bytes) != 0 ||
-                                               memcmp(first_norm, out_norm,
-                                                      l.spinor_norm_bytes) != 0);
+            e->blocks_differ = st == WD_OK && (memcmp(first, pout, sb) != 0 ||
+                                               memcmp(first_norm, out_norm, nb) != 0);
             free(first);
             free(first_norm);
         }
     } else {
-        st = wd_coarse_apply_cpu(&l, v->dagger, v->xpay, &args);
+        st = run_variant(v, &l, &h, a, sb, nb, 0);
+    }
+    if (st == WD_OK && nrhs > 1) {
+        /* each right-hand side alone through the n1 variant of the same
+         * axes on the same backend: the same bits */
+        const int k1 = wd_coarse_find_axes(v->precision, v->nvec, v->dagger, v->xpay, 1);
+        e->one_missing = k1 < 0;
+        void *o1 = xalloc(l.spinor_bytes);
+        float *n1 = xalloc(l.spinor_norm_bytes + 1);
+        for (int r = 0; k1 >= 0 && r < nrhs && st == WD_OK; ++r) {
+            packed h1 = {links, (char *)pin + r * stride, (char *)px + r * stride, o1, lnorm,
+                         in_norm + r * nstride, x_norm + r * nstride, n1, c->nbr, 0, 0};
+            poison(o1, l.spinor_bytes / (size_t)v->precision, half);
+            st = run_variant(&wd_coarse_variants[k1], &l, &h1, a, l.spinor_bytes,
+                             l.spinor_norm_bytes, gpu);
+            e->one_differ += st == WD_OK &&
+                             (memcmp(o1, (char *)pout + r * stride, l.spinor_bytes) != 0 ||
+                              memcmp(n1, out_norm + r * nstride, l.spinor_norm_bytes) != 0);
+        }
+        free(o1);
+        free(n1);
     }
     if (st == WD_OK) {
-        e->unwritten = 0;
-        for (int s = 0; s < volume; ++s) {
-            int bad = half && !isfinite(out_norm[s]);
-            for (int r = 0; r < 2 * n; ++r) {
-                const size_t at = (size_t)s * 2 * n + r;
-                bad |= half ? ((short *)pout)[at] == -32768 : !isfinite(((float *)pout)[at]);
+        e->unwritten = e->pads_written = 0;
+        e->rel_l2 = e->rel_max = e->cpu_diff = 0;
+        for (int r = 0; r < nrhs; ++r) {
+            const char *o = (const char *)pout + r * stride;
+            const float *on = out_norm + r * nstride;
+            for (int s = 0; s < volume + pad; ++s) {
+                const int bad = poisoned(o, on, (size_t)s, n, half);
+                if (s < volume)
+                    e->unwritten += bad;
+                else
+                    e->pads_written += !bad;
             }
-            e->unwritten += bad;
-        }
-        wd_unpack_coarse_spinor(&l, got, pout, out_norm);
-        double num = 0, den = 0, gn = 0, dmax = 0, wmax = 0;
-        for (size_t i = 0; i < cn; ++i) {
-            const double d = cabs(got[i] - want[i]);
-            num += d * d;
-            den += creal(want[i]) * creal(want[i]) + cimag(want[i]) * cimag(want[i]);
-            gn += creal(got[i]) * creal(got[i]) + cimag(got[i]) * cimag(got[i]);
-            dmax = d > dmax || d != d ? d : dmax;
-            wmax = fmax(wmax, cabs(want[i]));
-        }
-        if (!(den > 0) || !(gn > 0)) {
-            fprintf(stderr, "%s: %s output is zero: the test would prove nothing\n", v->name,
-                    den > 0 ? "the kernel's" : "the reference");
-            e->rel_l2 = e->rel_max = INFINITY;
-        } else {
-            e->rel_l2 = sqrt(num / den);
-            e->rel_max = dmax / wmax;
-        }
-        if (cpu) {
-            double cd = 0, cc = 0;
-            for (size_t i = 0; i < cn; ++i) {
-                const double d = cabs(got[i] - cpu[i]);
-                cd += d * d;
-                cc += creal(cpu[i]) * creal(cpu[i]) + cimag(cpu[i]) * cimag(cpu[i]);
+            wd_unpack_coarse_spinor(&l, got + r * cn, o, on);
+            double l2, mx;
+            compare(got + r * cn, want + r * cn, cn, &l2, &mx, v->name);
+            e->rel_l2 = worse(e->rel_l2, l2);
+            e->rel_max = worse(e->rel_max, mx);
+            if (cpu) {
+                double cd = 0, cc = 0;
+                for (size_t i = r * cn; i < (r + 1) * cn; ++i) {
+                    const double d = cabs(got[i] - cpu[i]);
+                    cd += d * d;
+                    cc += creal(cpu[i]) * creal(cpu[i]) + cimag(cpu[i]) * cimag(cpu[i]);
+                }
+                e->cpu_diff = worse(e->cpu_diff, cc > 0 ? sqrt(cd / cc) : INFINITY);
             }
-            e->cpu_diff = cc > 0 ? sqrt(cd / cc) : INFINITY;
         }
     }
     free(cpu);
@@ -424,12 +534,6 @@ static wd_status run_one(const wd_coarse_variant *v, const level *lv, wd_rng *rn
     free(x_norm);
     free(out_norm);
     return st;
-}
-
-/* the larger error, NaN if either is (fmax would drop it) */
-static double worse(double a, double b)
-{
-    return a != a || b != b ? NAN : fmax(a, b);
 }
 
 static int selected(const char *name, const char *glob)
@@ -546,23 +650,30 @@ static void bench(const char *glob, uint64_t seed, const int *d)
     printf("%-30s %10s %8s %8s %8s\n", "variant", "us/call", "GB/s", "of copy", "Gflops");
     wd_rng rng;
     wd_rng_seed(&rng, seed + 77u);
+    /* each variant's median, for the multi-RHS table (0: not timed) */
+    double *median = xalloc((size_t)wd_coarse_variant_count * sizeof *median);
     for (int k = 0; k < wd_coarse_variant_count; ++k) {
         const wd_coarse_variant *v = &wd_coarse_variants[k];
-        if (!selected(v->name, glob) || v->nrhs != 1)
+        if (!selected(v->name, glob))
             continue;
         wd_coarse_layout l;
         if (wd_coarse_layout_make(&l, volume, v->nvec, v->precision) != WD_OK)
             continue;
+        /* N right-hand sides: N fields one after another */
+        const size_t sb = (size_t)v->nrhs * l.spinor_bytes;
+        const size_t nb = (size_t)v->nrhs * l.spinor_norm_bytes;
         packed p = {0};
         p.links = bench_buffer(l.link_bytes, v->precision, 0, &rng);
         p.lnorm = bench_buffer(l.link_norm_bytes, v->precision, 1, &rng);
-        p.in = bench_buffer(l.spinor_bytes, v->precision, 0, &rng);
-        p.in_norm = bench_buffer(l.spinor_norm_bytes, v->precision, 1, &rng);
-        p.x = bench_buffer(l.spinor_bytes, v->precision, 0, &rng);
-        p.x_norm = bench_buffer(l.spinor_norm_bytes, v->precision, 1, &rng);
-        p.out = bench_buffer(l.spinor_bytes, v->precision, 0, &rng);
-        p.out_norm = bench_buffer(l.spinor_norm_bytes, v->precision, 1, &rng);
+        p.in = bench_buffer(sb, v->precision, 0, &rng);
+        p.in_norm = bench_buffer(nb, v->precision, 1, &rng);
+        p.x = bench_buffer(sb, v->precision, 0, &rng);
+        p.x_norm = bench_buffer(nb, v->precision, 1, &rng);
+        p.out = bench_buffer(sb, v->precision, 0, &rng);
+        p.out_norm = bench_buffer(nb, v->precision, 1, &rng);
         p.nbr = nbr_here;
+        p.rhs_stride = l.spinor_bytes / (size_t)v->precision;
+        p.rhs_norm_stride = (size_t)volume;
         const double a = 0.5;
         wd_coarse_args args;
         args_set(&args, v, &p, volume, a);
@@ -571,12 +682,12 @@ static void bench(const char *glob, uint64_t seed, const int *d)
         for (int r = -2; r < reps && st == WD_OK; ++r) {
             const double t0 = now();
             if (gpu) {
-                st = wd_coarse_apply_cuda(&l, v->dagger, v->xpay, &args, gpu_block,
-                                          wd_cuda_stream());
+                st = wd_coarse_apply_multi_cuda(&l, v->dagger, v->xpay, v->nrhs, &args,
+                                                gpu_block, wd_cuda_stream());
                 if (st == WD_OK)
                     st = wd_cuda_sync();
             } else {
-                st = wd_coarse_apply_cpu(&l, v->dagger, v->xpay, &args);
+                st = wd_coarse_apply_multi_cpu(&l, v->dagger, v->xpay, v->nrhs, &args);
             }
             if (r >= 0)
                 t[r] = now() - t0;
@@ -586,10 +697,12 @@ static void bench(const char *glob, uint64_t seed, const int *d)
         } else {
             qsort(t, (size_t)reps, sizeof *t, cmp_double);
             const double sec = t[reps / 2], n = l.ncomp;
+            median[k] = sec;
+            /* the links once, each right-hand side's fields once */
             const double bytes = (double)l.link_bytes + l.link_norm_bytes
-                                 + (2.0 + v->xpay) * (l.spinor_bytes + l.spinor_norm_bytes);
-            const double flops = (double)volume * (WD_COARSE_BLOCKS * 8 * n * n
-                                                   + (v->xpay ? 4 * n : 0));
+                                 + (2.0 + v->xpay) * (double)(sb + nb);
+            const double flops = (double)volume * v->nrhs * (WD_COARSE_BLOCKS * 8 * n * n
+                                                             + (v->xpay ? 4 * n : 0));
             char frac[16] = "-";
             if (copy > 0)
                 snprintf(frac, sizeof frac, "%.0f%%", 100 * bytes / sec / 1e9 / copy);
@@ -606,6 +719,28 @@ static void bench(const char *glob, uint64_t seed, const int *d)
         bench_free(p.out);
         bench_free(p.out_norm);
     }
+    /* the multi-RHS variants: the median time a right-hand side against
+     * the median of one call of the n1 variant of the same axes (N single
+     * applies take N of those), both timed above on the same lattice */
+    int header = 0;
+    for (int k = 0; k < wd_coarse_variant_count; ++k) {
+        const wd_coarse_variant *v = &wd_coarse_variants[k];
+        const int k1 = wd_coarse_find_axes(v->precision, v->nvec, v->dagger, v->xpay, 1);
+        if (v->nrhs < 2 || !(median[k] > 0))
+            continue;
+        if (!header++)
+            printf("\nbench: multi-RHS, the median time a right-hand side against one-RHS calls "
+                   "(n1 median x N)\n%-30s %4s %10s %10s %10s %8s\n", "variant", "N", "us/call",
+                   "us/rhs", "n1 us/call", "speedup");
+        const double per = median[k] / v->nrhs;
+        if (k1 < 0 || !(median[k1] > 0))
+            printf("%-30s %4d %10.1f %10.1f %10s %8s\n", v->name, v->nrhs, 1e6 * median[k],
+                   1e6 * per, "-", "-");
+        else
+            printf("%-30s %4d %10.1f %10.1f %10.1f %7.2fx\n", v->name, v->nrhs,
+                   1e6 * median[k], 1e6 * per, 1e6 * median[k1], median[k1] / per);
+    }
+    free(median);
     if (gpu)
         bench_free((void *)nbr_here);
     free(nbr);
@@ -681,9 +816,10 @@ int main(int argc, char **argv)
             }
             for (int q = k; q < count; ++q) {
                 const wd_coarse_variant *v = &wd_coarse_variants[q];
-                if (v->nvec != nvec || v->nrhs != 1 || !selected(v->name, glob))
+                if (v->nvec != nvec || !selected(v->name, glob))
                     continue;
-                errors e = {0, 0, 0, 0, 0};
+                errors e;
+                memset(&e, 0, sizeof e);
                 const wd_status st = run_one(v, &lv, &rng, &e);
                 if (st != WD_OK) {
                     fprintf(stderr, "%s: %s\n", v->name, wd_last_error());
@@ -691,14 +827,18 @@ int main(int argc, char **argv)
                     continue;
                 }
                 if (verbose)
-                    printf("    %-30s %s rel_l2=%.2e max=%.2e cpu=%.2e unwritten=%d\n", v->name,
-                           lv.tag, e.rel_l2, e.rel_max, e.cpu_diff, e.unwritten);
+                    printf("    %-30s %s rel_l2=%.2e max=%.2e cpu=%.2e unwritten=%d one=%d\n",
+                           v->name, lv.tag, e.rel_l2, e.rel_max, e.cpu_diff, e.unwritten,
+                           e.one_differ);
                 ++ran[q];
                 worst[q].rel_l2 = worse(worst[q].rel_l2, e.rel_l2);
                 worst[q].rel_max = worse(worst[q].rel_max, e.rel_max);
                 worst[q].cpu_diff = worse(worst[q].cpu_diff, e.cpu_diff);
                 worst[q].unwritten += e.unwritten;
                 worst[q].blocks_differ += e.blocks_differ;
+                worst[q].pads_written += e.pads_written;
+                worst[q].one_differ += e.one_differ;
+                worst[q].one_missing |= e.one_missing;
             }
             level_free(&lv);
         }
@@ -718,19 +858,31 @@ int main(int argc, char **argv)
         const double tol = tolerance(v->precision);
         const errors *e = &worst[k];
         const int ok = !failed_run[k] && e->rel_l2 <= tol && e->rel_max <= tol &&
-                       e->unwritten == 0 && e->blocks_differ == 0 &&
-                       (!gpu || e->cpu_diff <= tol);
+                       e->unwritten == 0 && e->blocks_differ == 0 && e->pads_written == 0 &&
+                       e->one_differ == 0 && (!gpu || e->cpu_diff <= tol);
         failed += !ok;
-        char extra[96] = "", agree[32] = "";
+        char extra[256] = "", agree[32] = "", one[24] = "";
+        size_t at = 0;
         if (e->unwritten)
-            snprintf(extra, sizeof extra, "  %d sites unwritten", e->unwritten);
+            at += snprintf(extra + at, sizeof extra - at, "  %d sites unwritten", e->unwritten);
+        if (e->pads_written)
+            at += snprintf(extra + at, sizeof extra - at,
+                           "  %d sites between right-hand sides written", e->pads_written);
         if (e->blocks_differ)
-            snprintf(extra, sizeof extra, "  block 1024 gave other bits (%d operators)",
-                     e->blocks_differ);
+            at += snprintf(extra + at, sizeof extra - at,
+                           "  block 1024 gave other bits (%d operators)", e->blocks_differ);
+        if (e->one_differ)
+            snprintf(extra + at, sizeof extra - at,
+                     "  %d right-hand sides not the n1 variant's bits", e->one_differ);
         if (gpu)
             snprintf(agree, sizeof agree, " cpu=%.2e", e->cpu_diff);
-        printf("%-30s %s  rel_l2=%.2e max=%.2e%s tol=%.0e%s%s\n", v->name,
-               ok ? "OK  " : "FAIL", e->rel_l2, e->rel_max, agree, tol, extra,
+        /* N > 1: each right-hand side the n1 variant's bits (one=bits), or
+         * no n1 variant of the axes in this build to compare with */
+        if (v->nrhs > 1)
+            snprintf(one, sizeof one, " one=%s",
+                     e->one_missing ? "n/a" : e->one_differ ? "differ" : "bits");
+        printf("%-30s %s  rel_l2=%.2e max=%.2e%s%s tol=%.0e%s%s\n", v->name,
+               ok ? "OK  " : "FAIL", e->rel_l2, e->rel_max, agree, one, tol, extra,
                failed_run[k] ? "  (run failed)" : "");
     }
     if (untested)

@@ -2,10 +2,12 @@
 
     python3 tests/test_coarse_generator.py SOURCE_ROOT
 
-1. names: the 24 coarse variants (single and half for Nvec 8, 24 and 32;
-   dagger, xpay, n1) have unique names that parse back to them; no Dslash glob
-   selects a coarse name and `coarse_*_nv24_*` selects exactly the Nvec 24
-   half; malformed coarse names are refused.
+1. names: the 32 coarse variants (single and half for Nvec 8, 24 and 32;
+   dagger, xpay, n1; and the 8 multi-RHS ones, Nvec 24 single and half,
+   dag0, xpay 0/1, n4 and n12) have unique names that parse back to them;
+   no Dslash glob selects a coarse name, `coarse_*_n1` selects the 24
+   one-RHS variants and `coarse_*_nv24_*` the 16 of Nvec 24; malformed
+   coarse names are refused.
 2. determinism: two runs of `coarse all` give byte-identical files, each
    opening with the do-not-edit banner; `coarse list` with a filter that
    matches nothing prints nothing and succeeds (a build may leave the
@@ -46,13 +48,21 @@ def gen(*args):
 def test_names():
     vs = coarse_manifest()
     names = [v.name for v in vs]
-    check(len(vs) == 24 and len(set(names)) == 24, "24 unique coarse variant names",
+    check(len(vs) == 32 and len(set(names)) == 32, "32 unique coarse variant names",
           f"{len(vs)} variants")
+    one = select(vs, "coarse_*_n1")
+    check(len(one) == 24 and all(v.nrhs == 1 for v in one), "coarse_*_n1 selects the 24 one-RHS",
+          f"{len(one)} selected")
+    multi = [v for v in vs if v.nrhs > 1]
+    check(sorted((v.precision.name, v.xpay, v.nrhs) for v in multi)
+          == sorted((p, x, n) for p in ("S", "H") for x in (0, 1) for n in (4, 12))
+          and all(v.nvec == 24 and v.dagger == 0 for v in multi),
+          "the multi-RHS variants: Nvec 24, s and h, dag0, xpay 0/1, n4 and n12")
     check(all(parse(n) == v for n, v in zip(names, vs)), "every coarse name parses back")
     check(not set(names) & {v.name for v in manifest()}, "no name in both manifests")
     check(not select(vs, "dslash*,clover_*,*_r12_*"), "Dslash globs select no coarse name")
     sel = select(vs, "coarse_*_nv24_*")
-    check(len(sel) == 8 and all(v.nvec == 24 for v in sel), "coarse_*_nv24_* selects Nvec 24",
+    check(len(sel) == 16 and all(v.nvec == 24 for v in sel), "coarse_*_nv24_* selects Nvec 24",
           f"{len(sel)} selected")
     refused = 0
     malformed = ("coarse_d_nv24_dag0_xpay0_n1", "coarse_s_nv24_dag0_n1",

@@ -29,6 +29,11 @@
  * reals scaled by its norm (norm[s] = its largest |real|), a link block's
  * by its own (link_norm[9 s + d] = the block's largest |real|), stored as
  * round(32767 real / norm).
+ * Several right-hand sides (the _n<N> variants, N > 1): in, out and x hold
+ * N fields of the spinor layout above, right-hand side r starting
+ * r rhs_stride reals after the first (its norms r rhs_norm_stride floats
+ * after), as the fine multi-RHS Dslash lays them out; the links are read
+ * once for all N.  The _n1 variants read neither stride.
  */
 #ifndef WDIRAC_COARSE_KERNEL_H
 #define WDIRAC_COARSE_KERNEL_H
@@ -51,6 +56,10 @@ typedef struct wd_coarse_args {
     const int *nbr;         /* nbr[8 s + d]: the site that hop d of s reads */
     int volume;             /* output sites */
     double a;               /* xpay coefficient */
+    /* _n<N> variants, N > 1: right-hand side r of in, out and x at
+     * r rhs_stride reals (at least 2 ncomp times the sites a field holds,
+     * its ghosts included), its norms at r rhs_norm_stride floats */
+    size_t rhs_stride, rhs_norm_stride;
 } wd_coarse_args;
 
 typedef struct wd_coarse_layout {

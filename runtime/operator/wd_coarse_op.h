@@ -18,6 +18,13 @@
  *   wd_coarse_apply_cuda      the same on device fields, launched on a
  *                             stream (coarse_cuda.cu; without CUDA
  *                             WD_ERR_NO_DEVICE, coarse_cuda_none.c)
+ *   wd_coarse_find_nrhs       the most right-hand sides a built variant of
+ *                             given axes applies at once, up to a bound
+ *   wd_coarse_check_multi, wd_coarse_apply_multi_cpu,
+ *   wd_coarse_apply_multi_cuda   the three above for the _n<N> variants:
+ *                             N right-hand sides a call, right-hand side r
+ *                             of in, out, x at r rhs_stride reals (norms r
+ *                             rhs_norm_stride floats: wd_coarse_kernel.h)
  */
 #ifndef WDIRAC_COARSE_OP_H
 #define WDIRAC_COARSE_OP_H
@@ -37,7 +44,7 @@ typedef struct wd_coarse_variant {
     int nvec;           /* null vectors a chirality (2 nvec components a site) */
     int dagger;         /* D_c^dag = g5 D_c g5 */
     int xpay;           /* out = x + a D_c in */
-    int nrhs;           /* right-hand sides a call applies to */
+    int nrhs;           /* right-hand sides a call applies to (wd_coarse_kernel.h) */
     wd_coarse_cpu_fn cpu;
 } wd_coarse_variant;
 
@@ -60,6 +67,22 @@ wd_status wd_coarse_apply_cpu(const wd_coarse_layout *l, int dagger, int xpay,
  * block wanted (<= 0: 256) */
 wd_status wd_coarse_apply_cuda(const wd_coarse_layout *l, int dagger, int xpay,
                                const wd_coarse_args *a, int block, void *stream);
+
+/* the largest N <= most of a built coarse_<p>_nv<nvec>_dag<dagger>_xpay<xpay>_n<N>,
+ * 0 if none */
+int wd_coarse_find_nrhs(int precision, int nvec, int dagger, int xpay, int most);
+/* as wd_coarse_check, wd_coarse_apply_cpu, wd_coarse_apply_cuda for the
+ * variant of nrhs right-hand sides (nrhs 1: those); for nrhs > 1 also
+ * WD_ERR_INVALID where a->rhs_stride is below a field of l->volume sites
+ * (or, half, a->rhs_norm_stride below l->volume).  Each right-hand side's
+ * output is the one-RHS variant's on that right-hand side, bit for bit
+ * (the same sums in the same order; docs/coarse-kernels.md). */
+wd_status wd_coarse_check_multi(const wd_coarse_layout *l, int dagger, int xpay, int nrhs,
+                                const wd_coarse_args *a);
+wd_status wd_coarse_apply_multi_cpu(const wd_coarse_layout *l, int dagger, int xpay, int nrhs,
+                                    const wd_coarse_args *a);
+wd_status wd_coarse_apply_multi_cuda(const wd_coarse_layout *l, int dagger, int xpay, int nrhs,
+                                     const wd_coarse_args *a, int block, void *stream);
 
 #ifdef __cplusplus
 }
