@@ -32,7 +32,11 @@
  *   apply     the coarse operator of a random gauge field (wd_mg_coarse_build
  *             of orthonormalised random vectors) against wd_mg_op_apply, in
  *             single and half links (nvec 8 and, where built, 24): 1e-5 and
- *             1e-3 (16-bit links and fields) relative to the largest entry
+ *             1e-3 (16-bit links and fields) relative to the largest entry;
+ *             apply_multi of 6 and 12 right-hand sides (fields with ghost
+ *             sites) = apply on each, bit for bit, the ghosts untouched
+ *             (nvec 24: the n4 and n12 kernels where built), and on half
+ *             links refused with too few 16-bit fields
  * One line per check; "N of M failed" last; exit 0 when all pass.
  */
 #include <complex.h>
@@ -627,6 +631,80 @@ static void test_half_ops(int volume, int n, int count)
     free(yref);
 }
 
+/* apply_multi of nrhs right-hand sides (fields of the level's volume and
+ * GHOSTS ghost sites, which its neighbour table never reads; random
+ * throughout) against apply on each alone (din, dout: scratch of a field,
+ * out: its host copy): the same bits, every ghost site of out still
+ * poisoned */
+enum { GHOSTS = 2 };
+
+static void test_apply_multi(const wd_mg_dev_level *lv, int n, int nrhs, float *din, float *dout,
+                             float *out)
+{
+    char name[128];
+    const int vol = lv->layout.volume, half = lv->layout.precision == 2;
+    const size_t sites = (size_t)vol + GHOSTS, field = sites * 2 * (size_t)n;
+    const size_t all = (size_t)nrhs * field, reals = (size_t)vol * 2 * n;
+    wd_mg_dev_level lm = *lv;
+    lm.nghost = GHOSTS;
+    if (half) {
+        lm.hmin = dev_alloc(all * sizeof(short));
+        lm.hmout = dev_alloc(all * sizeof(short));
+        lm.hmin_norm = dev_alloc((size_t)nrhs * sites * sizeof(float));
+        lm.hmout_norm = dev_alloc((size_t)nrhs * sites * sizeof(float));
+        lm.hmulti = nrhs;
+    }
+    float *hin = xalloc(all * sizeof *hin), *hout = xalloc(all * sizeof *hout);
+    for (int r = 0; r < nrhs; ++r) {
+        double complex *c = random_field(sites * n);
+        float *cp = to_packed(c, sites, n);
+        memcpy(hin + r * field, cp, field * sizeof *cp);
+        free(c);
+        free(cp);
+    }
+    float *dmin = dev_alloc(all * sizeof(float)), *dmout = dev_alloc(all * sizeof(float));
+    up(dmin, hin, all * sizeof(float));
+    poison(dmout, all);
+    const wd_status st = ops->apply_multi(&lm, nrhs, dmout, dmin);
+    down(hout, dmout, all * sizeof(float));
+    int differ = 0, ghosts = 0;
+    wd_status s1 = WD_OK;
+    for (int r = 0; st == WD_OK && s1 == WD_OK && r < nrhs; ++r) {
+        up(din, hin + r * field, reals * sizeof(float));
+        poison(dout, reals);
+        s1 = ops->apply(lv, dout, din);
+        down(out, dout, reals * sizeof(float));
+        differ += memcmp(out, hout + r * field, reals * sizeof(float)) != 0;
+        for (size_t i = reals; i < field; ++i)
+            ghosts += !isnan(hout[r * field + i]);
+    }
+    const int k = wd_coarse_find_nrhs(lv->layout.precision, lv->layout.nvec, 0, 0, nrhs);
+    snprintf(name, sizeof name, "apply_multi nvec %d %s, %d right-hand sides (n%d kernels) = apply",
+             lv->layout.nvec, half ? "half" : "single", nrhs, k);
+    char detail[96];
+    snprintf(detail, sizeof detail, "%d right-hand sides differ, %d ghost reals written", differ,
+             ghosts);
+    check_true(name, st == WD_OK && s1 == WD_OK && !differ && !ghosts,
+               st == WD_OK && s1 == WD_OK ? detail : wd_last_error());
+    if (half) {
+        /* too few 16-bit fields: refused, nothing launched */
+        lm.hmulti = nrhs - 1;
+        snprintf(name, sizeof name, "apply_multi nvec %d half, %d right-hand sides, 16-bit fields "
+                 "for %d: refused", lv->layout.nvec, nrhs, nrhs - 1);
+        const wd_status refused = ops->apply_multi(&lm, nrhs, dmout, dmin);
+        check_true(name, refused == WD_ERR_INVALID,
+                   refused == WD_ERR_INVALID ? wd_last_error() : "not refused");
+    }
+    ops->free(lm.hmin);
+    ops->free(lm.hmout);
+    ops->free(lm.hmin_norm);
+    ops->free(lm.hmout_norm);
+    ops->free(dmin);
+    ops->free(dmout);
+    free(hin);
+    free(hout);
+}
+
 static void test_apply(const double complex *u, const int dims[4], int nvec, int precision)
 {
     char name[96];
@@ -715,6 +793,9 @@ static void test_apply(const double complex *u, const int dims[4], int nvec, int
         free(hn);
         free(widened);
     }
+
+    test_apply_multi(&lv, n, 6, din, dout, out);
+    test_apply_multi(&lv, n, 12, din, dout, out);
 
     ops->free(dl);
     ops->free(dn);

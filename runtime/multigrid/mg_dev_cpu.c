@@ -9,6 +9,7 @@
  *   wd_mg_vector_bytes  its size
  *   wd_mg_dev_transfer_check  a transfer's null vectors' precision (both
  *                       backends' P and P^dag)
+ *   wd_mg_dev_apply_multi_plan  apply_multi's kernel calls (both backends)
  * Reductions: each site's terms in component order summed in double into
  * chunks of WD_REDUCE_BLOCK sites, the chunks in chunk order (the same
  * bits for any thread count).
@@ -90,6 +91,68 @@ static wd_status cpu_apply(const wd_mg_dev_level *lv, float *out, const float *i
     const wd_status st = cpu_apply_half(lv);
     if (st == WD_OK)
         from_half(vol, n, lv->hout, lv->hout_norm, out);
+    return st;
+}
+
+wd_status wd_mg_dev_apply_multi_plan(const wd_mg_dev_level *lv, int nrhs, void *out,
+                                     float *out_norm, const void *in, const float *in_norm,
+                                     wd_mg_coarse_run run)
+{
+    const wd_coarse_layout *l = &lv->layout;
+    const size_t sites = (size_t)l->volume + (size_t)lv->nghost;
+    const size_t field = sites * 2 * (size_t)l->ncomp * (size_t)l->precision;  /* bytes */
+    const int half = l->precision == 2;
+    wd_status st = WD_OK;
+    for (int r0 = 0; r0 < nrhs && st == WD_OK;) {
+        /* the most right-hand sides a built variant takes of those left
+         * (none built: one, whose check names the missing variant) */
+        int k = wd_coarse_find_nrhs(l->precision, l->nvec, 0, 0, nrhs - r0);
+        k = k > 0 ? k : 1;
+        wd_coarse_args a;
+        memset(&a, 0, sizeof a);
+        a.out = (char *)out + (size_t)r0 * field;
+        a.in = (const char *)in + (size_t)r0 * field;
+        a.out_norm = half ? out_norm + (size_t)r0 * sites : NULL;
+        a.in_norm = half ? in_norm + (size_t)r0 * sites : NULL;
+        a.links = lv->links;
+        a.link_norm = lv->link_norm;
+        a.nbr = lv->nbr;
+        a.volume = l->volume;
+        a.rhs_stride = sites * 2 * (size_t)l->ncomp;
+        a.rhs_norm_stride = sites;
+        st = run(lv, k, &a);
+        r0 += k;
+    }
+    return st;
+}
+
+static wd_status cpu_run(const wd_mg_dev_level *lv, int nrhs, const wd_coarse_args *a)
+{
+    return wd_coarse_apply_multi_cpu(&lv->layout, 0, 0, nrhs, a);
+}
+
+/* single links: the kernels on the single fields; half: in (every
+ * right-hand side's ghost sites too) rounded into hmin, the half kernels
+ * into hmout, widened into out right-hand side by right-hand side (their
+ * ghost sites left alone), as cpu_apply does one */
+static wd_status cpu_apply_multi(const wd_mg_dev_level *lv, int nrhs, float *out, const float *in)
+{
+    const int vol = lv->layout.volume, n = lv->layout.ncomp;
+    const size_t sites = (size_t)vol + (size_t)lv->nghost, field = sites * 2 * (size_t)n;
+    if (nrhs < 1)
+        return wd_fail(WD_ERR_INVALID, "multigrid: apply_multi of %d right-hand sides", nrhs);
+    if (lv->layout.precision != 2)
+        return wd_mg_dev_apply_multi_plan(lv, nrhs, out, NULL, in, NULL, cpu_run);
+    if (!lv->hmin || !lv->hmout || lv->hmulti < nrhs)
+        return wd_fail(WD_ERR_INVALID, "multigrid: apply_multi of %d right-hand sides on half "
+                       "links needs 16-bit fields for as many (the level has them for %d)", nrhs,
+                       lv->hmin && lv->hmout ? lv->hmulti : 0);
+    to_half((int)(nrhs * sites), n, in, lv->hmin, lv->hmin_norm);
+    const wd_status st = wd_mg_dev_apply_multi_plan(lv, nrhs, lv->hmout, lv->hmout_norm, lv->hmin,
+                                                    lv->hmin_norm, cpu_run);
+    for (int r = 0; st == WD_OK && r < nrhs; ++r)
+        from_half(vol, n, (const short *)lv->hmout + r * field, lv->hmout_norm + r * sites,
+                  out + r * field);
     return st;
 }
 
@@ -450,4 +513,5 @@ const wd_mg_dev_ops wd_mg_dev_cpu_ops = {
     .pack_half = cpu_pack_half,
     .move_half = cpu_move_half,
     .xmy_half = cpu_xmy_half,
+    .apply_multi = cpu_apply_multi,
 };

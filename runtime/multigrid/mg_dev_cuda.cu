@@ -427,6 +427,53 @@ wd_status cuda_apply(const wd_mg_dev_level *lv, float *out, const float *in)
     return launched("from_half");
 }
 
+/* k_from_half on right-hand side blockIdx.y of a multi-field: its first
+ * len reals (field reals, norm_field norms a right-hand side) */
+__global__ void k_from_half_rhs(size_t len, size_t field, size_t norm_field, int n,
+                                const short *h, const float *norm, float *x)
+{
+    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    const size_t r = blockIdx.y;
+    if (i < len)
+        x[r * field + i] = wd_s2f(h[r * field + i]) *
+                           (norm[r * norm_field + i / (2 * n)] * WD_HALF_INV_SCALE);
+}
+
+wd_status cuda_run(const wd_mg_dev_level *lv, int nrhs, const wd_coarse_args *a)
+{
+    return wd_coarse_apply_multi_cuda(&lv->layout, 0, 0, nrhs, a, lv->block, stream_of());
+}
+
+/* single links: the kernels on the single fields; half: in (every
+ * right-hand side's ghost sites too) rounded into hmin, the half kernels
+ * into hmout, widened into out (each right-hand side's volume sites), as
+ * cuda_apply does one */
+wd_status cuda_apply_multi(const wd_mg_dev_level *lv, int nrhs, float *out, const float *in)
+{
+    const int vol = lv->layout.volume, n = lv->layout.ncomp;
+    const size_t sites = (size_t)vol + (size_t)lv->nghost, field = sites * 2 * (size_t)n;
+    if (nrhs < 1 || nrhs > 65535)
+        return wd_fail(WD_ERR_INVALID, "multigrid: apply_multi of %d right-hand sides", nrhs);
+    if (lv->layout.precision != 2)
+        return wd_mg_dev_apply_multi_plan(lv, nrhs, out, NULL, in, NULL, cuda_run);
+    if (!lv->hmin || !lv->hmout || lv->hmulti < nrhs)
+        return wd_fail(WD_ERR_INVALID, "multigrid: apply_multi of %d right-hand sides on half "
+                       "links needs 16-bit fields for as many (the level has them for %d)", nrhs,
+                       lv->hmin && lv->hmout ? lv->hmulti : 0);
+    wd_status st = cuda_pack_half((int)(nrhs * sites), n, NULL, in, lv->hmin, lv->hmin_norm);
+    if (st == WD_OK)
+        st = wd_mg_dev_apply_multi_plan(lv, nrhs, lv->hmout, lv->hmout_norm, lv->hmin,
+                                        lv->hmin_norm, cuda_run);
+    if (st != WD_OK)
+        return st;
+    const size_t len = reals(vol, n);
+    const dim3 grid(grid_for(len), (unsigned)nrhs);
+    k_from_half_rhs<<<grid, THREADS, 0, stream_of()>>>(len, field, sites, n,
+                                                       (const short *)lv->hmout, lv->hmout_norm,
+                                                       out);
+    return launched("from_half");
+}
+
 __global__ void k_move_half(size_t len, int n, const int *sites, const short *src,
                             const float *src_norm, short *dst, float *dst_norm)
 {
@@ -664,7 +711,7 @@ const wd_mg_dev_ops ops = {
     cuda_apply,      cuda_zero,       cuda_copy,        cuda_scale,      cuda_xmy,
     cuda_multi_caxpy, cuda_multi_cdot, cuda_cdot_norm2, cuda_caxpy_norm2, cuda_gather,
     cuda_restrict,   cuda_prolong,    cuda_scatter,     cuda_block_apply, cuda_apply_half,
-    cuda_pack_half,  cuda_move_half,  cuda_xmy_half,   cuda_tune,
+    cuda_pack_half,  cuda_move_half,  cuda_xmy_half,   cuda_tune,       cuda_apply_multi,
 };
 
 } // namespace

@@ -11,6 +11,7 @@
  *                          stream; NULL in a build without CUDA)
  *   wd_mg_dev_level        a coarse level's operator as the kernels read it
  *   wd_mg_dev_transfer     the aggregates and null vectors between two levels
+ *   wd_mg_dev_apply_multi_plan  apply_multi's calls of the N-RHS kernels
  *
  * Memory.  Every pointer in these structures and every field argument is
  * the implementation's memory (alloc): device memory on the GPU, host
@@ -24,7 +25,11 @@
  * that depends on scheduling): the same bits from run to run.  The BLAS
  * operands may alias one another (each element is read before it is
  * written); apply's and the transfers' may not.  Fields of no sites are
- * not supported (every level has at least one).
+ * not supported (every level has at least one).  A multi-field of nrhs
+ * right-hand sides (apply_multi) is nrhs fields of volume + nghost sites
+ * one after another: as a whole a field of nrhs (volume + nghost) sites,
+ * so the BLAS applies to a whole batch as to one field, and to right-hand
+ * side r through the pointer r (volume + nghost) 2n floats on.
  *
  * Fine fields of a transfer (rounded to float before the arithmetic).
  * On the first transfer (fine_host = 1) the fine field is the host
@@ -84,6 +89,14 @@ typedef struct wd_mg_dev_level {
     float *hin_norm, *hout_norm;
     int block;                   /* threads a block the kernel is launched with
                                   * (0: its default; tune's choice) */
+    /* half links, for apply_multi: two 16-bit multi-fields of hmulti
+     * right-hand sides (apply_multi's layout: right-hand side r's volume +
+     * nghost sites at r (volume + nghost) sites, its site norms at r
+     * (volume + nghost) floats), which the caller allocates; NULL and 0
+     * where the level runs no multi-RHS apply on half links */
+    void *hmin, *hmout;
+    float *hmin_norm, *hmout_norm;
+    int hmulti;
 } wd_mg_dev_level;
 
 typedef struct wd_mg_dev_transfer {
@@ -167,6 +180,19 @@ typedef struct wd_mg_dev_ops {
      * in unused).  A site's sums do not depend on it: the same bits with
      * any block.  Optional (NULL: the kernel's default). */
     wd_status (*tune)(wd_mg_dev_level *lv, float *out, const float *in);
+    /* out = D_c in for nrhs right-hand sides in one pass over the links:
+     * in and out hold nrhs fields of the level one after another (right-
+     * hand side r at r (volume + nghost) 2n floats, each a field as apply
+     * takes it, the ghost sites of in's filled by the caller), applied by
+     * the generated coarse_<p>_nv<nvec>_dag0_xpay0_n<N> of most right-hand
+     * sides built for what is left (N <= nrhs; the rest by smaller N, at
+     * last one at a time: 12 with N = 4 built as three calls, 6 as 4 + 1 +
+     * 1).  Right-hand side r of out is apply's output on right-hand side r
+     * of in, bit for bit (docs/coarse-kernels.md), its ghost sites
+     * untouched.  Half links: in rounded into lv->hmin as apply rounds it
+     * (WD_ERR_INVALID unless lv->hmulti >= nrhs), the half kernels,
+     * lv->hmout widened into out.  lv->block as apply uses it. */
+    wd_status (*apply_multi)(const wd_mg_dev_level *lv, int nrhs, float *out, const float *in);
 } wd_mg_dev_ops;
 
 extern const wd_mg_dev_ops wd_mg_dev_cpu_ops;
@@ -183,6 +209,17 @@ size_t wd_mg_vector_bytes(int precision, int n_fine, size_t count);
 /* WD_ERR_INVALID (wd_fail's message) unless t's null vectors are in
  * precision 4, or 2 with norms */
 wd_status wd_mg_dev_transfer_check(const wd_mg_dev_transfer *t);
+/* apply_multi's plan, shared by both backends (mg_dev_cpu.c): the kernel
+ * variants' calls over nrhs right-hand sides of lv's layout, right-hand
+ * side r of in and out (single, or lv's 16-bit hmin / hmout with norms)
+ * at r (volume + nghost) sites; run launches one call of N right-hand
+ * sides (wd_coarse_apply_multi_cpu or a wrapper of _cuda); the first
+ * failure returned */
+typedef wd_status (*wd_mg_coarse_run)(const wd_mg_dev_level *lv, int nrhs,
+                                      const wd_coarse_args *a);
+wd_status wd_mg_dev_apply_multi_plan(const wd_mg_dev_level *lv, int nrhs, void *out,
+                                     float *out_norm, const void *in, const float *in_norm,
+                                     wd_mg_coarse_run run);
 /* the CUDA implementation, or NULL in a build without CUDA */
 const wd_mg_dev_ops *wd_mg_dev_cuda_ops(void);
 
