@@ -104,6 +104,12 @@ static void mg_list_nvec(char *buf, size_t len, const wd_mg_settings *m, const c
 }
 
 /* the defaults printed are wd_mg_default_settings', so the help cannot drift from them */
+/* the smoother's name in options, messages and JSON */
+static const char *mg_smoother_name(wd_mg_smoother s)
+{
+    return s == WD_MG_SMOOTHER_CA_GCR ? "ca-gcr" : "mr";
+}
+
 void wd_cli_mg_usage(FILE *f)
 {
     wd_mg_settings d;
@@ -126,9 +132,11 @@ void wd_cli_mg_usage(FILE *f)
             "  --mg-setup-tol T      relative residual of each null vector's relaxation "
             "(default %g)\n"
             "  --mg-setup-iter N     iteration cap of each relaxation (default %d)\n"
-            "  --mg-pre N, --mg-post N   MR smoother steps before and after the coarse "
-            "correction\n"
-            "                        (default %d and %d; not both 0)\n"
+            "  --mg-smoother mr|ca-gcr   minimal residual, or communication-avoiding GCR\n"
+            "                        (QUDA's ca-gcr: the steps' basis first, one least-squares\n"
+            "                        solve) on every level (default %s)\n"
+            "  --mg-pre N, --mg-post N   smoother steps before and after the coarse correction\n"
+            "                        (default %d and %d; not both 0; at most %d with ca-gcr)\n"
             "  --mg-cycle v|k        V-cycle, or K-cycle: GCR on each coarse level (default %s)\n"
             "  --mg-coarse-tol T     relative tolerance of each coarse GCR (default %g)\n"
             "  --mg-coarse-iter N    iteration cap of each coarse GCR (default %d)\n"
@@ -147,7 +155,7 @@ void wd_cli_mg_usage(FILE *f)
             "                        the same multigrid bit for bit (levels, blocks and nvec\n"
             "                        must match; the coarse operators follow this mass)\n",
             WD_MG_MAX_LEVELS, d.levels, blocks, nvec, d.setup_tol, d.setup_max_iter,
-            d.pre_smooth, d.post_smooth, d.cycle == WD_MG_VCYCLE ? "v" : "k", d.coarse_tol,
+            mg_smoother_name(d.smoother), d.pre_smooth, d.post_smooth, WD_MG_MAX_SMOOTH, d.cycle == WD_MG_VCYCLE ? "v" : "k", d.coarse_tol,
             d.coarse_max_iter, d.coarse_eo, d.gcr_nkrylov, (unsigned long long)d.seed);
 }
 
@@ -217,8 +225,9 @@ int wd_cli_mg_parse(const char *prog, int argc, char **argv, int *i, wd_cli_mg *
     }
     static const char *const known[] = {
         "--mg-levels", "--mg-block", "--mg-nvec", "--mg-setup-tol", "--mg-setup-iter",
-        "--mg-pre", "--mg-post", "--mg-cycle", "--mg-coarse-tol", "--mg-coarse-iter",
-        "--mg-coarse-eo", "--mg-nkrylov", "--mg-seed", "--mg-verbose", "--mg-save", "--mg-load"};
+        "--mg-pre", "--mg-post", "--mg-smoother", "--mg-cycle", "--mg-coarse-tol",
+        "--mg-coarse-iter", "--mg-coarse-eo", "--mg-nkrylov", "--mg-seed", "--mg-verbose",
+        "--mg-save", "--mg-load"};
     int k = 0;
     while (k < (int)(sizeof known / sizeof known[0]) && strcmp(a, known[k]))
         k++;
@@ -274,6 +283,10 @@ int wd_cli_mg_parse(const char *prog, int argc, char **argv, int *i, wd_cli_mg *
         if (!mg_long(v, 0, 1000, &n))
             return mg_bad(prog, a, "an integer from 0 to 1000", v);
         *(!strcmp(a, "--mg-pre") ? &m->pre_smooth : &m->post_smooth) = (int)n;
+    } else if (!strcmp(a, "--mg-smoother")) {
+        if (strcmp(v, "mr") && strcmp(v, "ca-gcr"))
+            return mg_bad(prog, a, "mr or ca-gcr", v);
+        m->smoother = v[0] == 'm' ? WD_MG_SMOOTHER_MR : WD_MG_SMOOTHER_CA_GCR;
     } else if (!strcmp(a, "--mg-cycle")) {
         if (strcmp(v, "v") && strcmp(v, "k"))
             return mg_bad(prog, a, "v or k", v);
@@ -332,6 +345,12 @@ int wd_cli_mg_finish(const char *prog, wd_cli_mg *mg, int verbose)
                 "step\n", prog);
         return 0;
     }
+    if (m->smoother == WD_MG_SMOOTHER_CA_GCR &&
+        (m->pre_smooth > WD_MG_MAX_SMOOTH || m->post_smooth > WD_MG_MAX_SMOOTH)) {
+        fprintf(stderr, "%s: --mg-smoother ca-gcr takes at most %d steps (--mg-pre %d, "
+                "--mg-post %d)\n", prog, WD_MG_MAX_SMOOTH, m->pre_smooth, m->post_smooth);
+        return 0;
+    }
     if (!mg->have_verbose)
         mg->m.verbosity = verbose < 2 ? verbose : 2;
     return 1;
@@ -356,11 +375,11 @@ void wd_cli_mg_print_settings(FILE *f, const char *label, const wd_mg_settings *
     mg_list_blocks(blocks, sizeof blocks, m, ", ");
     mg_list_nvec(nvec, sizeof nvec, m, ", ");
     fprintf(f, "%s%d levels, %s; blocks %s; null vectors %s (CG to %.1e or %d iterations, seed "
-            "%llu); MR smoother %d pre + %d post; coarse GCR to %g or %d iterations%s; outer "
+            "%llu); %s smoother %d pre + %d post; coarse GCR to %g or %d iterations%s; outer "
             "flexible GCR(%d)\n", label, m->levels, m->cycle == WD_MG_VCYCLE ? "V-cycle"
             : "K-cycle", blocks, nvec, m->setup_tol, m->setup_max_iter,
-            (unsigned long long)m->seed, m->pre_smooth, m->post_smooth, m->coarse_tol,
-            m->coarse_max_iter, m->coarse_eo ? " (the coarsest even-odd where it can)" : "",
+            (unsigned long long)m->seed, m->smoother == WD_MG_SMOOTHER_MR ? "MR" : "CA-GCR",
+            m->pre_smooth, m->post_smooth, m->coarse_tol, m->coarse_max_iter, m->coarse_eo ? " (the coarsest even-odd where it can)" : "",
             m->gcr_nkrylov);
 }
 
@@ -409,10 +428,11 @@ json_t *wd_cli_mg_json(const wd_mg_settings *m, const wd_mg_setup_stats *st)
                                                m->block[l][2], m->block[l][3]));
         json_array_append_new(nvec, json_integer(m->nvec[l]));
     }
-    json_t *root = json_pack("{s:i, s:o, s:o, s:f, s:i, s:i, s:i, s:s, s:f, s:i, s:i, s:i, s:I, "
-                             "s:i}",
+    json_t *root = json_pack("{s:i, s:o, s:o, s:f, s:i, s:s, s:i, s:i, s:s, s:f, s:i, s:i, s:i, "
+                             "s:I, s:i}",
                              "levels", m->levels, "block", block, "nvec", nvec,
                              "setup_tol", m->setup_tol, "setup_max_iter", m->setup_max_iter,
+                             "smoother", mg_smoother_name(m->smoother),
                              "pre_smooth", m->pre_smooth, "post_smooth", m->post_smooth,
                              "cycle", m->cycle == WD_MG_VCYCLE ? "v" : "k",
                              "coarse_tol", m->coarse_tol, "coarse_max_iter", m->coarse_max_iter,

@@ -366,11 +366,20 @@ void wd_solver_destroy(wd_solver *solver);
 /* Multigrid (runtime/multigrid/, docs/solvers.md "Multigrid")              */
 
 #define WD_MG_MAX_LEVELS 4
+/* the most CA-GCR smoother steps (wd_mg_settings.smoother) */
+#define WD_MG_MAX_SMOOTH 32
 
 typedef enum wd_mg_cycle {
     WD_MG_VCYCLE = 0,   /* each coarse level: one application of the next level's cycle */
     WD_MG_KCYCLE = 1    /* each coarse level: GCR to coarse_tol, preconditioned by the next */
 } wd_mg_cycle;
+
+typedef enum wd_mg_smoother {
+    WD_MG_SMOOTHER_MR = 0,     /* minimal residual: each step minimises |r - A e| along its residual */
+    WD_MG_SMOOTHER_CA_GCR = 1  /* communication-avoiding GCR(s) (QUDA's ca-gcr): the s steps' Krylov
+                                * basis r, A r, ..., A^(s-1) r built first, |r - A e| minimised over
+                                * it at once (s reductions, one least-squares solve) */
+} wd_mg_smoother;
 
 /*
  * Adaptive aggregation multigrid: level l's aggregates are blocks of
@@ -392,8 +401,8 @@ typedef struct wd_mg_settings {
     int nvec[WD_MG_MAX_LEVELS - 1];     ///< 24, then 32: null vectors of level l
     double setup_tol;                   ///< 5e-6: relative residual of each null vector's relaxation, |A^dag A v| / |A^dag A v0| (CG's on the normal equations, as QUDA's)
     int setup_max_iter;                 ///< 500: iteration cap of each relaxation
-    int pre_smooth;                     ///< 0: MR steps before the coarse correction
-    int post_smooth;                    ///< 4: MR steps after it
+    int pre_smooth;                     ///< 0: smoother steps before the coarse correction
+    int post_smooth;                    ///< 4: smoother steps after it
     wd_mg_cycle cycle;                  ///< WD_MG_KCYCLE
     double coarse_tol;                  ///< 0.25: relative tolerance of each coarse-level GCR (K-cycle) and of the coarsest solve
     int coarse_max_iter;                ///< 100: iteration cap of each of those (QUDA's; at 24, the cap of a first version, the coarse solves at kappa 0.1568 on 24^3x64 stopped at it 23 times in 24 and the outer iterations rose)
@@ -405,6 +414,7 @@ typedef struct wd_mg_settings {
     const char *load;                   ///< NULL: take the null vectors from this file instead of relaxing them (levels, blocks and nvec must match it; the coarse operators are built for this setup's mass, so a file serves nearby masses too)
     int coarse_eo;                      ///< 1: the coarsest level's GCR solves its even-odd Schur complement 1 - X^-1 Y_eo X^-1 Y_oe (QUDA's) where every global coarse extent is even (else, and with 0, the whole coarse operator)
     int diagnostics;                    ///< 0: 1 measures the setup's float64 checks (orth_error, coarse_error of wd_mg_setup_stats; about 15% of a setup on the GPU), as verbosity >= 1 does; else they are NaN
+    wd_mg_smoother smoother;            ///< WD_MG_SMOOTHER_MR: every level's smoother (pre_smooth, post_smooth its steps; CA-GCR keeps that many more fields of the level, at most 32 steps)
 } wd_mg_settings;
 
 typedef struct wd_mg_setup_stats {

@@ -153,6 +153,15 @@ check "--mg-nvec without --mg: exit 2" 2 $?
 check "--mg-cycle w: exit 2" 2 $?
 grep -q -- "--mg-cycle needs v or k, got 'w'" "$dir/e.log"
 check "... the message names the option and the value" 0 $?
+"$wdirac" solve --gauge "$g" --random 1 --backend cpu --mg --mg-smoother gmres > "$dir/e.log" 2>&1
+check "--mg-smoother gmres: exit 2" 2 $?
+grep -q -- "--mg-smoother needs mr or ca-gcr, got 'gmres'" "$dir/e.log"
+check "... the message names the option and the value" 0 $?
+"$wdirac" solve --gauge "$g" --random 1 --backend cpu --mg --mg-smoother ca-gcr --mg-post 40 \
+    > "$dir/e.log" 2>&1
+check "--mg-smoother ca-gcr --mg-post 40: exit 2" 2 $?
+grep -q -- "--mg-smoother ca-gcr takes at most 32 steps" "$dir/e.log"
+check "... the message names the limit" 0 $?
 "$wdirac" solve --gauge "$g" --random 1 --backend cpu --mg --mg-coarse-eo 2 > "$dir/e.log" 2>&1
 check "--mg-coarse-eo 2: exit 2" 2 $?
 grep -q -- "--mg-coarse-eo needs 0 or 1, got '2'" "$dir/e.log"

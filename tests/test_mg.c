@@ -375,13 +375,14 @@ static void test_file(double complex *u, const int dims[4], const wd_solver_sett
  * 4^4 one into a 2^4 last level, solved even-odd), a V-cycle (vcycle) or
  * K-cycle between levels 1 and 2 */
 static void test_solve(uint64_t seed, double complex *u, const int dims[4], int clover, int levels,
-                       int vcycle, int half, int b0)
+                       int vcycle, int half, int b0, wd_mg_smoother smoother)
 {
     const size_t vol = wd_volume(dims), n = vol * 12;
-    char tag[64];
-    snprintf(tag, sizeof tag, "%s%s%s%s", clover ? "clover" : "wilson",
+    char tag[80];
+    snprintf(tag, sizeof tag, "%s%s%s%s%s", clover ? "clover" : "wilson",
              levels == 3 ? (vcycle ? " 3 levels V-cycle" : " 3 levels K-cycle") : "",
-             half ? " sloppy half" : "", b0 == 2 ? " blocks 2^4, 2^4" : "");
+             half ? " sloppy half" : "", b0 == 2 ? " blocks 2^4, 2^4" : "",
+             smoother == WD_MG_SMOOTHER_CA_GCR ? " CA-GCR(6)" : "");
     wd_solver_settings s;
     wd_solver_default_settings(&s);
     s.backend = backend;
@@ -403,6 +404,9 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     m.nvec[1] = 8;
     m.setup_max_iter = setup_iter;
     m.verbosity = verbose;
+    m.smoother = smoother;
+    if (smoother == WD_MG_SMOOTHER_CA_GCR)
+        m.post_smooth = 6;
     double complex *b = xalloc(n * sizeof *b), *x = xalloc(n * sizeof *x);
     double complex *x2 = xalloc(n * sizeof *x2), *xk = xalloc(n * sizeof *xk);
     double complex *t = NULL;
@@ -428,7 +432,7 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     char path[64];
     snprintf(path, sizeof path, "/tmp/test_mg_%ld.nv", (long)getpid());
     remove(path);
-    const int saving = !clover && levels == 2 && !half;
+    const int saving = !clover && levels == 2 && !half && smoother == WD_MG_SMOOTHER_MR;
     if (saving)
         m.save = path;
     m.diagnostics = 1;
@@ -472,7 +476,7 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     snprintf(name, sizeof name, "mg solve %s: outer iterations below BiCGstab's", tag);
     snprintf(detail, sizeof detail, "MG %d, BiCGstab %d", mst.iterations, kst.iterations);
     check_true(name, mst.iterations < kst.iterations, detail);
-    if (levels == 2 && !clover && !half) {
+    if (levels == 2 && !clover && !half && smoother == WD_MG_SMOOTHER_MR) {
         /* the coarse level (2^4, even) solved even-odd by default: against
          * GCR on its whole operator, the same solution in fewer coarse
          * iterations */
@@ -496,6 +500,92 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     free(x2);
     free(xk);
     free(t);
+}
+
+/*
+ * wd_mg_ca_gcr_coeffs against an independent float64 least squares: the
+ * Krylov basis p_0 = r, p_{i+1} = A p_i of a random dense A (n = 40,
+ * diagonally shifted) and r; the coefficients must minimise |r - sum a_i
+ * A p_i|, which modified Gram-Schmidt QR of the q_i = A p_i gives
+ * directly (a = R^-1 Q^dag r).  Then a basis with a repeated direction
+ * (q_2 = 2 q_1): the basis is cut there (m = 2), the kept part still
+ * optimal.
+ */
+static void test_ca_gcr_coeffs(uint64_t seed)
+{
+    enum { N = 40, S = 8 };
+    wd_rng rng;
+    wd_rng_seed(&rng, seed + 17u);
+    double complex *a = xalloc(N * N * sizeof *a), *p = xalloc((S + 1) * N * sizeof *p);
+    fill_random(a, N * N, &rng);
+    for (int i = 0; i < N; ++i)
+        a[i * N + i] += 4.0;
+    for (int dep = 0; dep < 2; ++dep) {
+        fill_random(p, N, &rng);
+        for (int j = 0; j < S; ++j)
+            for (int i = 0; i < N; ++i) {
+                double complex v = 0;
+                for (int k = 0; k < N; ++k)
+                    v += a[i * N + k] * p[j * N + k];
+                /* dep: p_3 = 2 p_2, so q_2 = 2 q_1 (q_k = p_{k+1}): a dependent direction */
+                p[(j + 1) * N + i] = dep && j == 2 ? 2.0 * p[2 * N + i] : v;
+            }
+        if (dep)  /* p_{j+1} = A p_j again after the repeat */
+            for (int j = 3; j < S; ++j)
+                for (int i = 0; i < N; ++i) {
+                    double complex v = 0;
+                    for (int k = 0; k < N; ++k)
+                        v += a[i * N + k] * p[j * N + k];
+                    p[(j + 1) * N + i] = v;
+                }
+        wd_complex gram[(S + 1) * (S + 1)], c[S];
+        for (int i = 0; i <= S; ++i)
+            for (int j = i; j <= S; ++j) {
+                const double complex g = wd_mg_dot(p + i * N, p + j * N, N);
+                gram[i * (S + 1) + j] = (wd_complex){creal(g), cimag(g)};
+            }
+        const int m = wd_mg_ca_gcr_coeffs(S, gram, c);
+        /* the residual of c with the q_i = p_{i+1} as the function uses them */
+        double complex res[N];
+        for (int i = 0; i < N; ++i) {
+            res[i] = p[i];
+            for (int k = 0; k < S; ++k)
+                res[i] -= (c[k].re + I * c[k].im) * p[(k + 1) * N + i];
+        }
+        /* the reference: MGS QR of q_0..q_{m-1}, the minimal residual
+         * r - Q Q^dag r */
+        double complex q[S][N], best[N];
+        int kept = 0;
+        for (int k = 0; k < (dep ? m : S); ++k) {
+            for (int i = 0; i < N; ++i)
+                q[kept][i] = p[(k + 1) * N + i];
+            for (int j = 0; j < kept; ++j) {
+                const double complex d = wd_mg_dot(q[j], q[kept], N);
+                for (int i = 0; i < N; ++i)
+                    q[kept][i] -= d * q[j][i];
+            }
+            const double nn = sqrt(wd_mg_norm2(q[kept], N));
+            for (int i = 0; i < N; ++i)
+                q[kept][i] /= nn;
+            kept++;
+        }
+        for (int i = 0; i < N; ++i)
+            best[i] = p[i];
+        for (int j = 0; j < kept; ++j) {
+            const double complex d = wd_mg_dot(q[j], best, N);
+            for (int i = 0; i < N; ++i)
+                best[i] -= d * q[j][i];
+        }
+        const double got = sqrt(wd_mg_norm2(res, N)), want = sqrt(wd_mg_norm2(best, N));
+        char name[96], detail[128];
+        snprintf(name, sizeof name, "CA-GCR coefficients: minimal residual%s",
+                 dep ? " (a dependent direction)" : "");
+        snprintf(detail, sizeof detail, "m %d of %d, |r - Q a| %.6e, reference %.6e", m, S, got,
+                 want);
+        check_true(name, (dep ? m == 2 : m == S) && fabs(got - want) <= 1e-10 * want, detail);
+    }
+    free(a);
+    free(p);
 }
 
 static void test_errors(double complex *u, const int dims[4])
@@ -526,8 +616,10 @@ static void test_errors(double complex *u, const int dims[4])
         {"error: nvec 97 above 2^4 x 6 = 96", "nvec 97", 1},
         {"error: 0 levels", "levels 0", 2},
         {"error: 5 levels", "levels 5", 3},
+        {"error: smoother 7", "smoother 7", 4},
+        {"error: CA-GCR with 33 post-smoothing steps", "post_smooth 33", 5},
     };
-    for (int c = 0; c < 4; ++c) {
+    for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); ++c) {
         wd_mg_settings m;
         wd_mg_default_settings(&m);
         for (int mu = 0; mu < 4; ++mu)
@@ -541,6 +633,12 @@ static void test_errors(double complex *u, const int dims[4])
             m.levels = 0;
         if (cases[c].which == 3)
             m.levels = 5;
+        if (cases[c].which == 4)
+            m.smoother = (wd_mg_smoother)7;
+        if (cases[c].which == 5) {
+            m.smoother = WD_MG_SMOOTHER_CA_GCR;
+            m.post_smooth = WD_MG_MAX_SMOOTH + 1;
+        }
         st = wd_solver_mg_setup(sv, &m, &s, NULL);
         check_true(cases[c].name, st == WD_ERR_INVALID && strstr(wd_last_error(), cases[c].needle),
                    wd_last_error());
@@ -592,15 +690,21 @@ int main(int argc, char **argv)
     check_true("heatbath configuration 8^4 beta 6.0", st == WD_OK, wd_status_string(st));
     if (base) {
         test_errors(u, dims);
-        for (int clover = 0; clover < 2; ++clover)
-            test_solve(seed, u, dims, clover, 2, 0, 0, 4);
+        test_ca_gcr_coeffs(seed);
+        for (int clover = 0; clover < 2; ++clover) {
+            test_solve(seed, u, dims, clover, 2, 0, 0, 4, WD_MG_SMOOTHER_MR);
+            test_solve(seed, u, dims, clover, 2, 0, 0, 4, WD_MG_SMOOTHER_CA_GCR);
+        }
     }
     if (levels) {
-        test_solve(seed, u, dims, 0, 3, 0, 0, 4);
-        test_solve(seed, u, dims, 1, 3, 1, 0, 4);
-        test_solve(seed, u, dims, 0, 2, 0, 1, 4);
+        test_solve(seed, u, dims, 0, 3, 0, 0, 4, WD_MG_SMOOTHER_MR);
+        test_solve(seed, u, dims, 1, 3, 1, 0, 4, WD_MG_SMOOTHER_MR);
+        test_solve(seed, u, dims, 0, 2, 0, 1, 4, WD_MG_SMOOTHER_MR);
         /* fine blocks 2^4: a 4^4 level 1 and a 2^4 level 2, solved even-odd */
-        test_solve(seed, u, dims, 0, 3, 0, 0, 2);
+        test_solve(seed, u, dims, 0, 3, 0, 0, 2, WD_MG_SMOOTHER_MR);
+        /* CA-GCR on a coarse level too (3 levels), and in half */
+        test_solve(seed, u, dims, 1, 3, 0, 0, 4, WD_MG_SMOOTHER_CA_GCR);
+        test_solve(seed, u, dims, 0, 2, 0, 1, 4, WD_MG_SMOOTHER_CA_GCR);
     }
     free(u);
     printf("%d of %d failed\n", checks_failed, checks_run);

@@ -386,7 +386,8 @@ static double true_residual(const double complex *u, const double complex *t,
     return sqrt(num / den);
 }
 
-static void test_solve(uint64_t seed, const wd_lattice *lat, int clover, int levels)
+static void test_solve(uint64_t seed, const wd_lattice *lat, int clover, int levels,
+                       wd_mg_smoother smoother)
 {
     const size_t gvol = wd_volume(dims), lvol = wd_volume(lat->local);
     char name[128], detail[256];
@@ -421,7 +422,10 @@ static void test_solve(uint64_t seed, const wd_lattice *lat, int clover, int lev
         /* the whole local coarse lattice: a 1^4 coarsest block a rank */
         m.block[1][mu] = lat->local[mu] / 4;
     }
-    const char *tag = clover ? "clover, half preconditioner" : "wilson";
+    m.smoother = smoother;
+    const char *tag = smoother == WD_MG_SMOOTHER_CA_GCR
+                          ? (clover ? "clover, half preconditioner, CA-GCR" : "wilson, CA-GCR")
+                          : (clover ? "clover, half preconditioner" : "wilson");
     wd_solver *sv = NULL;
     wd_status st = wd_solver_create(&sv, (const double *)lu, dims, &s);
     wd_mg_setup_stats ss;
@@ -573,9 +577,11 @@ int main(int argc, char **argv)
     test_operators(seed, &g, 0, -1);
     test_operators(seed, &g, 1, 1);
     if (nranks > 1) {
-        test_solve(seed, &lat, 0, 2);
-        test_solve(seed, &lat, 0, 3);
-        test_solve(seed, &lat, 1, 2);
+        test_solve(seed, &lat, 0, 2, WD_MG_SMOOTHER_MR);
+        test_solve(seed, &lat, 0, 3, WD_MG_SMOOTHER_MR);
+        test_solve(seed, &lat, 1, 2, WD_MG_SMOOTHER_MR);
+        /* CA-GCR on the fine and the middle level */
+        test_solve(seed, &lat, 0, 3, WD_MG_SMOOTHER_CA_GCR);
         test_errors(&lat);
     }
     if (rank == 0)

@@ -33,7 +33,8 @@ __all__ = ["Error", "GaugeField", "Solver", "SolveStats", "MGSetupStats", "varia
 _PRECISION = {"d": 8, "s": 4, "h": 2}
 _SOLVER = {"cg": 1, "bicgstab": 2, "mg": 3}
 _MG_CYCLE = {"v": 0, "k": 1}
-# wd_mg_settings' fields that take a number (block, nvec and cycle are converted)
+_MG_SMOOTHER = {"mr": 0, "ca-gcr": 1}
+# wd_mg_settings' fields that take a number (block, nvec, cycle and smoother are converted)
 _MG_NUMBERS = ("levels", "setup_tol", "setup_max_iter", "pre_smooth", "post_smooth",
                "coarse_tol", "coarse_max_iter", "gcr_nkrylov", "seed", "verbosity",
                "diagnostics", "coarse_eo")
@@ -202,7 +203,8 @@ class MGSetupStats:
 def _mg_settings(mg) -> dict:
     """The multigrid settings for the C layer from a dict of wd_mg_settings'
     field names: block as B, (X, Y, Z, T) or a list of those (one a level,
-    the fine one first), nvec as N or a list, cycle 'v' or 'k'; missing
+    the fine one first), nvec as N or a list, cycle 'v' or 'k', smoother
+    'mr' or 'ca-gcr'; missing
     keys keep the library's defaults (wd_mg_default_settings)."""
     if not isinstance(mg, dict):
         raise TypeError(f"mg: need a dict of multigrid settings, got {type(mg).__name__}")
@@ -227,6 +229,10 @@ def _mg_settings(mg) -> dict:
             if value not in _MG_CYCLE:
                 raise ValueError(f"mg: cycle '{value}': must be one of {sorted(_MG_CYCLE)}")
             out[key] = _MG_CYCLE[value]
+        elif key == "smoother":
+            if value not in _MG_SMOOTHER:
+                raise ValueError(f"mg: smoother '{value}': must be one of {sorted(_MG_SMOOTHER)}")
+            out[key] = _MG_SMOOTHER[value]
         elif key in _MG_NUMBERS:
             out[key] = value
         elif key in ("save", "load"):
@@ -235,7 +241,7 @@ def _mg_settings(mg) -> dict:
             out[key] = int(bool(value))
         else:
             raise KeyError(f"mg: unknown multigrid setting '{key}' (known: block, nvec, cycle, "
-                           f"save, load, save_overwrite, {', '.join(_MG_NUMBERS)})")
+                           f"smoother, save, load, save_overwrite, {', '.join(_MG_NUMBERS)})")
     return out
 
 
@@ -256,7 +262,8 @@ class Solver:
     solver's backend and process grid): keys are wd_mg_settings'
     fields, levels, block (B, (X, Y, Z, T) or a list of those, one a level
     from the fine one down), nvec (N or a list), setup_tol,
-    setup_max_iter, pre_smooth, post_smooth, cycle ('v' or 'k'),
+    setup_max_iter, pre_smooth, post_smooth, smoother ('mr' or 'ca-gcr'),
+    cycle ('v' or 'k'),
     coarse_tol, coarse_max_iter, gcr_nkrylov, seed, verbosity,
     diagnostics (1: the float64 checks of .mg_stats, else NaN), coarse_eo
     (0: the coarsest GCR on the whole operator, not even-odd), save and

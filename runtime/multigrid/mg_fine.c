@@ -11,8 +11,10 @@
  *                             setup)
  *   wd_mg_fine_apply          out = A in in the outer precision
  *   wd_mg_fine_apply_k        out = A in in the Krylov precision (single)
- *   wd_mg_fine_smooth         e ~ A^-1 r: MR steps on the Schur complement in
- *                             the sloppy precision, the odd sites reconstructed
+ *   wd_mg_fine_smooth         e ~ A^-1 r: MR or CA-GCR steps on the Schur
+ *                             complement in the sloppy precision, the odd
+ *                             sites reconstructed
+ *   wd_mg_ca_gcr_coeffs       CA-GCR's least squares (every level's)
  *   wd_mg_fine_nullvec        relax a random start on A v = 0 (CG on the
  *                             normal equations of the Schur operator, sloppy
  *                             precision, odd sites from A v = 0), into the host
@@ -101,7 +103,8 @@ static void op_free(wd_backend *be, wd_mg_fine_op *op)
     memset(op, 0, sizeof *op);
 }
 
-wd_status wd_mg_fine_init(wd_mg_fine *f, const wd_solver_host *h, double kappa, int nkrylov)
+wd_status wd_mg_fine_init(wd_mg_fine *f, const wd_solver_host *h, double kappa, int nkrylov,
+                          wd_mg_smoother smoother, int steps)
 {
     memset(f, 0, sizeof *f);
     if (h->gauge_fixed)
@@ -132,6 +135,13 @@ wd_status wd_mg_fine_init(wd_mg_fine *f, const wd_solver_host *h, double kappa, 
     wd_field *sloppy[] = {&f->h, &f->qs, &f->ps, &f->zs, &f->tmp_s, &f->tmp_se};
     for (size_t i = 0; i < sizeof sloppy / sizeof *sloppy && st == WD_OK; ++i)
         st = wd_field_create(be, sloppy[i], ps);
+    f->smoother = smoother;
+    if (st == WD_OK && smoother == WD_MG_SMOOTHER_CA_GCR) {
+        if (!(f->pb = calloc((size_t)steps, sizeof *f->pb)))
+            return wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the smoother's basis");
+        for (; f->nbasis < steps && st == WD_OK; ++f->nbasis)
+            st = wd_field_create(be, &f->pb[f->nbasis], ps);
+    }
     if (st != WD_OK)
         return st;
     if ((st = wd_eo_op_init(&f->op, be, h->g_sloppy, kappa, &f->tmp_s, 1)) != WD_OK)
@@ -192,6 +202,9 @@ void wd_mg_fine_free(wd_mg_fine *f)
     wd_field *fields[] = {&f->h, &f->qs, &f->ps, &f->zs, &f->tmp_s, &f->tmp_se};
     for (size_t i = 0; i < sizeof fields / sizeof *fields; ++i)
         wd_field_destroy(be, fields[i]);
+    for (int i = 0; i < f->nbasis; ++i)
+        wd_field_destroy(be, &f->pb[i]);
+    free(f->pb);
     op_free(be, &f->outer);
     op_free(be, &f->krylov);
     free(f->z);
@@ -343,6 +356,78 @@ static wd_status schur_odd(wd_mg_fine *f, wd_field *eo, const wd_field *ro)
                             f->kappa, 1);
 }
 
+int wd_mg_ca_gcr_coeffs(int s, const wd_complex *gram, wd_complex *a)
+{
+    enum { MAX = WD_MG_MAX_SMOOTH };
+    const int ld = s + 1;
+    /* G_ij = <A p_i, A p_j> = <p_{i+1}, p_{j+1}>, c_i = <A p_i, r> = <p_{i+1}, p_0>;
+     * G = L L^dag column by column, stopped where a pivot is lost */
+    double complex L[MAX][MAX], y[MAX];
+    int m = 0;
+    for (int k = 0; k < s && k < MAX; ++k, ++m) {
+        const wd_complex gk = gram[(k + 1) * ld + k + 1];
+        double d = gk.re;
+        for (int j = 0; j < k; ++j)
+            d -= creal(L[k][j] * conj(L[k][j]));
+        if (!(d > 1e-12 * gk.re) || !isfinite(d))
+            break;
+        L[k][k] = sqrt(d);
+        for (int i = k + 1; i < s; ++i) {
+            /* G_ik for i > k: the conjugate of the stored <p_{k+1}, p_{i+1}> */
+            const wd_complex g = gram[(k + 1) * ld + i + 1];
+            double complex v = g.re - I * g.im;
+            for (int j = 0; j < k; ++j)
+                v -= L[i][j] * conj(L[k][j]);
+            L[i][k] = v / L[k][k];
+        }
+        const wd_complex c0 = gram[k + 1];  /* <p_0, p_{k+1}> = conj(c_k) */
+        double complex v = c0.re - I * c0.im;
+        for (int j = 0; j < k; ++j)
+            v -= L[k][j] * y[j];
+        y[k] = v / L[k][k];
+    }
+    /* L^dag a = y on the m leading directions */
+    for (int k = m - 1; k >= 0; --k) {
+        double complex v = y[k];
+        for (int i = k + 1; i < m; ++i)
+            v -= conj(L[i][k]) * (a[i].re + I * a[i].im);
+        v /= L[k][k];
+        a[k] = (wd_complex){creal(v), cimag(v)};
+    }
+    for (int k = m; k < s; ++k)
+        a[k] = (wd_complex){0, 0};
+    return m;
+}
+
+/* es.e = CA-GCR(steps) on Mhat es.e = h: the basis p_0 = h, p_{j+1} = Mhat
+ * p_j (pb), its Gram matrix a column per step (one multi-dot over p_0..p_j
+ * with p_j read once a piece), then es.e = sum a_i p_i */
+static wd_status smooth_ca_gcr(wd_mg_fine *f, int steps)
+{
+    wd_backend *be = f->be;
+    const wd_field *p[WD_MG_MAX_SMOOTH + 1];
+    wd_complex gram[(WD_MG_MAX_SMOOTH + 1) * (WD_MG_MAX_SMOOTH + 1)], a[WD_MG_MAX_SMOOTH];
+    double res[2 * (WD_MG_MAX_SMOOTH + 1)];
+    const int ld = steps + 1;
+    wd_status st;
+    if (steps > f->nbasis)
+        return wd_fail(WD_ERR_INVALID, "multigrid: %d CA-GCR steps, the setup's basis has %d",
+                       steps, f->nbasis);
+    p[0] = &f->h;
+    for (int j = 1; j <= steps; ++j) {
+        p[j] = &f->pb[j - 1];
+        if ((st = wd_eo_mhat(&f->op, &f->pb[j - 1], p[j - 1], 0)) != WD_OK)
+            return st;
+        wd_blas_multi_cdot(be, j + 1, p, p[j], res);
+        for (int i = 0; i <= j; ++i)
+            gram[i * ld + j] = (wd_complex){res[2 * i], res[2 * i + 1]};
+    }
+    const int m = wd_mg_ca_gcr_coeffs(steps, gram, a);
+    wd_blas_zero(be, &f->es.e);
+    wd_blas_multi_caxpy(be, m, a, p, &f->es.e);
+    return be->error;
+}
+
 wd_status wd_mg_fine_smooth(wd_mg_fine *f, wd_mg_pair *e, const wd_mg_pair *r, int steps)
 {
     wd_backend *be = f->be;
@@ -350,10 +435,16 @@ wd_status wd_mg_fine_smooth(wd_mg_fine *f, wd_mg_pair *e, const wd_mg_pair *r, i
     wd_mg_pair_copy(be, &f->rs, r);
     if ((st = schur_source(f)) != WD_OK)
         return st;
-    wd_blas_zero(be, &f->es.e);
-    /* <q, h> and |q|^2 from the reducing Mhat where there is one (no pass
-     * of their own), else in one pass; the last step's residual is not
-     * needed */
+    if (f->smoother == WD_MG_SMOOTHER_CA_GCR) {
+        if ((st = smooth_ca_gcr(f, steps)) != WD_OK)
+            return st;
+        steps = 0;
+    } else {
+        wd_blas_zero(be, &f->es.e);
+    }
+    /* MR: <q, h> and |q|^2 from the reducing Mhat where there is one (no
+     * pass of their own), else in one pass; the last step's residual is
+     * not needed */
     const int reduces = wd_eo_mhat_reduces(&f->op);
     for (int i = 0; i < steps; ++i) {
         double res[3];

@@ -85,6 +85,8 @@ typedef struct mg_level {
      * relaxation to the build; NULL otherwise) */
     double *dvd;
     float *db, *dx, *dr, *dw[4], **dz, **dq;
+    float **dsm;                /* CA-GCR smoother: its basis A^(i+1) r (nsm fields) */
+    int nsm;
     /* the level's GCR (fine: the outer one): the projections
      * beta[i nk + j], the step coefficients alpha, the back-substituted
      * gamma and |q_i|^2 */
@@ -198,6 +200,14 @@ static wd_status check_mg_settings(const wd_mg_settings *m)
     if (m->pre_smooth < 0 || m->post_smooth < 0 || m->pre_smooth + m->post_smooth < 1)
         return wd_fail(WD_ERR_INVALID, "multigrid: pre_smooth %d and post_smooth %d must be >= 0 "
                        "and not both 0", m->pre_smooth, m->post_smooth);
+    if (m->smoother != WD_MG_SMOOTHER_MR && m->smoother != WD_MG_SMOOTHER_CA_GCR)
+        return wd_fail(WD_ERR_INVALID, "multigrid: smoother %d must be WD_MG_SMOOTHER_MR (0) or "
+                       "WD_MG_SMOOTHER_CA_GCR (1)", (int)m->smoother);
+    if (m->smoother == WD_MG_SMOOTHER_CA_GCR &&
+        (m->pre_smooth > WD_MG_MAX_SMOOTH || m->post_smooth > WD_MG_MAX_SMOOTH))
+        return wd_fail(WD_ERR_INVALID, "multigrid: pre_smooth %d and post_smooth %d must be at "
+                       "most %d with the CA-GCR smoother", m->pre_smooth, m->post_smooth,
+                       WD_MG_MAX_SMOOTH);
     if (m->cycle != WD_MG_VCYCLE && m->cycle != WD_MG_KCYCLE)
         return wd_fail(WD_ERR_INVALID, "multigrid: cycle %d must be WD_MG_VCYCLE (0) or "
                        "WD_MG_KCYCLE (1)", (int)m->cycle);
@@ -497,6 +507,11 @@ static void dev_free(wd_mg *mg)
             d->free(v->dq[i]);
         free(v->dz);
         free(v->dq);
+        for (int i = 0; i < v->nsm; ++i)
+            d->free(v->dsm[i]);
+        free(v->dsm);
+        v->dsm = NULL;
+        v->nsm = 0;
     }
 }
 
@@ -653,6 +668,15 @@ static wd_status dev_level(wd_mg *mg, int l, int eo_next)
     for (int i = 0; st == WD_OK && i < nk; ++i)
         if ((st = dev_alloc(mg, &v->dz[i], bytes, "a coarse field")) == WD_OK)
             st = dev_alloc(mg, &v->dq[i], bytes, "a coarse field");
+    /* a smoothed level's CA-GCR basis */
+    const wd_mg_settings *m = &mg->set;
+    const int steps = m->pre_smooth > m->post_smooth ? m->pre_smooth : m->post_smooth;
+    if (st == WD_OK && m->smoother == WD_MG_SMOOTHER_CA_GCR && l < mg->levels - 1) {
+        if (!(v->dsm = calloc((size_t)steps, sizeof *v->dsm)))
+            st = wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the smoother's basis");
+        for (; st == WD_OK && v->nsm < steps; ++v->nsm)
+            st = dev_alloc(mg, &v->dsm[v->nsm], bytes, "a coarse field");
+    }
     return st;
 }
 
@@ -969,11 +993,51 @@ static wd_status dev_multi_caxpy(wd_mg *mg, int l, int vol, int k, const wd_comp
     return st;
 }
 
-/* e = steps of minimal residual on A_l e = r from e = 0 (w[2], w[3] scratch) */
+/* e = CA-GCR(steps) on A_l e = r: the basis p_0 = r (w[2]), p_{j+1} = A_l
+ * p_j (dsm), its Gram matrix a column per step, e = sum a_i p_i
+ * (wd_mg_ca_gcr_coeffs) */
+static wd_status smooth_ca_gcr(wd_mg *mg, int l, float *e, const float *r, int steps)
+{
+    mg_level *v = &mg->lv[l];
+    const int vol = v->dop.layout.volume, n = v->dop.layout.ncomp;
+    float *p[WD_MG_MAX_SMOOTH + 1];
+    wd_complex gram[(WD_MG_MAX_SMOOTH + 1) * (WD_MG_MAX_SMOOTH + 1)], a[WD_MG_MAX_SMOOTH];
+    double res[2 * WD_MG_DEV_MULTI];
+    const int ld = steps + 1;
+    wd_status st = WD_OK;
+    if (steps > v->nsm)
+        return wd_fail(WD_ERR_INVALID, "multigrid level %d: %d CA-GCR steps, the setup's basis "
+                       "has %d", l, steps, v->nsm);
+    /* p_0 = r in w[2] (the operator fills its input's ghosts) */
+    p[0] = v->dw[2];
+    st = mg->dev->copy(vol, n, p[0], r);
+    for (int j = 1; st == WD_OK && j <= steps; ++j) {
+        p[j] = v->dsm[j - 1];
+        if ((st = dev_apply(mg, l, p[j], p[j - 1])) != WD_OK)
+            break;
+        for (int i0 = 0; st == WD_OK && i0 <= j; i0 += WD_MG_DEV_MULTI) {
+            const int k = j + 1 - i0 < WD_MG_DEV_MULTI ? j + 1 - i0 : WD_MG_DEV_MULTI;
+            st = dev_multi_cdot(mg, vol, n, k, (const float *const *)(p + i0), p[j], res);
+            for (int i = 0; st == WD_OK && i < k; ++i)
+                gram[(i0 + i) * ld + j] = (wd_complex){res[2 * i], res[2 * i + 1]};
+        }
+    }
+    if (st != WD_OK)
+        return st;
+    const int m = wd_mg_ca_gcr_coeffs(steps, gram, a);
+    if ((st = mg->dev->zero(vol, n, e)) != WD_OK)
+        return st;
+    return dev_multi_caxpy(mg, l, vol, m, a, p, e);
+}
+
+/* e = steps of the smoother on A_l e = r from e = 0 (MR: w[2], w[3]
+ * scratch) */
 static wd_status smooth(wd_mg *mg, int l, float *e, const float *r, int steps)
 {
     const wd_mg_dev_ops *d = mg->dev;
     mg_level *v = &mg->lv[l];
+    if (mg->set.smoother == WD_MG_SMOOTHER_CA_GCR)
+        return smooth_ca_gcr(mg, l, e, r, steps);
     const int vol = v->dop.layout.volume, n = v->dop.layout.ncomp;
     float *rr = v->dw[2], *q = v->dw[3];
     wd_status st = d->zero(vol, n, e);
@@ -1834,7 +1898,9 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
         mg->mass = s->mass;
         mg->csw = s->csw;
         const double kappa = 0.5 / (4.0 + s->mass);
-        st = agreed(mg, wd_mg_fine_init(&mg->fine, &h, kappa, m->gcr_nkrylov));
+        st = agreed(mg, wd_mg_fine_init(&mg->fine, &h, kappa, m->gcr_nkrylov, m->smoother,
+                                             m->pre_smooth > m->post_smooth ? m->pre_smooth
+                                                                            : m->post_smooth));
         if (st == WD_OK)
             st = wd_mg_op_fine(&mg->lv[0].op, h.dims, h.grid, h.gauge, h.clover, kappa, s->tbc);
         if (st == WD_OK)

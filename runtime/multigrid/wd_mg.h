@@ -268,21 +268,32 @@ typedef struct wd_mg_fine {
     wd_complex *dots;           /* nk: one orthogonalisation's projections */
     wd_mg_pair rs, es;          /* sloppy: the smoother's residual and correction */
     wd_field h, qs, ps, zs, tmp_s, tmp_se;
+    int smoother;               /* wd_mg_smoother */
+    int nbasis;                 /* CA-GCR: pb[i] = Mhat^(i+1) h, i < nbasis (sloppy) */
+    wd_field *pb;
 } wd_mg_fine;
 
 /* init: the checks, and what the setup needs (the sloppy fields and the
  * Schur operator); solver: the outer GCR's fields and operators, after the
  * setup (whose peak of memory they would otherwise add to) */
-wd_status wd_mg_fine_init(wd_mg_fine *f, const wd_solver_host *h, double kappa, int nkrylov);
+wd_status wd_mg_fine_init(wd_mg_fine *f, const wd_solver_host *h, double kappa, int nkrylov,
+                          wd_mg_smoother smoother, int steps);
 wd_status wd_mg_fine_solver(wd_mg_fine *f, const wd_solver_host *h);
 void wd_mg_fine_free(wd_mg_fine *f);
 /* out = A in in the outer precision */
 wd_status wd_mg_fine_apply(wd_mg_fine *f, wd_mg_pair *out, const wd_mg_pair *in);
 /* out = A in in the Krylov precision */
 wd_status wd_mg_fine_apply_k(wd_mg_fine *f, wd_mg_pair *out, const wd_mg_pair *in);
-/* e = the correction of `steps` MR iterations on the Schur system of
- * A e = r from 0, odd sites reconstructed (e may be r) */
+/* e = the correction of `steps` smoother iterations (f->smoother: MR, or
+ * CA-GCR with steps <= the init's) on the Schur system of A e = r from 0,
+ * odd sites reconstructed (e may be r) */
 wd_status wd_mg_fine_smooth(wd_mg_fine *f, wd_mg_pair *e, const wd_mg_pair *r, int steps);
+/* CA-GCR's least squares: with gram[i (s + 1) + j] = <p_i, p_j> (i <= j
+ * <= s; the rest unread) of the basis p_0 = r, p_{i+1} = A p_i, the a[0..m-1]
+ * minimising |r - sum_i a_i A p_i| by the normal equations (Cholesky in
+ * float64); returns m <= s, the leading directions whose Gram matrix is
+ * numerically positive definite (0: none, a = 0) */
+int wd_mg_ca_gcr_coeffs(int s, const wd_complex *gram, wd_complex *a);
 /* start (host order, full lattice; in the backend's memory where
  * on_device) the random start, v the relaxed vector (the same order; in
  * the backend's memory where v_on_device; v may be start); *res = |Mhat^dag Mhat v_e| / |Mhat^dag Mhat v_e,0|
