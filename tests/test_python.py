@@ -22,8 +22,10 @@ Checks, on fresh random data:
     on the same solver, numpy's residual <= tol, the outer and per-level
     iterations reported; two sources in one batch = one solve each, bit
     for bit; propagator() on one setup, every column M x = b by numpy; a
-    block that does not divide raises Error naming it; the null vectors
-    saved (mg=dict(save=...)) and loaded into another Solver: x bit for bit;
+    block that does not divide raises Error naming it; smoother='ca-gcr'
+    reaches the tolerance, an unknown smoother raises ValueError; the null
+    vectors saved (mg=dict(save=...)) and loaded into another Solver: x bit
+    for bit;
   - errors: complex64, wrong shape, non-contiguous b raise TypeError or
     ValueError; NaN in b raises wdirac.Error naming the site; max_iter 3
     raises wdirac.Error carrying the best x and its stats;
@@ -337,6 +339,19 @@ def mg_checks(u, b, mass, krylov, rng):
     check("mg: propagator() on one setup, every column M x = b by numpy",
           worst <= 1e-11 and all(p["status"] == "ok" and len(p["mg_iterations"]) == 2
                                  for p in pstats), f"worst numpy residual {worst:.1e}")
+    sca = wdirac.Solver(u, mass=mass, backend="cpu", tol=1e-11,
+                        mg=dict(block=2, nvec=8, setup_max_iter=30, smoother="ca-gcr",
+                                post_smooth=6))
+    xc, stc = sca.solve(b)
+    check("mg: smoother='ca-gcr' reaches the tolerance, x within 1e-8 of BiCGstab's",
+          stc.status == "ok" and rel(wilson(u.array, xc, mass), b) <= 1e-11
+          and rel(xc, xb) <= 1e-8, f"{stc.iterations} outer, per level {stc.mg_iterations}")
+    try:
+        wdirac.Solver(u, mass=mass, backend="cpu", mg=dict(smoother="gmres"))
+        check("mg: an unknown smoother raises ValueError naming the choices", False)
+    except ValueError as e:
+        check("mg: an unknown smoother raises ValueError naming the choices",
+              "ca-gcr" in str(e) and "mr" in str(e), str(e))
     try:
         wdirac.Solver(u, mass=mass, backend="cpu", mg=dict(block=(4, 4, 3, 4), nvec=8))
         check("mg: a block that does not divide raises Error naming it", False)
