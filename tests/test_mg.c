@@ -405,8 +405,7 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     m.setup_max_iter = setup_iter;
     m.verbosity = verbose;
     m.smoother = smoother;
-    if (smoother == WD_MG_SMOOTHER_CA_GCR)
-        m.post_smooth = 6;
+    m.post_smooth = smoother == WD_MG_SMOOTHER_CA_GCR ? 6 : 4;
     double complex *b = xalloc(n * sizeof *b), *x = xalloc(n * sizeof *x);
     double complex *x2 = xalloc(n * sizeof *x2), *xk = xalloc(n * sizeof *xk);
     double complex *t = NULL;

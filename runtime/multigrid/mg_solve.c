@@ -158,7 +158,7 @@ void wd_mg_default_settings(wd_mg_settings *m)
     m->setup_tol = 5e-6;
     m->setup_max_iter = 500;
     m->pre_smooth = 0;
-    m->post_smooth = 4;
+    m->post_smooth = 8;
     m->cycle = WD_MG_KCYCLE;
     m->coarse_tol = 0.25;
     m->coarse_max_iter = 100;
@@ -166,6 +166,7 @@ void wd_mg_default_settings(wd_mg_settings *m)
     m->seed = 1;
     m->verbosity = 0;
     m->coarse_eo = 1;
+    m->smoother = WD_MG_SMOOTHER_CA_GCR;
 }
 
 static double now_s(void)
