@@ -29,6 +29,12 @@
  *             site) and from packed coarse fields (16 and 48 components),
  *             the null vectors in float and in 16 bits (the reference's
  *             float64 vectors then the values the 16 bits hold)
+ *   even      the same transfers of an even-only field (host layout, the
+ *             sites and fine_sites of wd_mg_parity_sites): P^dag of the
+ *             field with its odd sites NaN = the float64 P^dag of (r_e, 0),
+ *             and P onto the even sites = the even part of the float64 P,
+ *             the odd sites untouched (blocks 4^4 and 2x1x1x1, nvec 8 and
+ *             24, float and 16-bit vectors); blocks of odd extents refused
  *   apply     the coarse operator of a random gauge field (wd_mg_coarse_build
  *             of orthonormalised random vectors) against wd_mg_op_apply, in
  *             single and half links (nvec 8 and, where built, 24): 1e-5 and
@@ -500,6 +506,153 @@ static void test_transfer(const int dims[4], int n_fine, const int block[4], int
     wd_mg_transfer_free(&t);
 }
 
+/* restrict_ and prolong of a host-layout fine field's even sites alone
+ * (wd_mg_dev_transfer's fine_sites) against the float64 P^dag of (r_e, 0)
+ * and the even part of P c; the odd sites NaN going in, and left as they
+ * were coming out */
+static void test_transfer_even(const int dims[4], const int block[4], int nvec, int precision)
+{
+    char name[128];
+    wd_mg_transfer t;
+    if (wd_mg_transfer_init(&t, 0, dims, 12, block, nvec, 0) != WD_OK) {
+        check_true("transfer init", 0, wd_last_error());
+        return;
+    }
+    const size_t fn = t.fine_volume * 12, cn = t.coarse_volume * 2 * nvec;
+    for (int k = 0; k < nvec; ++k) {
+        double complex *f = random_field(fn);
+        wd_mg_vector_set(&t, k, f);
+        free(f);
+    }
+    if (wd_mg_orthonormalise(&t, 0) != WD_OK) {
+        check_true("transfer orthonormalise", 0, wd_last_error());
+        wd_mg_transfer_free(&t);
+        return;
+    }
+    void *mem[4];
+    wd_mg_dev_transfer dt = dev_transfer(&t, 1, precision, mem);
+    const size_t half = t.fine_volume / 2;
+    int *agg_sites = xalloc(half * sizeof *agg_sites), *fine_sites = xalloc(half * sizeof(int));
+    const wd_status pst = wd_mg_parity_sites(&t, 0, agg_sites, fine_sites);
+    check_true("even transfer: parity sites", pst == WD_OK, wd_last_error());
+    int *dsites = dev_alloc(half * sizeof(int)), *dfine = dev_alloc(half * sizeof(int));
+    up(dsites, agg_sites, half * sizeof(int));
+    up(dfine, fine_sites, half * sizeof(int));
+    dt.fine_volume = (int)half;
+    dt.block_volume = t.block_volume / 2;
+    dt.sites = dsites;
+    dt.fine_sites = dfine;
+    char *even = xalloc(t.fine_volume);
+    for (size_t i = 0; i < half; ++i)
+        even[fine_sites[i]] = 1;
+    size_t nodd = 0;
+    for (size_t x = 0; x < t.fine_volume; ++x) {
+        int sum = 0;
+        for (size_t r = x, mu = 0; mu < 4; r /= (size_t)dims[mu], ++mu)
+            sum += (int)(r % (size_t)dims[mu]);
+        nodd += (sum & 1) != 0;
+        if (even[x] != !(sum & 1))
+            nodd = t.fine_volume;   /* a site listed with the wrong parity */
+    }
+    check_true("even transfer: the listed sites are the even ones", nodd == half, "");
+    /* P^dag: (r_e, NaN) on the backend, (r_e, 0) in the reference */
+    double complex *f = random_field(fn), *c_ref = xalloc(cn * sizeof *c_ref);
+    double complex *fz = xalloc(fn * sizeof *fz);
+    for (size_t x = 0; x < t.fine_volume; ++x)
+        for (int a = 0; a < 12; ++a) {
+            fz[x * 12 + a] = even[x] ? f[x * 12 + a] : 0;
+            if (!even[x])
+                f[x * 12 + a] = CMPLX(NAN, NAN);
+        }
+    const size_t fbytes = fn * sizeof(double complex);
+    void *dfield = dev_alloc(fbytes);
+    float *dcoarse = dev_alloc(cn * 2 * sizeof(float));
+    up(dfield, f, fbytes);
+    poison(dcoarse, cn * 2);
+    ops->restrict_(&dt, dcoarse, dfield);
+    float *cout = xalloc(cn * 2 * sizeof *cout);
+    down(cout, dcoarse, cn * 2 * sizeof(float));
+    wd_mg_restrict(&t, c_ref, fz);
+    double *cref_packed = xalloc(cn * 2 * sizeof *cref_packed);
+    for (size_t j = 0; j < cn; ++j) {
+        const int n = 2 * nvec;
+        const size_t s = j / n, i = j % n;
+        cref_packed[s * 2 * n + i] = creal(c_ref[j]);
+        cref_packed[s * 2 * n + n + i] = cimag(c_ref[j]);
+    }
+    snprintf(name, sizeof name, "even transfer block %dx%dx%dx%d nvec %d v%d: P^dag", block[0],
+             block[1], block[2], block[3], nvec, precision);
+    check(name, rel_diff_f(cout, cref_packed, cn * 2), 2e-5);
+    /* P: the even sites against the float64 P c, the odd ones untouched */
+    double complex *c = random_field(cn), *f_ref = xalloc(fn * sizeof *f_ref);
+    float *cp = to_packed(c, t.coarse_volume, 2 * nvec);
+    to_doubles((double *)c, cp, t.coarse_volume, 2 * nvec);
+    up(dcoarse, cp, cn * 2 * sizeof(float));
+    for (size_t i = 0; i < fn; ++i)
+        fz[i] = CMPLX(7.0, -3.0);
+    up(dfield, fz, fbytes);
+    ops->prolong(&dt, dfield, dcoarse);
+    wd_mg_prolong(&t, f_ref, c);
+    double complex *fout = xalloc(fbytes);
+    down(fout, dfield, fbytes);
+    double num = 0, den = 0;
+    int untouched = 1;
+    for (size_t x = 0; x < t.fine_volume; ++x)
+        for (int a = 0; a < 12; ++a) {
+            const size_t i = x * 12 + a;
+            if (!even[x]) {
+                untouched &= creal(fout[i]) == 7.0 && cimag(fout[i]) == -3.0;
+                continue;
+            }
+            const double d = cabs(fout[i] - f_ref[i]);
+            num = d > num || isnan(d) ? d : num;
+            den = fmax(den, cabs(f_ref[i]));
+        }
+    snprintf(name, sizeof name, "even transfer block %dx%dx%dx%d nvec %d v%d: P", block[0],
+             block[1], block[2], block[3], nvec, precision);
+    check(name, num / den, 2e-5);
+    snprintf(name, sizeof name, "even transfer block %dx%dx%dx%d nvec %d v%d: odd sites untouched",
+             block[0], block[1], block[2], block[3], nvec, precision);
+    check_true(name, untouched, "");
+    for (int i = 0; i < 4; ++i)
+        ops->free(mem[i]);
+    ops->free(dsites);
+    ops->free(dfine);
+    ops->free(dfield);
+    ops->free(dcoarse);
+    free(agg_sites);
+    free(fine_sites);
+    free(even);
+    free(f);
+    free(fz);
+    free(c_ref);
+    free(cout);
+    free(cref_packed);
+    free(c);
+    free(f_ref);
+    free(cp);
+    free(fout);
+    wd_mg_transfer_free(&t);
+}
+
+/* blocks of odd extents only: an aggregate's sites not half even */
+static void test_parity_refused(void)
+{
+    const int dims[4] = {6, 6, 6, 6}, block[4] = {3, 3, 3, 3};
+    wd_mg_transfer t;
+    if (wd_mg_transfer_init(&t, 0, dims, 12, block, 4, 0) != WD_OK) {
+        check_true("transfer init 3^4", 0, wd_last_error());
+        return;
+    }
+    const size_t half = t.fine_volume / 2;
+    int *a = xalloc(half * sizeof *a), *f = xalloc(half * sizeof *f);
+    const wd_status st = wd_mg_parity_sites(&t, 0, a, f);
+    check_true("even transfer: blocks 3^4 refused", st == WD_ERR_INVALID, wd_last_error());
+    free(a);
+    free(f);
+    wd_mg_transfer_free(&t);
+}
+
 /* the coarse operator of a random gauge field, applied by the backend in
  * single or half links against wd_mg_op_apply */
 /* a site of a single field rounded to 16 bits as the kernels' store */
@@ -852,7 +1005,12 @@ int main(int argc, char **argv)
         test_transfer(dims, 12, b2, 8, 1, prec);
         test_transfer(dims, 16, b2, 8, 0, prec);
         test_transfer(cdims, 48, b2, 24, 0, prec);
+        const int b2111[4] = {2, 1, 1, 1};
+        test_transfer_even(dims, b4, 8, prec);
+        test_transfer_even(dims, b4, 24, prec);
+        test_transfer_even(dims, b2111, 8, prec);
     }
+    test_parity_refused();
     double complex *u = xalloc(wd_volume(dims) * 36 * sizeof *u);
     if (wd_gauge_init((double *)u, dims, WD_START_HOT, seed) != WD_OK) {
         check_true("random gauge field", 0, wd_last_error());

@@ -271,7 +271,7 @@ wd_status wd_upload_pair(wd_backend *be, wd_field *even, wd_field *odd, const do
     if (tf)
         return no_spinor_gauge(be);
     wd_status st = be->ops->upload(be, even, src, 0);
-    return st == WD_OK ? be->ops->upload(be, odd, src, 1) : st;
+    return st == WD_OK && odd ? be->ops->upload(be, odd, src, 1) : st;
 }
 
 wd_status wd_download_pair(wd_backend *be, double *dst, const wd_field *even, const wd_field *odd,
@@ -284,7 +284,7 @@ wd_status wd_download_pair(wd_backend *be, double *dst, const wd_field *even, co
     if (tf)
         return no_spinor_gauge(be);
     wd_status st = be->ops->download(be, dst, even, 0);
-    return st == WD_OK ? be->ops->download(be, dst, odd, 1) : st;
+    return st == WD_OK && odd ? be->ops->download(be, dst, odd, 1) : st;
 }
 
 int wd_spinor_gauge_supported(const wd_backend *be)

@@ -749,10 +749,12 @@ __device__ __forceinline__ void gauge_site(const double2 *g, long i, bool dagger
 template <int P>
 __global__ void __launch_bounds__(BLAS_BLOCK) from_host_layout(const double2 *raw, wd_field even,
                                                                wd_field odd, int4 d, long n,
-                                                               const double2 *gauge)
+                                                               const double2 *gauge, int even_only)
 {
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
          i += (long)gridDim.x * blockDim.x) {
+        if (even_only && site_parity(i, d))
+            continue;
         double2 h[12];
 #pragma unroll
         for (int k = 0; k < 12; ++k)
@@ -780,10 +782,12 @@ __global__ void __launch_bounds__(BLAS_BLOCK) from_host_layout(const double2 *ra
 template <int P>
 __global__ void __launch_bounds__(BLAS_BLOCK) to_host_layout(double2 *raw, wd_field even,
                                                              wd_field odd, int4 d, long n,
-                                                             const double2 *gauge)
+                                                             const double2 *gauge, int even_only)
 {
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
          i += (long)gridDim.x * blockDim.x) {
+        if (even_only && site_parity(i, d))
+            continue;
         double v[NR];
         load_double<P>(site_parity(i, d) ? odd : even, (int)(i >> 1), v);
         double2 h[12];
@@ -1382,6 +1386,10 @@ static long local_volume(const wd_backend *be)
 wd_status wd_cuda_be_from_host_layout(wd_backend *be, wd_field *even, wd_field *odd,
                                       const double *raw, const double *gauge)
 {
+    /* odd NULL: the even sites alone */
+    const int even_only = odd == NULL;
+    if (even_only)
+        odd = even;
     if (even->precision != odd->precision)
         return wd_fail(WD_ERR_INVALID, "CUDA backend: the two parities of a source in different "
                        "precisions (%d and %d bytes)", even->precision, odd->precision);
@@ -1390,9 +1398,9 @@ wd_status wd_cuda_be_from_host_layout(wd_backend *be, wd_field *even, wd_field *
     cudaStream_t st = (cudaStream_t)wd_cuda_stream();
     const double2 *r = (const double2 *)raw, *g = (const double2 *)gauge;
     switch (even->precision) {
-    case 8: from_host_layout<8><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n, g); break;
-    case 4: from_host_layout<4><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n, g); break;
-    default: from_host_layout<2><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n, g); break;
+    case 8: from_host_layout<8><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n, g, even_only); break;
+    case 4: from_host_layout<4><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n, g, even_only); break;
+    default: from_host_layout<2><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n, g, even_only); break;
     }
     failed(be, cudaGetLastError(), "from the host layout");
     return be->error;
@@ -1401,6 +1409,10 @@ wd_status wd_cuda_be_from_host_layout(wd_backend *be, wd_field *even, wd_field *
 wd_status wd_cuda_be_to_host_layout(wd_backend *be, double *raw, const wd_field *even,
                                     const wd_field *odd, const double *gauge)
 {
+    /* odd NULL: the even sites alone */
+    const int even_only = odd == NULL;
+    if (even_only)
+        odd = even;
     if (even->precision != odd->precision)
         return wd_fail(WD_ERR_INVALID, "CUDA backend: the two parities of a solution in "
                        "different precisions (%d and %d bytes)", even->precision, odd->precision);
@@ -1410,9 +1422,9 @@ wd_status wd_cuda_be_to_host_layout(wd_backend *be, double *raw, const wd_field 
     double2 *r = (double2 *)raw;
     const double2 *g = (const double2 *)gauge;
     switch (even->precision) {
-    case 8: to_host_layout<8><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n, g); break;
-    case 4: to_host_layout<4><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n, g); break;
-    default: to_host_layout<2><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n, g); break;
+    case 8: to_host_layout<8><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n, g, even_only); break;
+    case 4: to_host_layout<4><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n, g, even_only); break;
+    default: to_host_layout<2><<<grid, BLAS_BLOCK, 0, st>>>(r, *even, *odd, local_dims(be), n, g, even_only); break;
     }
     failed(be, cudaGetLastError(), "to the host layout");
     return be->error;

@@ -224,9 +224,19 @@ static wd_status stage_host(wd_backend *be, const double *src, const double **de
     return st;
 }
 
+/* odd NULL (the even sites alone) with on_device only: the staged copy
+ * would carry the odd sites too */
+static wd_status one_parity_staged(void)
+{
+    return wd_fail(WD_ERR_INVALID, "CUDA backend: a transfer of the even sites alone needs the "
+                   "host layout in device memory (on_device)");
+}
+
 static wd_status upload_pair(wd_backend *be, wd_field *even, wd_field *odd, const double *src,
                              int on_device, const wd_spinor_gauge *tf)
 {
+    if (!odd && !on_device)
+        return one_parity_staged();
     const double *dev = src;
     wd_status st = on_device ? WD_OK : stage_host(be, src, &dev);
     return st == WD_OK ? wd_cuda_be_from_host_layout(be, even, odd, dev, tf_data(tf)) : st;
@@ -240,6 +250,8 @@ static wd_status download_pair(wd_backend *be, double *dst, const wd_field *even
         /* the caller's arrays live on other streams: done before return */
         return st == WD_OK ? wd_cuda_sync() : st;
     }
+    if (!odd)
+        return one_parity_staged();
     const size_t bytes = host_layout_bytes(be);
     double *raw;
     void *pinned;

@@ -376,7 +376,10 @@ void wd_backend_close(wd_backend *be);
 
 /* The upload_pair / download_pair operations of the table, or for a backend
  * without them the two parities one at a time (host memory only: device
- * memory is WD_ERR_INVALID there, and so is a transformation tf). */
+ * memory is WD_ERR_INVALID there, and so is a transformation tf).  odd
+ * NULL: the even sites alone, the host layout's odd sites neither read
+ * nor written (on the CUDA backend with on_device only: the multigrid's
+ * transfers of one parity). */
 wd_status wd_upload_pair(wd_backend *be, wd_field *even, wd_field *odd, const double *src,
                          int on_device, const wd_spinor_gauge *tf);
 wd_status wd_download_pair(wd_backend *be, double *dst, const wd_field *even, const wd_field *odd,

@@ -464,7 +464,7 @@ static wd_status cpu_prolong(const wd_mg_dev_transfer *t, void *fine, const floa
         return WD_ERR_INVALID;
 #pragma omp parallel for schedule(static) if (threaded(t->fine_volume, nf))
     for (int xi = 0; xi < t->fine_volume; ++xi) {
-        const size_t x = (size_t)xi;
+        const size_t x = (size_t)(t->fine_sites ? t->fine_sites[xi] : xi);
         const float *cr = coarse + (size_t)t->agg[x] * 2 * nc, *ci = cr + nc;
         for (int a = 0; a < nf; ++a) {
             const int off = (a >= h) * nv;

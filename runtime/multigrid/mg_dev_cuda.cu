@@ -246,7 +246,8 @@ __global__ void k_restrict(wd_mg_dev_transfer t, float *coarse, const void *fine
     }
 }
 
-/* a thread a fine component (x, a) */
+/* a thread a fine component (x, a), x the i-th fine site (fine_sites[i]
+ * in a transfer of one parity) */
 template <bool HOST, bool HALF>
 __global__ void k_prolong(wd_mg_dev_transfer t, void *fine, const float *coarse)
 {
@@ -254,7 +255,8 @@ __global__ void k_prolong(wd_mg_dev_transfer t, void *fine, const float *coarse)
     const size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (idx >= (size_t)t.fine_volume * nf)
         return;
-    const size_t x = idx / nf;
+    const size_t i = idx / nf;
+    const size_t x = t.fine_sites ? (size_t)t.fine_sites[i] : i;
     const int a = (int)(idx % nf), off = (a >= nf / 2) * nv;
     const float *cr = coarse + (size_t)t.agg[x] * 4 * nv, *ci = cr + 2 * nv;
     float re = 0, im = 0;
@@ -264,7 +266,7 @@ __global__ void k_prolong(wd_mg_dev_transfer t, void *fine, const float *coarse)
         im += w.x * ci[off + k] + w.y * cr[off + k];
     }
     if (HOST) {
-        ((double2 *)fine)[idx] = make_double2(re, im);
+        ((double2 *)fine)[x * nf + a] = make_double2(re, im);
     } else {
         float *f = (float *)fine + x * 2 * nf;
         f[a] = re;

@@ -12,6 +12,8 @@
  *   wd_mg_random_start            a null vector's random start (a stream a
  *                                 global site)
  *   wd_mg_vector_set              store one null vector from a field
+ *   wd_mg_parity_sites            the sites of one parity, by aggregate and
+ *                                 in all (a transfer of one parity's field)
  *   wd_mg_coarse_init             a coarse operator's extents, neighbours, zero links
  *   wd_mg_coarse_build            D_c = P^dag A P by directions, aggregate by
  *                                 aggregate, each site's vectors read together
@@ -98,6 +100,44 @@ wd_status wd_mg_transfer_init(wd_mg_transfer *t, int level, const int fine_dims[
         t->sites[b * t->block_volume + fill[b]++] = (int)s;
     }
     free(fill);
+    return WD_OK;
+}
+
+wd_status wd_mg_parity_sites(const wd_mg_transfer *t, int parity, int *agg_sites,
+                             int *fine_sites)
+{
+    const int bv = t->block_volume, half = bv / 2;
+    size_t at = 0;
+    for (size_t b = 0; b < t->coarse_volume; ++b) {
+        int m = 0;
+        for (int j = 0; j < bv; ++j) {
+            size_t r = (size_t)t->sites[b * bv + j];
+            int sum = 0;
+            for (int mu = 0; mu < 4; ++mu) {
+                sum += (int)(r % (size_t)t->fine_dims[mu]);
+                r /= (size_t)t->fine_dims[mu];
+            }
+            if ((sum & 1) != parity)
+                continue;
+            if (m == half || bv % 2)
+                return wd_fail(WD_ERR_INVALID, "multigrid: aggregate %zu has not half its %d "
+                               "sites of parity %d (blocks of odd extents only)", b, bv, parity);
+            agg_sites[b * half + m++] = t->sites[b * bv + j];
+        }
+        if (m != half)
+            return wd_fail(WD_ERR_INVALID, "multigrid: aggregate %zu has %d of its %d sites of "
+                           "parity %d", b, m, bv, parity);
+    }
+    for (size_t x = 0; x < t->fine_volume; ++x) {
+        size_t r = x;
+        int sum = 0;
+        for (int mu = 0; mu < 4; ++mu) {
+            sum += (int)(r % (size_t)t->fine_dims[mu]);
+            r /= (size_t)t->fine_dims[mu];
+        }
+        if ((sum & 1) == parity)
+            fine_sites[at++] = (int)x;
+    }
     return WD_OK;
 }
 

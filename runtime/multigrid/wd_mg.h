@@ -42,6 +42,7 @@
  *   wd_mg_random_start a null vector's random start (one stream a site)
  *   wd_mg_prolong      fine = P coarse
  *   wd_mg_restrict     coarse = P^dag fine
+ *   wd_mg_parity_sites the sites of one parity (a one-parity transfer's)
  *   wd_mg_coarse_init  a coarse operator's extents, neighbours, zero links
  *   wd_mg_coarse_build D_c = P^dag A P, direction by direction from the
  *                      level's hops and the null vectors
@@ -212,6 +213,13 @@ void wd_mg_vector_set(wd_mg_transfer *t, int k, const double complex *field);
 void wd_mg_random_start(const int dims[4], const int ext[4], const int org[4], uint64_t base,
                         int n, double complex *v);
 void wd_mg_restrict(const wd_mg_transfer *t, double complex *coarse, const double complex *fine);
+/* The fine sites of `parity` (of the local coordinates: the global one,
+ * every local extent being even): agg_sites[b (bv / 2) + j] the j-th of
+ * aggregate b's in its sites[] order, fine_sites[i] all of them in site
+ * order (fine_volume / 2 each way); WD_ERR_INVALID where an aggregate
+ * does not hold half its sites of each parity (every block extent odd). */
+wd_status wd_mg_parity_sites(const wd_mg_transfer *t, int parity, int *agg_sites,
+                             int *fine_sites);
 
 /* coarse = the operator P^dag A P of fine's level, built from fine's hops
  * and local term applied to each chirality-projected null vector: a hop

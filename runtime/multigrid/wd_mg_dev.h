@@ -108,6 +108,12 @@ typedef struct wd_mg_dev_transfer {
     int v_precision;             /* 4 float, 2 16-bit with v_norm */
     const void *v;               /* the null vectors */
     const float *v_norm;         /* v_precision 2: one a vector at a site; else NULL */
+    /* NULL: prolong writes every fine site.  A transfer of one parity's
+     * field (the sites of the other neither read nor written): sites and
+     * block_volume the aggregates' sites of that parity (half of each,
+     * wd_mg_parity_sites), fine_volume half the fine sites, and
+     * fine_sites[i] (i < fine_volume) the fine sites prolong writes */
+    const int *fine_sites;
 } wd_mg_dev_transfer;
 
 typedef struct wd_mg_dev_ops {
