@@ -454,8 +454,11 @@ static wd_status run_one(const wd_coarse_variant *v, const level *lv, wd_rng *rn
             float *first_norm = xalloc(nb + 1);
             memcpy(first, pout, sb);
             memcpy(first_norm, out_norm, nb);
-            memset(pout, 0xff, sb);
-            memset(out_norm, 0xff, nb);
+            /* poisoned as for the first run: the pads between right-hand
+             * sides must come back as they went */
+            poison(pout, reals, half);
+            for (size_t s = 0; s < nb / sizeof(float); ++s)
+                out_norm[s] = NAN;
             const int chosen = gpu_block;
             gpu_block = 1024;
             st = run_gpu(v, &l, &h, a, sb, nb);
