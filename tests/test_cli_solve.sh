@@ -124,7 +124,7 @@ assert r['solver'] == 'mg', r['solver']
 assert m['levels'] == 2 and m['block'] == [[2, 2, 2, 2]] and m['nvec'] == [8], m
 assert m['setup_max_iter'] == 30 and m['cycle'] == 'k' and m['post_smooth'] == 8, m
 assert m['smoother'] == 'ca-gcr', m
-assert m['coarse_eo'] == 1, m
+assert m['coarse_eo'] == 1 and m['outer_eo'] == 0, m
 su = m['setup']
 assert su['diagnostics_seconds'] > 0, su
 assert su['seconds'] > 0 and su['fine_applies'] > 0, su
@@ -141,6 +141,26 @@ assert abs(res['seconds_with_setup'] - su['seconds'] - res['seconds']) < 1e-9, r
 rc=$?
 check "... JSON: MG settings, setup cost and diagnostics, per-level iterations" 0 $rc
 [ $rc = 0 ] || show "$dir/j7.log"
+# the outer GCR on the even-odd Schur system
+# shellcheck disable=SC2086
+OMP_NUM_THREADS=1 "$wdirac" solve --gauge "$g" --source "$dir/b7.npy" --mass 0.05 --tol 1e-10 \
+    --backend cpu $mg --mg-outer-eo 1 --out "$dir/x9.npy" --json "$dir/r9.json" \
+    > "$dir/s9.log" 2>&1
+rc=$?
+check "solve --mg --mg-outer-eo 1" 0 $rc
+[ $rc = 0 ] || show "$dir/s9.log"
+numpy_check "... numpy M x = b" "$dir/c9.log" check --gauge "$g" --source "$dir/b7.npy" \
+    --solution "$dir/x9.npy" --mass 0.05 --tol 1e-9
+"$python" -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+m, res = r['mg'], r['result']
+assert m['outer_eo'] == 1, m
+assert res['status'] == 'ok' and res['true_residual'] <= 1e-10, res
+" "$dir/r9.json" > "$dir/j9.log" 2>&1
+rc=$?
+check "... JSON: outer_eo 1, the true residual" 0 $rc
+[ $rc = 0 ] || show "$dir/j9.log"
 # shellcheck disable=SC2086
 OMP_NUM_THREADS=1 "$wdirac" solve --gauge "$g" --random 1 --backend cpu $mg \
     --mg-block 4x4x3x4 --out "$dir/x8.npy" > "$dir/e8.log" 2>&1
@@ -166,6 +186,10 @@ check "... the message names the limit" 0 $?
 "$wdirac" solve --gauge "$g" --random 1 --backend cpu --mg --mg-coarse-eo 2 > "$dir/e.log" 2>&1
 check "--mg-coarse-eo 2: exit 2" 2 $?
 grep -q -- "--mg-coarse-eo needs 0 or 1, got '2'" "$dir/e.log"
+check "... the message names the option and the value" 0 $?
+"$wdirac" solve --gauge "$g" --random 1 --backend cpu --mg --mg-outer-eo 2 > "$dir/e.log" 2>&1
+check "--mg-outer-eo 2: exit 2" 2 $?
+grep -q -- "--mg-outer-eo needs 0 or 1, got '2'" "$dir/e.log"
 check "... the message names the option and the value" 0 $?
 
 # exit codes

@@ -2,13 +2,14 @@
  * test_mg: the multigrid module (runtime/multigrid/) on the host, against
  * the float64 reference operators, on fresh random data.
  *
- *   test_mg [--seed N] [--verbose] [--backend cpu|cuda] [--part base|levels]
+ *   test_mg [--seed N] [--verbose] [--backend cpu|cuda] [--part base|levels|eo]
  *           (default seed: the time, printed; the solves' fine level on
  *           that backend, exit 77 when it is absent; --part: base every
- *           check but the 3-level and half-precision solves, levels those
- *           alone, default both: meson runs the two parts as the tests mg
- *           and mg_levels, the second in suite long, which CI's sanitizer
- *           build leaves out for time)
+ *           check but the 3-level and half-precision solves and the outer
+ *           GCR on the even-odd system, levels and eo those alone, default
+ *           all: meson runs the parts as the tests mg, mg_levels and
+ *           mg_eo, mg_levels in suite long, which CI's sanitizer build
+ *           leaves out for time)
  *
  * Checks, each with its tolerance:
  *   fine     the module's own fine operator L - kappa D (wd_mg_op_apply)
@@ -36,12 +37,19 @@
  *            half); the 2-level Wilson solve's even-odd coarse level against
  *            GCR on the whole coarse operator (the same tolerance, fewer
  *            coarse iterations)
+ *   eo       the same solve checks with outer_eo 1 (the outer GCR on the
+ *            even-odd Schur system): Wilson, clover symmetric and
+ *            asymmetric, 3 levels (Wilson K-cycle with 2^4 blocks twice,
+ *            clover V-cycle in half), Wilson in half, and Wilson on 6^4
+ *            with 3^4 blocks (no aggregate half even: the whole transfer
+ *            of (r_e, 0))
  *   file     the Wilson setup saved (wd_mg_settings.save) and loaded into a
  *            second solver: the same x bit for bit; a file of another
  *            block, a corrupted byte and an existing path refused with
  *            the cause named, the solver's multigrid kept
  *   errors   bad settings: a block that does not divide, nvec above an
- *            aggregate's dimension, 0 and 5 levels, each WD_ERR_INVALID
+ *            aggregate's dimension, 0 and 5 levels, smoother 7, 33 CA-GCR
+ *            steps, outer_eo 2, each WD_ERR_INVALID
  *            naming the cause, the solver still solving after it; a
  *            WD_SOLVER_MG solve without a setup
  * One line per check; "N of M failed" last; exit 0 when all pass.
@@ -375,14 +383,16 @@ static void test_file(double complex *u, const int dims[4], const wd_solver_sett
  * 4^4 one into a 2^4 last level, solved even-odd), a V-cycle (vcycle) or
  * K-cycle between levels 1 and 2 */
 static void test_solve(uint64_t seed, double complex *u, const int dims[4], int clover, int levels,
-                       int vcycle, int half, int b0, wd_mg_smoother smoother)
+                       int vcycle, int half, int b0, wd_mg_smoother smoother, int eo)
 {
     const size_t vol = wd_volume(dims), n = vol * 12;
-    char tag[80];
-    snprintf(tag, sizeof tag, "%s%s%s%s%s", clover ? "clover" : "wilson",
+    char tag[120];
+    snprintf(tag, sizeof tag, "%s%s%s%s%s%s", clover ? "clover" : "wilson",
              levels == 3 ? (vcycle ? " 3 levels V-cycle" : " 3 levels K-cycle") : "",
-             half ? " sloppy half" : "", b0 == 2 ? " blocks 2^4, 2^4" : "",
-             smoother == WD_MG_SMOOTHER_CA_GCR ? " CA-GCR(6)" : "");
+             half ? " sloppy half" : "",
+             b0 == 2 ? " blocks 2^4, 2^4" : b0 == 3 ? " blocks 3^4" : "",
+             smoother == WD_MG_SMOOTHER_CA_GCR ? " CA-GCR(6)" : "",
+             !eo ? "" : eo == 1 ? " outer even-odd" : " outer even-odd asymmetric");
     wd_solver_settings s;
     wd_solver_default_settings(&s);
     s.backend = backend;
@@ -392,6 +402,8 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     s.max_iter = 20000;
     if (half)
         s.sloppy_precision = WD_PREC_HALF;
+    if (eo == 2)
+        s.clover_form = WD_CLOVER_ASYMMETRIC;
     wd_mg_settings m;
     wd_mg_default_settings(&m);
     for (int mu = 0; mu < 4; ++mu)
@@ -406,6 +418,7 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     m.verbosity = verbose;
     m.smoother = smoother;
     m.post_smooth = smoother == WD_MG_SMOOTHER_CA_GCR ? 6 : 4;
+    m.outer_eo = eo != 0;
     double complex *b = xalloc(n * sizeof *b), *x = xalloc(n * sizeof *x);
     double complex *x2 = xalloc(n * sizeof *x2), *xk = xalloc(n * sizeof *xk);
     double complex *t = NULL;
@@ -421,7 +434,7 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     }
     const fine_ref ref = {dims, u, t, s.mass, s.tbc};
     wd_solver *sv;
-    char name[128], detail[160];
+    char name[192], detail[160];
     if (wd_solver_create(&sv, (const double *)u, dims, &s) != WD_OK) {
         check_true("solver create", 0, wd_last_error());
         return;
@@ -431,7 +444,7 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     char path[64];
     snprintf(path, sizeof path, "/tmp/test_mg_%ld.nv", (long)getpid());
     remove(path);
-    const int saving = !clover && levels == 2 && !half && smoother == WD_MG_SMOOTHER_MR;
+    const int saving = !clover && levels == 2 && !half && smoother == WD_MG_SMOOTHER_MR && !eo;
     if (saving)
         m.save = path;
     m.diagnostics = 1;
@@ -439,7 +452,7 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     if (saving)
         check_true("file: setup with save", st == WD_OK, path);
     m.save = NULL;
-    snprintf(name, sizeof name, "mg setup %s 8^4 nvec 8 iter %d", tag, setup_iter);
+    snprintf(name, sizeof name, "mg setup %s %d^4 nvec 8 iter %d", tag, dims[0], setup_iter);
     const double orth = levels == 3 && ss.orth_error[1] > ss.orth_error[0] ? ss.orth_error[1]
                                                                            : ss.orth_error[0];
     const double cerr = levels == 3 && ss.coarse_error[1] > ss.coarse_error[0]
@@ -475,7 +488,7 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     snprintf(name, sizeof name, "mg solve %s: outer iterations below BiCGstab's", tag);
     snprintf(detail, sizeof detail, "MG %d, BiCGstab %d", mst.iterations, kst.iterations);
     check_true(name, mst.iterations < kst.iterations, detail);
-    if (levels == 2 && !clover && !half && smoother == WD_MG_SMOOTHER_MR) {
+    if (levels == 2 && !clover && !half && smoother == WD_MG_SMOOTHER_MR && !eo) {
         /* the coarse level (2^4, even) solved even-odd by default: against
          * GCR on its whole operator, the same solution in fewer coarse
          * iterations */
@@ -617,6 +630,7 @@ static void test_errors(double complex *u, const int dims[4])
         {"error: 5 levels", "levels 5", 3},
         {"error: smoother 7", "smoother 7", 4},
         {"error: CA-GCR with 33 post-smoothing steps", "post_smooth 33", 5},
+        {"error: outer_eo 2", "outer_eo 2", 6},
     };
     for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); ++c) {
         wd_mg_settings m;
@@ -638,6 +652,8 @@ static void test_errors(double complex *u, const int dims[4])
             m.smoother = WD_MG_SMOOTHER_CA_GCR;
             m.post_smooth = WD_MG_MAX_SMOOTH + 1;
         }
+        if (cases[c].which == 6)
+            m.outer_eo = 2;
         st = wd_solver_mg_setup(sv, &m, &s, NULL);
         check_true(cases[c].name, st == WD_ERR_INVALID && strstr(wd_last_error(), cases[c].needle),
                    wd_last_error());
@@ -661,18 +677,20 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--verbose"))
             verbose = 1;
         else if (!strcmp(argv[i], "--part") && i + 1 < argc &&
-                 (!strcmp(argv[i + 1], "base") || !strcmp(argv[i + 1], "levels")))
+                 (!strcmp(argv[i + 1], "base") || !strcmp(argv[i + 1], "levels") ||
+                  !strcmp(argv[i + 1], "eo")))
             part = argv[++i];
         else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
             ++i;
         else {
             fprintf(stderr, "usage: test_mg [--seed N] [--verbose] [--backend cpu|cuda] "
-                    "[--part base|levels]\n");
+                    "[--part base|levels|eo]\n");
             return 2;
         }
     }
     backend = test_backend_arg(argc, argv);
     const int base = !part || !strcmp(part, "base"), levels = !part || !strcmp(part, "levels");
+    const int eo = !part || !strcmp(part, "eo");
     printf("test_mg: seed %llu, backend %s\n", (unsigned long long)seed,
            backend == WD_BACKEND_CUDA ? "cuda" : "cpu");
     for (int clover = 0; clover < 2; ++clover)
@@ -691,19 +709,39 @@ int main(int argc, char **argv)
         test_errors(u, dims);
         test_ca_gcr_coeffs(seed);
         for (int clover = 0; clover < 2; ++clover) {
-            test_solve(seed, u, dims, clover, 2, 0, 0, 4, WD_MG_SMOOTHER_MR);
-            test_solve(seed, u, dims, clover, 2, 0, 0, 4, WD_MG_SMOOTHER_CA_GCR);
+            test_solve(seed, u, dims, clover, 2, 0, 0, 4, WD_MG_SMOOTHER_MR, 0);
+            test_solve(seed, u, dims, clover, 2, 0, 0, 4, WD_MG_SMOOTHER_CA_GCR, 0);
         }
     }
     if (levels) {
-        test_solve(seed, u, dims, 0, 3, 0, 0, 4, WD_MG_SMOOTHER_MR);
-        test_solve(seed, u, dims, 1, 3, 1, 0, 4, WD_MG_SMOOTHER_MR);
-        test_solve(seed, u, dims, 0, 2, 0, 1, 4, WD_MG_SMOOTHER_MR);
+        test_solve(seed, u, dims, 0, 3, 0, 0, 4, WD_MG_SMOOTHER_MR, 0);
+        test_solve(seed, u, dims, 1, 3, 1, 0, 4, WD_MG_SMOOTHER_MR, 0);
+        test_solve(seed, u, dims, 0, 2, 0, 1, 4, WD_MG_SMOOTHER_MR, 0);
         /* fine blocks 2^4: a 4^4 level 1 and a 2^4 level 2, solved even-odd */
-        test_solve(seed, u, dims, 0, 3, 0, 0, 2, WD_MG_SMOOTHER_MR);
+        test_solve(seed, u, dims, 0, 3, 0, 0, 2, WD_MG_SMOOTHER_MR, 0);
         /* CA-GCR on a coarse level too (3 levels), and in half */
-        test_solve(seed, u, dims, 1, 3, 0, 0, 4, WD_MG_SMOOTHER_CA_GCR);
-        test_solve(seed, u, dims, 0, 2, 0, 1, 4, WD_MG_SMOOTHER_CA_GCR);
+        test_solve(seed, u, dims, 1, 3, 0, 0, 4, WD_MG_SMOOTHER_CA_GCR, 0);
+        test_solve(seed, u, dims, 0, 2, 0, 1, 4, WD_MG_SMOOTHER_CA_GCR, 0);
+    }
+    if (eo) {
+        /* the outer GCR on the even-odd Schur system: Wilson, clover in
+         * both Schur forms, 3 levels, a sloppy half preconditioner */
+        test_solve(seed, u, dims, 0, 2, 0, 0, 4, WD_MG_SMOOTHER_CA_GCR, 1);
+        test_solve(seed, u, dims, 1, 2, 0, 0, 4, WD_MG_SMOOTHER_CA_GCR, 1);
+        test_solve(seed, u, dims, 1, 2, 0, 0, 4, WD_MG_SMOOTHER_MR, 2);
+        test_solve(seed, u, dims, 0, 3, 0, 0, 2, WD_MG_SMOOTHER_MR, 1);
+        test_solve(seed, u, dims, 1, 3, 1, 1, 4, WD_MG_SMOOTHER_CA_GCR, 1);
+        test_solve(seed, u, dims, 0, 2, 0, 1, 4, WD_MG_SMOOTHER_MR, 1);
+        /* blocks 3^4 on 6^4: no aggregate half even, the cycle embeds
+         * (r_e, 0) in the whole transfer */
+        const int dims6[4] = {6, 6, 6, 6};
+        double complex *u6 = xalloc(wd_volume(dims6) * 36 * sizeof *u6);
+        st = wd_gauge_init((double *)u6, dims6, WD_START_COLD, seed);
+        for (int sweep = 0; sweep < 20 && st == WD_OK; ++sweep)
+            st = wd_gauge_heatbath_sweep((double *)u6, dims6, 6.0, seed, (uint64_t)sweep, 2);
+        check_true("heatbath configuration 6^4 beta 6.0", st == WD_OK, wd_status_string(st));
+        test_solve(seed, u6, dims6, 0, 2, 0, 0, 3, WD_MG_SMOOTHER_CA_GCR, 1);
+        free(u6);
     }
     free(u);
     printf("%d of %d failed\n", checks_failed, checks_run);

@@ -33,7 +33,8 @@
  *            half preconditioner): the same status and iterations on
  *            every rank, the true residual of the gathered x (ref_wilson
  *            or ref_wilson_clover on the whole lattice) <= tol 1e-10, x
- *            within 1e-8 of a BiCGstab solution on the same grid
+ *            within 1e-8 of a BiCGstab solution on the same grid; and
+ *            with the outer GCR on the even-odd system (outer_eo 1)
  *   errors   --mg-save on a grid of more than one rank: WD_ERR_INVALID on
  *            every rank, naming the cause
  * One line per check on rank 0; "N of M failed" last; exit 1 on any
@@ -387,7 +388,7 @@ static double true_residual(const double complex *u, const double complex *t,
 }
 
 static void test_solve(uint64_t seed, const wd_lattice *lat, int clover, int levels,
-                       wd_mg_smoother smoother)
+                       wd_mg_smoother smoother, int outer_eo)
 {
     const size_t gvol = wd_volume(dims), lvol = wd_volume(lat->local);
     char name[128], detail[256];
@@ -423,7 +424,10 @@ static void test_solve(uint64_t seed, const wd_lattice *lat, int clover, int lev
         m.block[1][mu] = lat->local[mu] / 4;
     }
     m.smoother = smoother;
-    const char *tag = smoother == WD_MG_SMOOTHER_CA_GCR
+    m.outer_eo = outer_eo;
+    const char *tag = outer_eo ? (clover ? "clover, half preconditioner, outer even-odd"
+                                         : "wilson, outer even-odd")
+                      : smoother == WD_MG_SMOOTHER_CA_GCR
                           ? (clover ? "clover, half preconditioner, CA-GCR" : "wilson, CA-GCR")
                           : (clover ? "clover, half preconditioner" : "wilson");
     wd_solver *sv = NULL;
@@ -577,11 +581,14 @@ int main(int argc, char **argv)
     test_operators(seed, &g, 0, -1);
     test_operators(seed, &g, 1, 1);
     if (nranks > 1) {
-        test_solve(seed, &lat, 0, 2, WD_MG_SMOOTHER_MR);
-        test_solve(seed, &lat, 0, 3, WD_MG_SMOOTHER_MR);
-        test_solve(seed, &lat, 1, 2, WD_MG_SMOOTHER_MR);
+        test_solve(seed, &lat, 0, 2, WD_MG_SMOOTHER_MR, 0);
+        test_solve(seed, &lat, 0, 3, WD_MG_SMOOTHER_MR, 0);
+        test_solve(seed, &lat, 1, 2, WD_MG_SMOOTHER_MR, 0);
         /* CA-GCR on the fine and the middle level */
-        test_solve(seed, &lat, 0, 3, WD_MG_SMOOTHER_CA_GCR);
+        test_solve(seed, &lat, 0, 3, WD_MG_SMOOTHER_CA_GCR, 0);
+        /* the outer GCR on the even-odd Schur system */
+        test_solve(seed, &lat, 0, 2, WD_MG_SMOOTHER_CA_GCR, 1);
+        test_solve(seed, &lat, 1, 2, WD_MG_SMOOTHER_CA_GCR, 1);
         test_errors(&lat);
     }
     if (rank == 0)

@@ -23,7 +23,8 @@ Checks, on fresh random data:
     iterations reported; two sources in one batch = one solve each, bit
     for bit; propagator() on one setup, every column M x = b by numpy; a
     block that does not divide raises Error naming it; smoother='ca-gcr'
-    reaches the tolerance, an unknown smoother raises ValueError; the null
+    reaches the tolerance, an unknown smoother raises ValueError; outer_eo=1
+    (the outer GCR on the even-odd system) reaches it too; the null
     vectors saved (mg=dict(save=...)) and loaded into another Solver: x bit
     for bit;
   - errors: complex64, wrong shape, non-contiguous b raise TypeError or
@@ -346,6 +347,12 @@ def mg_checks(u, b, mass, krylov, rng):
     check("mg: smoother='ca-gcr' reaches the tolerance, x within 1e-8 of BiCGstab's",
           stc.status == "ok" and rel(wilson(u.array, xc, mass), b) <= 1e-11
           and rel(xc, xb) <= 1e-8, f"{stc.iterations} outer, per level {stc.mg_iterations}")
+    seo = wdirac.Solver(u, mass=mass, backend="cpu", tol=1e-11,
+                        mg=dict(block=2, nvec=8, setup_max_iter=30, outer_eo=1))
+    xe, ste = seo.solve(b)
+    check("mg: outer_eo=1 reaches the tolerance, x within 1e-8 of BiCGstab's",
+          ste.status == "ok" and rel(wilson(u.array, xe, mass), b) <= 1e-11
+          and rel(xe, xb) <= 1e-8, f"{ste.iterations} outer, per level {ste.mg_iterations}")
     try:
         wdirac.Solver(u, mass=mass, backend="cpu", mg=dict(smoother="gmres"))
         check("mg: an unknown smoother raises ValueError naming the choices", False)

@@ -544,6 +544,7 @@ static int parse_mg(PyObject *d, wd_mg_settings *m)
         INT("verbosity", verbosity)
         INT("diagnostics", diagnostics)
         INT("coarse_eo", coarse_eo)
+        INT("outer_eo", outer_eo)
         INT("save_overwrite", save_overwrite)
 #undef INT
 #undef REAL

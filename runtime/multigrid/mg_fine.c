@@ -14,6 +14,10 @@
  *   wd_mg_fine_smooth         e ~ A^-1 r: MR or CA-GCR steps on the Schur
  *                             complement in the sloppy precision, the odd
  *                             sites reconstructed
+ *   wd_mg_fine_smooth_eo      the same steps on the Schur system itself
+ *   wd_mg_fine_eo_source / _odd / _apply   outer_eo: the Schur source of
+ *                             b, x_o from x_e, Mhat in the outer or the
+ *                             Krylov precision
  *   wd_mg_ca_gcr_coeffs       CA-GCR's least squares (every level's)
  *   wd_mg_fine_nullvec        relax a random start on A v = 0 (CG on the
  *                             normal equations of the Schur operator, sloppy
@@ -26,7 +30,9 @@
  * Notes: with a clover term the operator is A_clover - kappa D with the
  * solver's Schur form for the smoother (symmetric: A^-1 on both parities;
  * asymmetric: A_ee and A^-1_oo) and A itself uploaded here for the full
- * operator, in the outer precision and in the Krylov one (single).  The
+ * operator, in the outer precision and in the Krylov one (single); with
+ * outer_eo the Schur operator of the same form in those two precisions
+ * too (A^-1 made here in a precision the solver has none in).  The
  * solver must not be gauge-fixed
  * (the host transfers work on the caller's links).
  */
@@ -34,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clover_field.h"
 #include "wd_core.h"
 #include "wd_mg.h"
 #include "wd_operator.h"
@@ -152,6 +159,61 @@ wd_status wd_mg_fine_init(wd_mg_fine *f, const wd_solver_host *h, double kappa, 
     return WD_OK;
 }
 
+/* outer_eo: the Schur operator of fop's precision and links in op's form
+ * (f->op's), A^-1 the solver's where it holds that precision, else made
+ * here (*own) from the host blocks */
+static wd_status eo_op_create(wd_mg_fine *f, const wd_solver_host *h, wd_eo_op *op,
+                              wd_mg_fine_op *fop, wd_clover *own, wd_field *to, wd_field *te)
+{
+    wd_backend *be = f->be;
+    wd_status st = wd_eo_op_init(op, be, fop->g, f->kappa, to, 0);
+    if (st != WD_OK || !f->clover)
+        return st;
+    const wd_clover *ainv = fop->precision == h->ainv_outer->precision    ? h->ainv_outer
+                            : fop->precision == h->ainv_sloppy->precision ? h->ainv_sloppy
+                                                                          : NULL;
+    if (!ainv) {
+        const size_t n = wd_volume(be->dims) * WD_CLOVER_SITE_REALS;
+        double *inv = malloc(n * sizeof *inv);
+        if (!inv)
+            return wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the clover field's inverse");
+        if ((st = wd_clover_invert(inv, h->clover, wd_volume(be->dims), h->grid)) == WD_OK)
+            st = wd_clover_create(be, own, inv, fop->precision);
+        free(inv);
+        if (st != WD_OK)
+            return st;
+        ainv = own;
+    }
+    return wd_eo_op_clover(op, f->op.symmetric ? NULL : &fop->a, ainv, f->op.symmetric, te, 0);
+}
+
+/* outer_eo: the single-parity fields and the two Schur operators */
+static wd_status eo_solver(wd_mg_fine *f, const wd_solver_host *h)
+{
+    wd_backend *be = f->be;
+    wd_status st = WD_OK;
+    f->ze = calloc((size_t)f->nk, sizeof *f->ze);
+    f->qe = calloc((size_t)f->nk, sizeof *f->qe);
+    if (!f->ze || !f->qe)
+        return wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the fine level's bookkeeping");
+    wd_field *outer[] = {&f->xe, &f->bhat, &f->re, &f->to, &f->te};
+    for (size_t i = 0; i < sizeof outer / sizeof *outer && st == WD_OK; ++i)
+        st = wd_field_create(be, outer[i], f->outer.precision);
+    wd_field *krylov[] = {&f->rke, &f->xke, &f->ue, &f->we, &f->zo, &f->tko, &f->tke};
+    for (size_t i = 0; i < sizeof krylov / sizeof *krylov && st == WD_OK; ++i)
+        st = wd_field_create(be, krylov[i], f->kp);
+    for (int k = 0; k < f->nk && st == WD_OK; ++k)
+        if ((st = wd_field_create(be, &f->ze[k], f->kp)) == WD_OK)
+            st = wd_field_create(be, &f->qe[k], f->kp);
+    if (st == WD_OK)
+        wd_blas_zero(be, &f->zo);
+    if (st == WD_OK)
+        st = eo_op_create(f, h, &f->eo_outer, &f->outer, &f->ainv_own[0], &f->to, &f->te);
+    if (st == WD_OK)
+        st = eo_op_create(f, h, &f->eo_krylov, &f->krylov, &f->ainv_own[1], &f->tko, &f->tke);
+    return st;
+}
+
 wd_status wd_mg_fine_solver(wd_mg_fine *f, const wd_solver_host *h)
 {
     wd_backend *be = f->be;
@@ -161,10 +223,13 @@ wd_status wd_mg_fine_solver(wd_mg_fine *f, const wd_solver_host *h)
     wd_mg_pair *outer[] = {&f->x, &f->b, &f->r};
     for (size_t i = 0; i < sizeof outer / sizeof *outer && st == WD_OK; ++i)
         st = pair_create(be, outer[i], f->outer.precision);
+    /* the full system's Krylov fields, or the Schur system's */
+    if (st == WD_OK && f->outer_eo)
+        st = eo_solver(f, h);
     wd_mg_pair *krylov[] = {&f->rk, &f->xk, &f->u};
-    for (size_t i = 0; i < sizeof krylov / sizeof *krylov && st == WD_OK; ++i)
+    for (size_t i = 0; i < sizeof krylov / sizeof *krylov && st == WD_OK && !f->outer_eo; ++i)
         st = pair_create(be, krylov[i], f->kp);
-    for (int k = 0; k < f->nk && st == WD_OK; ++k)
+    for (int k = 0; k < f->nk && st == WD_OK && !f->outer_eo; ++k)
         if ((st = pair_create(be, &f->z[k], f->kp)) == WD_OK)
             st = pair_create(be, &f->q[k], f->kp);
     /* the solves' host transfers made ready here (a GPU backend's staging
@@ -199,9 +264,21 @@ void wd_mg_fine_free(wd_mg_fine *f)
         if (f->q)
             pair_destroy(be, &f->q[k]);
     }
-    wd_field *fields[] = {&f->h, &f->qs, &f->ps, &f->zs, &f->tmp_s, &f->tmp_se};
+    wd_field *fields[] = {&f->h,   &f->qs,  &f->ps, &f->zs,  &f->tmp_s, &f->tmp_se, &f->xe,
+                          &f->bhat, &f->re, &f->rke, &f->xke, &f->ue,   &f->we,     &f->zo, &f->to,
+                          &f->te,  &f->tko, &f->tke};
     for (size_t i = 0; i < sizeof fields / sizeof *fields; ++i)
         wd_field_destroy(be, fields[i]);
+    for (int k = 0; k < f->nk; ++k) {
+        if (f->ze)
+            wd_field_destroy(be, &f->ze[k]);
+        if (f->qe)
+            wd_field_destroy(be, &f->qe[k]);
+    }
+    free(f->ze);
+    free(f->qe);
+    wd_clover_destroy(be, &f->ainv_own[0]);
+    wd_clover_destroy(be, &f->ainv_own[1]);
     for (int i = 0; i < f->nbasis; ++i)
         wd_field_destroy(be, &f->pb[i]);
     free(f->pb);
@@ -319,41 +396,48 @@ wd_status wd_mg_fine_apply_k(wd_mg_fine *f, wd_mg_pair *out, const wd_mg_pair *i
     return op_apply(f, &f->krylov, out, in);
 }
 
+/* out = the even source of op's Schur system for A e = r (re, ro):
+ * r_e + kappa D_eo (A_oo^-1) r_o, then A_ee^-1 of it in the symmetric
+ * form (to odd, te even scratch of op's precision) */
+static wd_status eo_source(wd_backend *be, const wd_eo_op *op, wd_field *out, const wd_field *re,
+                           const wd_field *ro, wd_field *to, wd_field *te)
+{
+    wd_status st;
+    if (op->ainv) {
+        if ((st = wd_dslash_clover(be, op->cl_site, to, NULL, op->ainv, ro, NULL, 0, 1)) != WD_OK)
+            return st;
+        ro = to;
+    }
+    wd_field *dst = op->ainv && op->symmetric ? te : out;
+    if ((st = wd_dslash(be, op->xpay[0], dst, op->g, ro, re, op->kappa, 0)) != WD_OK)
+        return st;
+    if (op->ainv && op->symmetric)
+        return wd_dslash_clover(be, op->cl_site, out, NULL, op->ainv, te, NULL, 0, 0);
+    return WD_OK;
+}
+
+/* eo = A_oo^-1 (r_o + kappa D_oe e_e) (to odd scratch) */
+static wd_status eo_odd(wd_backend *be, const wd_eo_op *op, wd_field *eo, const wd_field *ee,
+                        const wd_field *ro, wd_field *to)
+{
+    wd_status st;
+    if (!op->ainv)
+        return wd_dslash(be, op->xpay[0], eo, op->g, ee, ro, op->kappa, 1);
+    if ((st = wd_dslash_clover(be, op->cl_site, to, NULL, op->ainv, ro, NULL, 0, 1)) != WD_OK)
+        return st;
+    return wd_dslash_clover(be, op->cl_xpay[0], eo, op->g, op->ainv, ee, to, op->kappa, 1);
+}
+
 /* e_e: even source of the Schur system for A e = r (r in f->rs) into f->h */
 static wd_status schur_source(wd_mg_fine *f)
 {
-    wd_backend *be = f->be;
-    const wd_eo_op *op = &f->op;
-    wd_status st;
-    const wd_field *ro = &f->rs.o;
-    if (op->ainv) {
-        if ((st = wd_dslash_clover(be, op->cl_site, &f->tmp_s, NULL, op->ainv, &f->rs.o, NULL, 0,
-                                   1)) != WD_OK)
-            return st;
-        ro = &f->tmp_s;
-    }
-    /* h = r_e + kappa D_eo (A_oo^-1) r_o, then A_ee^-1 of it in the symmetric form */
-    wd_field *dst = op->ainv && op->symmetric ? &f->qs : &f->h;
-    if ((st = wd_dslash(be, op->xpay[0], dst, op->g, ro, &f->rs.e, f->kappa, 0)) != WD_OK)
-        return st;
-    if (op->ainv && op->symmetric)
-        return wd_dslash_clover(be, op->cl_site, &f->h, NULL, op->ainv, &f->qs, NULL, 0, 0);
-    return WD_OK;
+    return eo_source(f->be, &f->op, &f->h, &f->rs.e, &f->rs.o, &f->tmp_s, &f->qs);
 }
 
 /* e_o from e_e (f->es.e) and r_o (f->rs.o): A_oo^-1 (r_o + kappa D_oe e_e) */
 static wd_status schur_odd(wd_mg_fine *f, wd_field *eo, const wd_field *ro)
 {
-    wd_backend *be = f->be;
-    const wd_eo_op *op = &f->op;
-    wd_status st;
-    if (!op->ainv)
-        return wd_dslash(be, op->xpay[0], eo, op->g, &f->es.e, ro, f->kappa, 1);
-    if ((st = wd_dslash_clover(be, op->cl_site, &f->tmp_s, NULL, op->ainv, ro, NULL, 0, 1)) !=
-        WD_OK)
-        return st;
-    return wd_dslash_clover(be, op->cl_xpay[0], eo, op->g, op->ainv, &f->es.e, &f->tmp_s,
-                            f->kappa, 1);
+    return eo_odd(f->be, &f->op, eo, &f->es.e, ro, &f->tmp_s);
 }
 
 int wd_mg_ca_gcr_coeffs(int s, const wd_complex *gram, wd_complex *a)
@@ -428,13 +512,12 @@ static wd_status smooth_ca_gcr(wd_mg_fine *f, int steps)
     return be->error;
 }
 
-wd_status wd_mg_fine_smooth(wd_mg_fine *f, wd_mg_pair *e, const wd_mg_pair *r, int steps)
+/* es.e ~ Mhat^-1 h: the smoother's steps on the Schur system (h is
+ * overwritten) */
+static wd_status smooth_even(wd_mg_fine *f, int steps)
 {
     wd_backend *be = f->be;
     wd_status st;
-    wd_mg_pair_copy(be, &f->rs, r);
-    if ((st = schur_source(f)) != WD_OK)
-        return st;
     if (f->smoother == WD_MG_SMOOTHER_CA_GCR) {
         if ((st = smooth_ca_gcr(f, steps)) != WD_OK)
             return st;
@@ -465,10 +548,45 @@ wd_status wd_mg_fine_smooth(wd_mg_fine *f, wd_mg_pair *e, const wd_mg_pair *r, i
         if (i + 1 < steps)
             wd_blas_caxpy(be, (wd_complex){-a.re, -a.im}, &f->qs, &f->h);
     }
+    return be->error;
+}
+
+wd_status wd_mg_fine_smooth(wd_mg_fine *f, wd_mg_pair *e, const wd_mg_pair *r, int steps)
+{
+    wd_backend *be = f->be;
+    wd_status st;
+    wd_mg_pair_copy(be, &f->rs, r);
+    if ((st = schur_source(f)) != WD_OK || (st = smooth_even(f, steps)) != WD_OK)
+        return st;
     if ((st = schur_odd(f, &f->es.o, &f->rs.o)) != WD_OK)
         return st;
     wd_mg_pair_copy(be, e, &f->es);
     return be->error;
+}
+
+wd_status wd_mg_fine_smooth_eo(wd_mg_fine *f, wd_field *e, const wd_field *r, int steps)
+{
+    wd_status st;
+    wd_blas_copy(f->be, &f->h, r);
+    if ((st = smooth_even(f, steps)) != WD_OK)
+        return st;
+    wd_blas_copy(f->be, e, &f->es.e);
+    return f->be->error;
+}
+
+wd_status wd_mg_fine_eo_source(wd_mg_fine *f, wd_field *out, const wd_mg_pair *b)
+{
+    return eo_source(f->be, &f->eo_outer, out, &b->e, &b->o, &f->to, &f->te);
+}
+
+wd_status wd_mg_fine_eo_odd(wd_mg_fine *f, wd_mg_pair *x, const wd_mg_pair *b)
+{
+    return eo_odd(f->be, &f->eo_outer, &x->o, &x->e, &b->o, &f->to);
+}
+
+wd_status wd_mg_fine_eo_apply(wd_mg_fine *f, int outer, wd_field *out, const wd_field *in)
+{
+    return wd_eo_mhat(outer ? &f->eo_outer : &f->eo_krylov, out, in, 0);
 }
 
 wd_status wd_mg_fine_nullvec(wd_mg_fine *f, const double complex *start, int on_device,

@@ -15,6 +15,9 @@
  *   prolongated, post-smoothing (MR on the level's residual);
  *   the last level: GCR to coarse_tol, on its even-odd Schur complement
  *   (eo_solve) where every global extent is even and coarse_eo is set.
+ * With outer_eo the outer GCR solves the fine Schur system Mhat x_e =
+ * b'_e instead (gcr_fine_eo, cycle_fine_eo: single-parity fields, the
+ * transfers of the even sites alone), x_o reconstructed.
  * The fine level runs on the solver's backend (mg_fine.c: the outer GCR
  * in the outer precision, the smoother on the even-odd Schur operator in
  * the sloppy precision); the transfers and the coarse levels on the same
@@ -74,6 +77,10 @@ typedef struct mg_level {
      * level but the last its transfer to the next */
     wd_mg_dev_level dop;
     wd_mg_dev_transfer dt;
+    /* outer_eo, the fine level: dt on the even sites alone (dte_ok; its
+     * aggregates' even sites dsites_e, the even fine sites dfine_e) */
+    wd_mg_dev_transfer dte;
+    int dte_ok, *dsites_e, *dfine_e;
     int *dnbr, *dagg, *dsites;
     int *dsend;                 /* on a grid: the faces' sites (wd_mg_halo's send) */
     float *dface, *hface;       /* the gathered faces there and on the host, then the ghosts */
@@ -218,6 +225,9 @@ static wd_status check_mg_settings(const wd_mg_settings *m)
     if (m->gcr_nkrylov < 1 || m->gcr_nkrylov > 200)
         return wd_fail(WD_ERR_INVALID, "multigrid: gcr_nkrylov %d must be between 1 and 200",
                        m->gcr_nkrylov);
+    if (m->outer_eo != 0 && m->outer_eo != 1)
+        return wd_fail(WD_ERR_INVALID, "multigrid: outer_eo %d must be 0 (the outer GCR on the "
+                       "full system) or 1 (on the even-odd Schur system)", m->outer_eo);
     return WD_OK;
 }
 
@@ -487,6 +497,8 @@ static void dev_free(wd_mg *mg)
         d->free(v->dop.hout_norm);
         d->free(v->dagg);
         d->free(v->dsites);
+        d->free(v->dsites_e);
+        d->free(v->dfine_e);
         d->free(v->dv);
         d->free(v->dv_norm);
         d->free(v->dvd);
@@ -525,6 +537,36 @@ static wd_status dev_vectors(wd_mg *mg, mg_level *v)
                                                             count), "the null vectors");
     if (st == WD_OK && mg->coarse_precision == 2)
         st = dev_alloc(mg, &v->dv_norm, count * sizeof(float), "the null vectors' norms");
+    return st;
+}
+
+/* outer_eo: the fine level's transfer of even fields (v->dte), P read on
+ * the even sites alone, where every aggregate holds half its sites even;
+ * otherwise (every block extent odd) the cycle embeds (r_e, 0) in dt */
+static wd_status dev_transfer_even(wd_mg *mg, mg_level *v)
+{
+    const wd_mg_dev_ops *d = mg->dev;
+    const wd_mg_transfer *t = &v->t;
+    const size_t bytes = t->fine_volume / 2 * sizeof(int);
+    int *agg_sites = malloc(bytes), *fine_sites = malloc(bytes);
+    wd_status st = agg_sites && fine_sites ? WD_OK
+                                           : wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate "
+                                                     "the even sites' tables");
+    v->dte_ok = st == WD_OK && t->block_volume % 2 == 0 &&
+                wd_mg_parity_sites(t, 0, agg_sites, fine_sites) == WD_OK;
+    if (st == WD_OK && v->dte_ok) {
+        if ((st = dev_alloc(mg, &v->dsites_e, bytes, "the aggregates' even sites")) == WD_OK)
+            st = d->h2d(v->dsites_e, agg_sites, bytes);
+        if (st == WD_OK && (st = dev_alloc(mg, &v->dfine_e, bytes, "the even sites")) == WD_OK)
+            st = d->h2d(v->dfine_e, fine_sites, bytes);
+        v->dte = v->dt;
+        v->dte.fine_volume = (int)(t->fine_volume / 2);
+        v->dte.block_volume = t->block_volume / 2;
+        v->dte.sites = v->dsites_e;
+        v->dte.fine_sites = v->dfine_e;
+    }
+    free(agg_sites);
+    free(fine_sites);
     return st;
 }
 
@@ -573,6 +615,8 @@ static wd_status dev_transfer(wd_mg *mg, int l)
                                  .block_volume = t->block_volume, .n_fine = t->n_fine,
                                  .nvec = t->nvec, .agg = v->dagg, .sites = v->dsites,
                                  .v_precision = prec, .v = v->dv, .v_norm = v->dv_norm};
+    if (st == WD_OK && l == 0 && mg->set.outer_eo)
+        st = dev_transfer_even(mg, v);
     return st;
 }
 
@@ -1181,6 +1225,78 @@ static wd_status cycle_fine(wd_mg *mg, wd_mg_pair *e, const wd_mg_pair *r)
     return be->error;
 }
 
+/*
+ * outer_eo: e_e = K_0 r_e ~ Mhat^-1 r_e on the backend, the fine level's
+ * cycle on the Schur system in the Krylov precision (e may not be r; ue,
+ * we scratch): the coarse correction of (s_e, 0), s_e = r_e (Wilson, the
+ * asymmetric form: [A^-1]_ee = Mhat^-1) or A_ee r_e (the symmetric form:
+ * Mhat_sym^-1 = Mhat_asym^-1 A_ee), its even part kept, between the
+ * smoothers on Mhat itself (no odd sites).
+ */
+static wd_status cycle_fine_eo(wd_mg *mg, wd_field *e, const wd_field *r)
+{
+    wd_mg_fine *f = &mg->fine;
+    wd_backend *be = f->be;
+    const wd_mg_dev_ops *d = mg->dev;
+    mg_level *v = &mg->lv[0], *c = &mg->lv[1];
+    const wd_mg_settings *m = &mg->set;
+    const wd_complex one = {1, 0};
+    wd_status st;
+    const wd_field *res = r;
+    if (m->pre_smooth) {
+        if ((st = wd_mg_fine_smooth_eo(f, e, r, m->pre_smooth)) != WD_OK)
+            return st;
+        prof(mg, PROF_SMOOTH);
+        if ((st = wd_mg_fine_eo_apply(f, 0, &f->ue, e)) != WD_OK)
+            return st;
+        wd_blas_ax(be, -1, &f->ue);
+        wd_blas_caxpy(be, one, r, &f->ue);
+        res = &f->ue;
+        v->iterations += m->pre_smooth;
+        prof(mg, PROF_FINE_APPLY);
+    }
+    if (f->op.ainv && f->op.symmetric) {
+        if ((st = wd_dslash_clover(be, f->krylov.cl_site, &f->we, NULL, &f->krylov.a, res, NULL,
+                                   0, 0)) != WD_OK)
+            return st;
+        res = &f->we;
+    }
+    /* the transfers of the even sites alone (dte), or of (s_e, 0) and
+     * back with the odd part dropped (zo zero, tko scratch) */
+    double t = now_s();
+    double *stage = (double *)mg->stage;
+    wd_field *into = m->pre_smooth ? &f->ue : e;
+    const wd_mg_dev_transfer *dt = v->dte_ok ? &v->dte : &v->dt;
+    if ((st = wd_download_pair(be, stage, res, v->dte_ok ? NULL : &f->zo, mg->on_device,
+                               NULL)) != WD_OK ||
+        (st = d->restrict_(dt, c->db, stage)) != WD_OK)
+        return st;
+    prof(mg, PROF_TRANSFER);
+    mg->flops += 16.0 * dt->fine_volume * dt->n_fine * dt->nvec;
+    if ((st = coarse_solve(mg, 0)) != WD_OK || (st = d->prolong(dt, stage, c->dx)) != WD_OK ||
+        (st = wd_upload_pair(be, into, v->dte_ok ? NULL : &f->tko, stage, mg->on_device,
+                             NULL)) != WD_OK)
+        return st;
+    if (m->pre_smooth)
+        wd_blas_caxpy(be, one, &f->ue, e);
+    prof(mg, PROF_TRANSFER);
+    mg->t_coarse += now_s() - t;
+    if (m->post_smooth) {
+        /* u = r - Mhat e, then e += the smoother's correction of u */
+        if ((st = wd_mg_fine_eo_apply(f, 0, &f->ue, e)) != WD_OK)
+            return st;
+        wd_blas_ax(be, -1, &f->ue);
+        wd_blas_caxpy(be, one, r, &f->ue);
+        prof(mg, PROF_FINE_APPLY);
+        if ((st = wd_mg_fine_smooth_eo(f, &f->ue, &f->ue, m->post_smooth)) != WD_OK)
+            return st;
+        wd_blas_caxpy(be, one, &f->ue, e);
+        v->iterations += m->post_smooth;
+        prof(mg, PROF_SMOOTH);
+    }
+    return be->error;
+}
+
 /* e = K_l r: one cycle from a coarse level l (below the last level) */
 static wd_status cycle(wd_mg *mg, int l, float *e, const float *r)
 {
@@ -1455,6 +1571,159 @@ static int gcr_fine(wd_mg *mg, double tol, int max_iter, int verbose, double *re
     if (be->error != WD_OK)
         *st = be->error;
     *relres = rnorm / bnorm;
+    return it;
+}
+
+/* res[i] = <x[i], y>, and y += sum_i a[i] x[i], for k single-parity
+ * fields x[i], in pieces of the backend's multi operations */
+static void field_multi_cdot(wd_backend *be, int k, const wd_field *x, const wd_field *y,
+                             wd_complex *res)
+{
+    for (int i0 = 0; i0 < k; i0 += WD_BLAS_MULTI) {
+        const int m = k - i0 < WD_BLAS_MULTI ? k - i0 : WD_BLAS_MULTI;
+        const wd_field *f[WD_BLAS_MULTI];
+        double dd[2 * WD_BLAS_MULTI];
+        for (int i = 0; i < m; ++i)
+            f[i] = &x[i0 + i];
+        wd_blas_multi_cdot(be, m, f, y, dd);
+        for (int i = 0; i < m; ++i)
+            res[i0 + i] = (wd_complex){dd[2 * i], dd[2 * i + 1]};
+    }
+}
+
+static void field_multi_caxpy(wd_backend *be, int k, const wd_complex *a, const wd_field *x,
+                              wd_field *y)
+{
+    for (int i0 = 0; i0 < k; i0 += WD_BLAS_MULTI) {
+        const int m = k - i0 < WD_BLAS_MULTI ? k - i0 : WD_BLAS_MULTI;
+        const wd_field *f[WD_BLAS_MULTI];
+        for (int i = 0; i < m; ++i)
+            f[i] = &x[i0 + i];
+        wd_blas_multi_caxpy(be, m, a + i0, f, y);
+    }
+}
+
+/* outer_eo: x = (x_e, x_o reconstructed) and r = b - A x in the outer
+ * precision; returns |r| */
+static double eo_full_residual(wd_mg *mg, wd_status *st)
+{
+    wd_mg_fine *f = &mg->fine;
+    wd_backend *be = f->be;
+    wd_blas_copy(be, &f->x.e, &f->xe);
+    if ((*st = wd_mg_fine_eo_odd(f, &f->x, &f->b)) != WD_OK ||
+        (*st = wd_mg_fine_apply(f, &f->r, &f->x)) != WD_OK)
+        return 0;
+    wd_mg_pair_ax(be, -1, &f->r);
+    wd_mg_pair_caxpy(be, (wd_complex){1, 0}, &f->b, &f->r);
+    return sqrt(wd_mg_pair_norm2(be, &f->r));
+}
+
+/*
+ * outer_eo: the outer flexible GCR(nk) on the Schur system Mhat x_e = b'_e
+ * (the form of the smoother's operator; b'_e from the full b, f->b, in
+ * the outer precision), as gcr_fine on single-parity fields: the
+ * directions and images in the Krylov precision with Mhat in it, the
+ * restarts' x_e and residual b'_e - Mhat x_e in the outer one.  With x_o
+ * reconstructed, the full residual b - A x is (Wilson, asymmetric form)
+ * the Schur one on the even sites and 0 on the odd, or (symmetric form)
+ * A_ee times it; so the GCR first stops at |b'_e - Mhat x_e| <= tol |b|,
+ * then measures b - A x in the outer precision and, while that is above
+ * tol |b| (rounding in the reconstruction, A_ee), lowers the Schur target
+ * by the factor missed, with a margin of 2, and iterates on (at most
+ * EO_ROUNDS more times).  Returns the iterations; *relres the full
+ * system's |b - A x| / |b|.
+ */
+enum { EO_ROUNDS = 3 };
+
+static int gcr_fine_eo(wd_mg *mg, double tol, int max_iter, int verbose, double *relres,
+                       wd_status *st)
+{
+    wd_mg_fine *f = &mg->fine;
+    wd_backend *be = f->be;
+    const int nk = f->nk;
+    const wd_complex one = {1, 0};
+    const double bnorm = sqrt(wd_mg_pair_norm2(be, &f->b));
+    mg_level *v = &mg->lv[0];
+    wd_complex *beta = v->beta, *alpha = v->alpha, *gamma = v->gamma;
+    double *qq = v->qq;
+    *relres = 0;
+    *st = WD_OK;
+    wd_mg_pair_zero(be, &f->x);
+    wd_blas_zero(be, &f->xe);
+    if (bnorm == 0)
+        return 0;
+    if ((*st = wd_mg_fine_eo_source(f, &f->bhat, &f->b)) != WD_OK)
+        return 0;
+    wd_blas_copy(be, &f->re, &f->bhat);
+    const double delta = f->kp >= 4 ? 1e-5 : 1e-2;
+    double target = tol * bnorm, rnorm = sqrt(wd_blas_norm2(be, &f->re)), full = bnorm;
+    int it = 0;
+    for (int round = 0; round <= EO_ROUNDS; ++round) {
+        while (rnorm > target && it < max_iter) {
+            int k = 0;
+            wd_blas_copy(be, &f->rke, &f->re);
+            const double stop = fmax(target, delta * rnorm);
+            double rk = rnorm;
+            for (; k < nk && it < max_iter && rk > stop; ++k, ++it) {
+                if ((*st = cycle_fine_eo(mg, &f->ze[k], &f->rke)) != WD_OK ||
+                    (*st = wd_mg_fine_eo_apply(f, 0, &f->qe[k], &f->ze[k])) != WD_OK)
+                    return it;
+                prof(mg, PROF_FINE_APPLY);
+                field_multi_cdot(be, k, f->qe, &f->qe[k], f->dots);
+                for (int i = 0; i < k; ++i) {
+                    const wd_complex b = {f->dots[i].re / qq[i], f->dots[i].im / qq[i]};
+                    beta[(size_t)i * nk + k] = b;
+                    f->dots[i] = (wd_complex){-b.re, -b.im};
+                }
+                field_multi_caxpy(be, k, f->dots, f->qe, &f->qe[k]);
+                double c[3];
+                wd_blas_cdot_norm2(be, &f->qe[k], &f->rke, c);
+                if (!isfinite(c[2]) || !isfinite(c[0]) || !isfinite(c[1])) {
+                    *st = wd_fail(WD_ERR_NAN, "multigrid: the outer GCR met NaN or Inf after %d "
+                                  "iterations", it);
+                    return it;
+                }
+                if (c[2] == 0)
+                    break;
+                qq[k] = c[2];
+                alpha[k] = (wd_complex){c[0] / c[2], c[1] / c[2]};
+                const wd_complex ma = {-alpha[k].re, -alpha[k].im};
+                rk = sqrt(wd_blas_caxpy_norm2(be, ma, &f->qe[k], &f->rke));
+                prof(mg, PROF_ORTH);
+                if (verbose)
+                    fprintf(stderr, "wdirac multigrid: outer iteration %d: Schur residual "
+                            "%.3e\n", it + 1, rk / bnorm);
+            }
+            gcr_backsolve(k, alpha, beta, nk, gamma);
+            wd_blas_zero(be, &f->xke);
+            field_multi_caxpy(be, k, gamma, f->ze, &f->xke);
+            wd_blas_copy(be, &f->re, &f->xke);
+            wd_blas_caxpy(be, one, &f->re, &f->xe);
+            if (verbose)
+                fprintf(stderr, "wdirac multigrid: restart after %d directions\n", k);
+            if ((*st = wd_mg_fine_eo_apply(f, 1, &f->re, &f->xe)) != WD_OK)
+                return it;
+            wd_blas_ax(be, -1, &f->re);
+            wd_blas_caxpy(be, one, &f->bhat, &f->re);
+            rnorm = sqrt(wd_blas_norm2(be, &f->re));
+            prof(mg, PROF_RESTART);
+            if (k == 0)
+                break;
+        }
+        full = eo_full_residual(mg, st);
+        prof(mg, PROF_RESTART);
+        if (*st != WD_OK)
+            return it;
+        if (verbose)
+            fprintf(stderr, "wdirac multigrid: Schur residual %.3e, full residual %.3e\n",
+                    rnorm / bnorm, full / bnorm);
+        if (!(full > tol * bnorm) || it >= max_iter || !(rnorm > 0) || !isfinite(full))
+            break;
+        target = fmin(target, rnorm) * 0.5 * tol * bnorm / full;
+    }
+    if (be->error != WD_OK)
+        *st = be->error;
+    *relres = full / bnorm;
     return it;
 }
 
@@ -1912,6 +2181,7 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
             st = setup_levels(mg, m, stats, &io);
         const double t_dev = now_s();
         /* the outer GCR's fields after the setup's peak of memory */
+        mg->fine.outer_eo = m->outer_eo;
         if (st == WD_OK)
             st = agreed(mg, wd_mg_fine_solver(&mg->fine, &h));
         if (st == WD_OK)
@@ -1971,8 +2241,8 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
     double rel;
     const int loud = (mg->set.verbosity >= 2 || s->verbosity >= 3) &&
                      (mg->ranks == 1 || wd_comm_rank() == 0);
-    const int it = gcr_fine(mg, s->tol, s->max_iter, loud,
-                            &rel, &st);
+    const int it = mg->set.outer_eo ? gcr_fine_eo(mg, s->tol, s->max_iter, loud, &rel, &st)
+                                    : gcr_fine(mg, s->tol, s->max_iter, loud, &rel, &st);
     const wd_status xst = wd_mg_fine_to_host(f, (double complex *)x, &f->x);
     if (xst != WD_OK)
         return xst;

@@ -279,6 +279,18 @@ typedef struct wd_mg_fine {
     int smoother;               /* wd_mg_smoother */
     int nbasis;                 /* CA-GCR: pb[i] = Mhat^(i+1) h, i < nbasis (sloppy) */
     wd_field *pb;
+    /* outer_eo (set before wd_mg_fine_solver): the outer GCR on the Schur
+     * system Mhat x_e = b'_e of op's form, its fields single-parity: the
+     * Schur operator in the outer precision (eo_outer: the source, the
+     * restarts' residual, x_o) and in the Krylov one (eo_krylov: the
+     * directions' images, the cycle's residuals); xe, bhat, re outer;
+     * rke, xke, ue, we, zo (zero) and the nk ze, qe Krylov; to, te, tko, tke the two
+     * operators' odd and even scratch; ainv_own[i] A^-1 in a precision the
+     * solver holds none in (0 outer, 1 Krylov) */
+    int outer_eo;
+    wd_eo_op eo_outer, eo_krylov;
+    wd_field xe, bhat, re, rke, xke, ue, we, zo, *ze, *qe, to, te, tko, tke;
+    wd_clover ainv_own[2];
 } wd_mg_fine;
 
 /* init: the checks, and what the setup needs (the sloppy fields and the
@@ -292,10 +304,19 @@ void wd_mg_fine_free(wd_mg_fine *f);
 wd_status wd_mg_fine_apply(wd_mg_fine *f, wd_mg_pair *out, const wd_mg_pair *in);
 /* out = A in in the Krylov precision */
 wd_status wd_mg_fine_apply_k(wd_mg_fine *f, wd_mg_pair *out, const wd_mg_pair *in);
+/* outer_eo: out = b'_e, the Schur source of the full b (outer precision;
+ * f->to, f->te scratch); f->x.o = x_o reconstructed from f->x.e and b.o;
+ * out_e = Mhat in_e in the outer (outer 1) or the Krylov precision */
+wd_status wd_mg_fine_eo_source(wd_mg_fine *f, wd_field *out, const wd_mg_pair *b);
+wd_status wd_mg_fine_eo_odd(wd_mg_fine *f, wd_mg_pair *x, const wd_mg_pair *b);
+wd_status wd_mg_fine_eo_apply(wd_mg_fine *f, int outer, wd_field *out, const wd_field *in);
 /* e = the correction of `steps` smoother iterations (f->smoother: MR, or
  * CA-GCR with steps <= the init's) on the Schur system of A e = r from 0,
  * odd sites reconstructed (e may be r) */
 wd_status wd_mg_fine_smooth(wd_mg_fine *f, wd_mg_pair *e, const wd_mg_pair *r, int steps);
+/* the same on the Schur system itself: e_e ~ Mhat^-1 r_e (even fields of
+ * any precision; e may be r) */
+wd_status wd_mg_fine_smooth_eo(wd_mg_fine *f, wd_field *e, const wd_field *r, int steps);
 /* CA-GCR's least squares: with gram[i (s + 1) + j] = <p_i, p_j> (i <= j
  * <= s; the rest unread) of the basis p_0 = r, p_{i+1} = A p_i, the a[0..m-1]
  * minimising |r - sum_i a_i A p_i| by the normal equations (Cholesky in
