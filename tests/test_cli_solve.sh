@@ -124,7 +124,7 @@ assert r['solver'] == 'mg', r['solver']
 assert m['levels'] == 2 and m['block'] == [[2, 2, 2, 2]] and m['nvec'] == [8], m
 assert m['setup_max_iter'] == 30 and m['cycle'] == 'k' and m['post_smooth'] == 8, m
 assert m['smoother'] == 'ca-gcr', m
-assert m['coarse_eo'] == 1 and m['outer_eo'] == 0, m
+assert m['coarse_eo'] == 1 and m['outer_eo'] == 1, m
 su = m['setup']
 assert su['diagnostics_seconds'] > 0, su
 assert su['seconds'] > 0 and su['fine_applies'] > 0, su

@@ -174,6 +174,7 @@ void wd_mg_default_settings(wd_mg_settings *m)
     m->verbosity = 0;
     m->coarse_eo = 1;
     m->smoother = WD_MG_SMOOTHER_CA_GCR;
+    m->outer_eo = 1;
 }
 
 static double now_s(void)
