@@ -1634,14 +1634,14 @@ static double eo_full_residual(wd_mg *mg, wd_status *st)
  * EO_ROUNDS more times), the full residual measured at each of those
  * rounds' restarts: done as soon as it meets tol; where a restart gains
  * less than a tenth on the Schur residual (the outer precision's floor)
- * or the rounds run out, *floor = 1 and x goes to the solver's float64
+ * or the rounds run out, *at_floor = 1 and x goes to the solver's float64
  * check and refinement, as a Krylov Schur solve's does (the full residual
  * in the outer precision is itself rounded).  Returns the iterations;
  * *relres the full system's |b - A x| / |b| in the outer precision.
  */
 enum { EO_ROUNDS = 3 };
 
-static int gcr_fine_eo(wd_mg *mg, double tol, int max_iter, int verbose, int *floor,
+static int gcr_fine_eo(wd_mg *mg, double tol, int max_iter, int verbose, int *at_floor,
                        double *relres, wd_status *st)
 {
     wd_mg_fine *f = &mg->fine;
@@ -1654,7 +1654,7 @@ static int gcr_fine_eo(wd_mg *mg, double tol, int max_iter, int verbose, int *fl
     double *qq = v->qq;
     *relres = 0;
     *st = WD_OK;
-    *floor = 0;
+    *at_floor = 0;
     wd_mg_pair_zero(be, &f->x);
     wd_blas_zero(be, &f->xe);
     if (bnorm == 0)
@@ -1745,8 +1745,8 @@ static int gcr_fine_eo(wd_mg *mg, double tol, int max_iter, int verbose, int *fl
     }
     if (be->error != WD_OK)
         *st = be->error;
-    *floor = full > tol * bnorm && it < max_iter && isfinite(full);
-    if (*floor && verbose)
+    *at_floor = full > tol * bnorm && it < max_iter && isfinite(full);
+    if (*at_floor && verbose)
         fprintf(stderr, "wdirac multigrid: the Schur residual %.3e met the outer precision's "
                 "floor with the full residual %.3e above tol: x to the solver's float64 check "
                 "and refinement\n", rnorm / bnorm, full / bnorm);
@@ -2268,9 +2268,9 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
     double rel;
     const int loud = (mg->set.verbosity >= 2 || s->verbosity >= 3) &&
                      (mg->ranks == 1 || wd_comm_rank() == 0);
-    int floor = 0;
+    int at_floor = 0;
     const int it = mg->set.outer_eo
-                       ? gcr_fine_eo(mg, s->tol, s->max_iter, loud, &floor, &rel, &st)
+                       ? gcr_fine_eo(mg, s->tol, s->max_iter, loud, &at_floor, &rel, &st)
                        : gcr_fine(mg, s->tol, s->max_iter, loud, &rel, &st);
     const wd_status xst = wd_mg_fine_to_host(f, (double complex *)x, &f->x);
     if (xst != WD_OK)
@@ -2310,7 +2310,7 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
         stats->mg_iterations[l] = (int)mg->lv[l].iterations;
     if (st != WD_OK)
         return st;
-    if (rel > s->tol && !floor)
+    if (rel > s->tol && !at_floor)
         return wd_fail(WD_ERR_MAX_ITER, "solver WD_SOLVER_MG: %d outer iterations reached "
                        "max_iter with residual %.3e above tol %.3e", it, rel, s->tol);
     return WD_OK;
