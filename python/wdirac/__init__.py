@@ -268,7 +268,7 @@ class Solver:
     diagnostics (1: the float64 checks of .mg_stats, else NaN), coarse_eo
     (0: the coarsest GCR on the whole operator, not even-odd), outer_eo
     (1: the outer GCR on the even-odd Schur system of the fine level,
-    QUDA's direct-pc; 0, the default, on the full system), save and
+    QUDA's direct-pc, the default; 0 on the full system), save and
     load (a file of the null vectors: written after the setup, or read
     instead of relaxing them; save_overwrite=True replaces a file); missing
     keys keep the library's defaults.  The setup runs once, here, for this
