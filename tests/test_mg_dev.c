@@ -415,6 +415,29 @@ static void to_doubles(double *d, const float *p, size_t volume, int n)
     }
 }
 
+/* a level-0 transfer of nvec random vectors, orthonormalised (0 on a
+ * failure, reported and freed) */
+static int random_transfer(wd_mg_transfer *t, const int dims[4], int n_fine, const int block[4],
+                           int nvec)
+{
+    if (wd_mg_transfer_init(t, 0, dims, n_fine, block, nvec, 0) != WD_OK) {
+        check_true("transfer init", 0, wd_last_error());
+        return 0;
+    }
+    const size_t fn = t->fine_volume * n_fine;
+    for (int k = 0; k < nvec; ++k) {
+        double complex *f = random_field(fn);
+        wd_mg_vector_set(t, k, f);
+        free(f);
+    }
+    if (wd_mg_orthonormalise(t, 0) != WD_OK) {
+        check_true("transfer orthonormalise", 0, wd_last_error());
+        wd_mg_transfer_free(t);
+        return 0;
+    }
+    return 1;
+}
+
 /* restrict_ and prolong of a transfer with n_fine components: the host
  * layout when fine_host, else packed */
 static void test_transfer(const int dims[4], int n_fine, const int block[4], int nvec,
@@ -422,21 +445,9 @@ static void test_transfer(const int dims[4], int n_fine, const int block[4], int
 {
     char name[128];
     wd_mg_transfer t;
-    if (wd_mg_transfer_init(&t, 0, dims, n_fine, block, nvec, 0) != WD_OK) {
-        check_true("transfer init", 0, wd_last_error());
+    if (!random_transfer(&t, dims, n_fine, block, nvec))
         return;
-    }
     const size_t fn = t.fine_volume * n_fine, cn = t.coarse_volume * 2 * nvec;
-    for (int k = 0; k < nvec; ++k) {
-        double complex *f = random_field(fn);
-        wd_mg_vector_set(&t, k, f);
-        free(f);
-    }
-    if (wd_mg_orthonormalise(&t, 0) != WD_OK) {
-        check_true("transfer orthonormalise", 0, wd_last_error());
-        wd_mg_transfer_free(&t);
-        return;
-    }
     void *mem[4];
     const wd_mg_dev_transfer dt = dev_transfer(&t, fine_host, precision, mem);
     /* P^dag: the same (float-rounded) fine field on both sides */
@@ -514,21 +525,9 @@ static void test_transfer_even(const int dims[4], const int block[4], int nvec, 
 {
     char name[128];
     wd_mg_transfer t;
-    if (wd_mg_transfer_init(&t, 0, dims, 12, block, nvec, 0) != WD_OK) {
-        check_true("transfer init", 0, wd_last_error());
+    if (!random_transfer(&t, dims, 12, block, nvec))
         return;
-    }
     const size_t fn = t.fine_volume * 12, cn = t.coarse_volume * 2 * nvec;
-    for (int k = 0; k < nvec; ++k) {
-        double complex *f = random_field(fn);
-        wd_mg_vector_set(&t, k, f);
-        free(f);
-    }
-    if (wd_mg_orthonormalise(&t, 0) != WD_OK) {
-        check_true("transfer orthonormalise", 0, wd_last_error());
-        wd_mg_transfer_free(&t);
-        return;
-    }
     void *mem[4];
     wd_mg_dev_transfer dt = dev_transfer(&t, 1, precision, mem);
     const size_t half = t.fine_volume / 2;

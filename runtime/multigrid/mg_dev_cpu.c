@@ -14,6 +14,7 @@
  * chunks of WD_REDUCE_BLOCK sites, the chunks in chunk order (the same
  * bits for any thread count).
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,17 @@ static wd_status cpu_apply(const wd_mg_dev_level *lv, float *out, const float *i
     return st;
 }
 
+wd_status wd_mg_dev_apply_multi_check(const wd_mg_dev_level *lv, int nrhs, int max_nrhs)
+{
+    if (nrhs < 1 || nrhs > max_nrhs)
+        return wd_fail(WD_ERR_INVALID, "multigrid: apply_multi of %d right-hand sides", nrhs);
+    if (lv->layout.precision == 2 && (!lv->hmin || !lv->hmout || lv->hmulti < nrhs))
+        return wd_fail(WD_ERR_INVALID, "multigrid: apply_multi of %d right-hand sides on half "
+                       "links needs 16-bit fields for as many (the level has them for %d)", nrhs,
+                       lv->hmin && lv->hmout ? lv->hmulti : 0);
+    return WD_OK;
+}
+
 wd_status wd_mg_dev_apply_multi_plan(const wd_mg_dev_level *lv, int nrhs, void *out,
                                      float *out_norm, const void *in, const float *in_norm,
                                      wd_mg_coarse_run run)
@@ -139,14 +151,11 @@ static wd_status cpu_apply_multi(const wd_mg_dev_level *lv, int nrhs, float *out
 {
     const int vol = lv->layout.volume, n = lv->layout.ncomp;
     const size_t sites = (size_t)vol + (size_t)lv->nghost, field = sites * 2 * (size_t)n;
-    if (nrhs < 1)
-        return wd_fail(WD_ERR_INVALID, "multigrid: apply_multi of %d right-hand sides", nrhs);
+    const wd_status chk = wd_mg_dev_apply_multi_check(lv, nrhs, INT_MAX);
+    if (chk != WD_OK)
+        return chk;
     if (lv->layout.precision != 2)
         return wd_mg_dev_apply_multi_plan(lv, nrhs, out, NULL, in, NULL, cpu_run);
-    if (!lv->hmin || !lv->hmout || lv->hmulti < nrhs)
-        return wd_fail(WD_ERR_INVALID, "multigrid: apply_multi of %d right-hand sides on half "
-                       "links needs 16-bit fields for as many (the level has them for %d)", nrhs,
-                       lv->hmin && lv->hmout ? lv->hmulti : 0);
     to_half((int)(nrhs * sites), n, in, lv->hmin, lv->hmin_norm);
     const wd_status st = wd_mg_dev_apply_multi_plan(lv, nrhs, lv->hmout, lv->hmout_norm, lv->hmin,
                                                     lv->hmin_norm, cpu_run);

@@ -454,15 +454,12 @@ wd_status cuda_apply_multi(const wd_mg_dev_level *lv, int nrhs, float *out, cons
 {
     const int vol = lv->layout.volume, n = lv->layout.ncomp;
     const size_t sites = (size_t)vol + (size_t)lv->nghost, field = sites * 2 * (size_t)n;
-    if (nrhs < 1 || nrhs > 65535)
-        return wd_fail(WD_ERR_INVALID, "multigrid: apply_multi of %d right-hand sides", nrhs);
+    wd_status st = wd_mg_dev_apply_multi_check(lv, nrhs, 65535);
+    if (st != WD_OK)
+        return st;
     if (lv->layout.precision != 2)
         return wd_mg_dev_apply_multi_plan(lv, nrhs, out, NULL, in, NULL, cuda_run);
-    if (!lv->hmin || !lv->hmout || lv->hmulti < nrhs)
-        return wd_fail(WD_ERR_INVALID, "multigrid: apply_multi of %d right-hand sides on half "
-                       "links needs 16-bit fields for as many (the level has them for %d)", nrhs,
-                       lv->hmin && lv->hmout ? lv->hmulti : 0);
-    wd_status st = cuda_pack_half((int)(nrhs * sites), n, NULL, in, lv->hmin, lv->hmin_norm);
+    st = cuda_pack_half((int)(nrhs * sites), n, NULL, in, lv->hmin, lv->hmin_norm);
     if (st == WD_OK)
         st = wd_mg_dev_apply_multi_plan(lv, nrhs, lv->hmout, lv->hmout_norm, lv->hmin,
                                         lv->hmin_norm, cuda_run);

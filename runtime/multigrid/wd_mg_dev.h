@@ -226,6 +226,9 @@ typedef wd_status (*wd_mg_coarse_run)(const wd_mg_dev_level *lv, int nrhs,
 wd_status wd_mg_dev_apply_multi_plan(const wd_mg_dev_level *lv, int nrhs, void *out,
                                      float *out_norm, const void *in, const float *in_norm,
                                      wd_mg_coarse_run run);
+/* apply_multi's argument checks on both backends: 1 <= nrhs <= max_nrhs,
+ * and with half links the level's 16-bit multi-fields for nrhs */
+wd_status wd_mg_dev_apply_multi_check(const wd_mg_dev_level *lv, int nrhs, int max_nrhs);
 /* the CUDA implementation, or NULL in a build without CUDA */
 const wd_mg_dev_ops *wd_mg_dev_cuda_ops(void);
 
