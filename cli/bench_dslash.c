@@ -59,7 +59,10 @@
  * rank's time per call, the exchange's duration (start to end, overlapped
  * or not), the aggregate Gflops over the global lattice,
  * the per-rank GB/s of the kernel's bytes model on the local block, the
- * halo bytes each rank sends and their rate.  Fields are random per rank
+ * halo bytes each rank sends and their rate, and the kernel launches of
+ * one call's exchange ("pack/unpack": the gather of every face into the
+ * send buffers and the scatter into the ghost zones, one each whatever the
+ * number of split dimensions).  Fields are random per rank
  * (seed + rank; gauge-fixed variants on the block's own temporal gauge):
  * the work is the decomposed lattice's, the values need not be.
  * --nccl-sweep adds the NCCL send/recv exchange alone, for buffers from
@@ -544,6 +547,7 @@ typedef struct grid_row {
     int variant, dims[4], local[4];
     double us, halo_us, gflops, gbps, halo_bytes, halo_gbps;
     double serial_us, hidden;   /* the exchange not overlapped; the share of it hidden */
+    int pack, unpack;           /* gather and scatter launches of one call's exchange */
     double rank_us[32];
 } grid_row;
 
@@ -597,6 +601,8 @@ static int time_grid_variant(wd_backend *be, int k, const host_fields *h, int re
     if (st == WD_OK)
         st = wd_backend_cuda_time_dslash(be, k, &out, &g, &in, v->xpay ? &x : NULL, -0.0157, 0,
                                          reps, &us, &halo_us);
+    /* the same on every rank: every rank exchanges the same faces */
+    wd_backend_cuda_halo_launches(be, &r->pack, &r->unpack);
     st = wd_backend_agree(st);
     wd_field_destroy(be, &in);
     wd_field_destroy(be, &out);
@@ -715,10 +721,11 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
         printf("time per call: the halo exchange (gather, NCCL, scatter) and the kernel, the\n"
                "exchange overlapping the interior where T alone is split (serial us: not\n"
                "overlapped; hidden: the share of the serial exchange saved); the slowest rank;\n"
-               "GB/s and copy: the kernel's bytes model on one rank's block\n\n");
-        printf("%-28s %-14s %-8s %-13s %5s %10s %9s %9s %8s %6s %10s %8s %10s %6s\n", "variant",
-               "lattice", "grid", "local", "ranks", "us/call", "halo us", "Gflops", "GB/s", "copy",
-               "halo KiB", "halo GB/s", "serial us", "hidden");
+               "GB/s and copy: the kernel's bytes model on one rank's block; pack/unpack: the\n"
+               "gather and scatter kernel launches of one call's exchange (all faces)\n\n");
+        printf("%-28s %-14s %-8s %-13s %5s %10s %9s %9s %8s %6s %10s %8s %10s %6s %11s\n",
+               "variant", "lattice", "grid", "local", "ranks", "us/call", "halo us", "Gflops",
+               "GB/s", "copy", "halo KiB", "halo GB/s", "serial us", "hidden", "pack/unpack");
     }
     json_t *root = wd_bench_json_run("dslash-grid", "cuda", device, seed);
     json_t *res = json_array(), *sweep_arr = json_array();
@@ -783,14 +790,16 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
                          lat.procs[2], lat.procs[3]);
                 snprintf(local, sizeof local, "%dx%dx%dx%d", lat.local[0], lat.local[1],
                          lat.local[2], lat.local[3]);
-                char serial[16] = "-", hidden[16] = "-";
+                char serial[16] = "-", hidden[16] = "-", launches[24];
                 if (r.serial_us > 0) {
                     snprintf(serial, sizeof serial, "%.2f", r.serial_us);
                     snprintf(hidden, sizeof hidden, "%.0f%%", 100 * r.hidden);
                 }
+                snprintf(launches, sizeof launches, "%d/%d", r.pack, r.unpack);
                 printf("%-28s %-14s %-8s %-13s %5d %10.2f %9.2f %9.1f %8.1f %5.0f%% %10.1f %8.1f %10s "
-                       "%6s\n", v->name, latb, gridb, local, lat.size, r.us, r.halo_us, r.gflops,
-                       r.gbps, 100 * r.gbps / copy, r.halo_bytes / 1024, r.halo_gbps, serial, hidden);
+                       "%6s %11s\n", v->name, latb, gridb, local, lat.size, r.us, r.halo_us,
+                       r.gflops, r.gbps, 100 * r.gbps / copy, r.halo_bytes / 1024, r.halo_gbps,
+                       serial, hidden, launches);
                 fflush(stdout);
             }
             json_t *ranks = json_array();
@@ -798,7 +807,7 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
                 json_array_append_new(ranks, json_real(r.rank_us[q]));
             json_array_append_new(
                 res, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:[iiii], s:[iiii], s:[iiii], "
-                               "s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o}",
+                               "s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:o}",
                                "variant", v->name, "precision", v->precision, "recon", v->recon,
                                "gauge_fix", v->gauge_fix, "dagger", v->dagger, "xpay", v->xpay,
                                "dims", lat.dims[0], lat.dims[1], lat.dims[2], lat.dims[3],
@@ -808,7 +817,8 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
                                "gflops", r.gflops, "GBps_per_rank", r.gbps, "fraction_of_copy",
                                r.gbps / copy, "halo_bytes_sent_per_rank", r.halo_bytes,
                                "halo_GBps", r.halo_gbps, "us_serial_exchange", r.serial_us,
-                               "fraction_of_exchange_hidden", r.hidden, "us_per_rank", ranks));
+                               "fraction_of_exchange_hidden", r.hidden, "pack_launches_per_call",
+                               r.pack, "unpack_launches_per_call", r.unpack, "us_per_rank", ranks));
         }
         if (sweep_nccl && l == nlat - 1)
             nccl_sweep(&be, faces, nfaces, reps, sweep_arr);

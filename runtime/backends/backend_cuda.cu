@@ -25,15 +25,15 @@
  * state, so that the ranks stay in step.
  *
  * Halos (a process grid): wd_cuda_be_grid_open makes the NCCL communicator,
- * the face index tables and the exchange's own stream; the exchange is a
- * gather kernel per partitioned dimension (the two faces of the input's
- * parity into contiguous buffers, in the face order and stored values of
- * wd_face_gather: the index tables come from wd_face_site), the NCCL
- * exchange of every dimension in one group, and a scatter kernel per
- * dimension into the ghost faces (wd_ghost_scatter's layout).  A multi-RHS
- * call exchanges all its right-hand sides at once: the same three launches
- * over every right-hand side (blockIdx.z) and one message each way per
- * dimension holding their faces back to back.
+ * the face index tables and the exchange's own stream; the exchange is one
+ * gather launch (every face of the input's parity, both directions of
+ * every partitioned dimension, into contiguous buffers, in the face order
+ * and stored values of wd_face_gather: the index tables come from
+ * wd_face_site), the NCCL exchange of every dimension in one group, and
+ * one scatter launch into every ghost face (wd_ghost_scatter's layout).  A
+ * multi-RHS call exchanges all its right-hand sides at once: the same
+ * launches over every right-hand side (blockIdx.z) and one message each
+ * way per dimension holding their faces back to back.
  * wd_cuda_be_dslash_grid runs it on the exchange's stream while the main
  * stream computes the interior sites, then the boundary slices (T alone
  * partitioned), or before the whole kernel on the main stream (otherwise).
@@ -601,32 +601,41 @@ __global__ void __launch_bounds__(BLAS_BLOCK) residual_copy_lanes_kernel(
 }
 
 /* ---- halo faces --------------------------------------------------------- */
-/* Element k of face site f moves between k * stride + idx[f] of the field
- * and k * n + f of the face buffer; the half-precision norms follow the
- * elements in the buffer.  blockIdx.y picks one of the two faces,
- * blockIdx.z the right-hand side q: its field at q * rhs_elems vector
- * elements (norms q * rhs_norms floats) after the first, its face at
- * q * rhs_buf bytes of the face's slot (all right-hand sides' faces of one
- * direction are one message). */
-struct face_pair {
-    const int *idx[2];  /* gather: face sites; scatter: unused */
-    int ghost[2];       /* scatter: first ghost index */
-    char *buf[2];
-    long rhs_elems;     /* vector elements from one right-hand side's field to the next */
-    long rhs_norms;     /* floats from one right-hand side's norms to the next */
-    size_t rhs_buf;     /* bytes from one right-hand side's face to the next */
+/* Every face of one exchange in one launch: the gather packs, the scatter
+ * unpacks, each face of every partitioned dimension (forward and backward)
+ * and every right-hand side.  blockIdx.y picks the face j, blockIdx.z the
+ * right-hand side q; gridDim.x covers the largest face, and the blocks past
+ * a smaller face's end find nothing to do.  Element k of site f of face j
+ * moves between k * stride + idx[j][f] (gather) or ghost[j] + f (scatter)
+ * of the field and k * n[j] + f of the face's buffer; the half-precision
+ * norms follow the elements in the buffer.  Right-hand side q's field lies
+ * q * rhs_elems vector elements (norms q * rhs_norms floats) after the
+ * first, its face q * rhs_buf[j] bytes after the first's (all right-hand
+ * sides' faces of one direction are one message).  A site's values are
+ * copied unchanged, so what a launch packs does not depend on how many
+ * faces it covers. */
+#define WD_FACES_MAX 8  /* 4 dimensions x 2 directions */
+
+struct face_set {
+    const int *idx[WD_FACES_MAX];   /* gather: the face's sites; scatter: unused */
+    int ghost[WD_FACES_MAX];        /* scatter: the face's first ghost index */
+    char *buf[WD_FACES_MAX];        /* right-hand side 0's face in the halo buffer */
+    int n[WD_FACES_MAX];            /* sites of the face */
+    size_t rhs_buf[WD_FACES_MAX];   /* bytes from one right-hand side's face to the next */
+    long rhs_elems;                 /* vector elements from one right-hand side's field to the next */
+    long rhs_norms;                 /* floats from one right-hand side's norms to the next */
 };
 
 template <class W>
 __global__ void face_gather_kernel(const W *field, const float *norm, int stride, int elements,
-                                   int n, face_pair fp)
+                                   face_set fs)
 {
-    const int side = blockIdx.y, q = blockIdx.z;
-    const int *idx = fp.idx[side];
-    W *buf = (W *)(fp.buf[side] + q * fp.rhs_buf);
-    field += q * fp.rhs_elems;
+    const int j = blockIdx.y, q = blockIdx.z, n = fs.n[j];
+    const int *idx = fs.idx[j];
+    W *buf = (W *)(fs.buf[j] + q * fs.rhs_buf[j]);
+    field += q * fs.rhs_elems;
     if (norm)
-        norm += q * fp.rhs_norms;
+        norm += q * fs.rhs_norms;
     const int total = n * elements;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
         const int k = i / n, f = i - k * n;
@@ -637,15 +646,14 @@ __global__ void face_gather_kernel(const W *field, const float *norm, int stride
 }
 
 template <class W>
-__global__ void ghost_scatter_kernel(W *field, float *norm, int stride, int elements, int n,
-                                     face_pair fp)
+__global__ void ghost_scatter_kernel(W *field, float *norm, int stride, int elements, face_set fs)
 {
-    const int side = blockIdx.y, q = blockIdx.z;
-    const W *buf = (const W *)(fp.buf[side] + q * fp.rhs_buf);
-    field += q * fp.rhs_elems;
+    const int j = blockIdx.y, q = blockIdx.z, n = fs.n[j];
+    const W *buf = (const W *)(fs.buf[j] + q * fs.rhs_buf[j]);
+    field += q * fs.rhs_elems;
     if (norm)
-        norm += q * fp.rhs_norms;
-    const int g = fp.ghost[side], total = n * elements;
+        norm += q * fs.rhs_norms;
+    const int g = fs.ghost[j], total = n * elements;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
         const int k = i / n, f = i - k * n;
         field[(size_t)k * stride + g + f] = buf[i];
@@ -855,6 +863,7 @@ typedef struct cuda_ctx {
     cudaStream_t comm;         /* the exchange's stream, when it overlaps the interior */
     cudaEvent_t ev_start, ev_halo;  /* input ready; exchange done (timed) */
     int overlap;               /* overlap the exchange with the interior where possible */
+    int pack_launches, unpack_launches;  /* the last exchange's gather and scatter launches */
 } cuda_ctx;
 
 static int grid_for(int n)
@@ -1711,11 +1720,12 @@ static wd_status after_agreement(wd_backend *be, wd_status st)
 
 /* Enqueue on stream s the exchange of the ghost faces of right-hand sides
  * 0 .. nrhs - 1 of `in` (the parity opposite out_parity) with the
- * neighbours: gather, NCCL, scatter, one launch each per partitioned
- * dimension for all right-hand sides, and per dimension one message each
- * way holding every right-hand side's face.  Collective over the ranks of
- * the grid; `pending`, a failure of the caller's, is agreed with the
- * others before the exchange (and stops it). */
+ * neighbours: one gather launch packing every face of every partitioned
+ * dimension and right-hand side, the NCCL group, one scatter launch
+ * unpacking them all; per dimension one message each way holding every
+ * right-hand side's face.  Collective over the ranks of the grid;
+ * `pending`, a failure of the caller's, is agreed with the others before
+ * the exchange (and stops it). */
 static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_parity,
                          wd_status pending, cudaStream_t s)
 {
@@ -1727,6 +1737,7 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
         if (be->halo.part[mu])
             need += 4 * face_slot(be, in, mu, nrhs);
     }
+    c->pack_launches = c->unpack_launches = 0;
     /* every rank has the same local volume and runs the same calls: all
      * grow here together */
     if (st == WD_OK && need > c->halo_bytes) {
@@ -1740,60 +1751,84 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
     const int in_parity = 1 - out_parity;
     const size_t eb = (size_t)in->width * in->precision;
     const long rhs_elems = (long)(in->bytes / eb), rhs_norms = (long)(in->norm_bytes / sizeof(float));
+    /* face 2k + d of the k-th partitioned dimension: d = 0 forward, 1
+     * backward; the gather's send[FWD] is my last slice, the forward
+     * neighbour's backward ghost */
     wd_nccl_face faces[4];
-    int nf = 0;
+    face_set pack, unpack;
+    memset(&pack, 0, sizeof pack);
+    memset(&unpack, 0, sizeof unpack);
+    pack.rhs_elems = unpack.rhs_elems = rhs_elems;
+    pack.rhs_norms = unpack.rhs_norms = rhs_norms;
+    int nf = 0, blocks = 0;
     for (int mu = 0; mu < 4 && st == WD_OK; ++mu) {
         if (!be->halo.part[mu])
             continue;
         const size_t slot = face_slot(be, in, mu, nrhs), rb = face_rhs(be, in, mu);
         char *b = (char *)c->halo + off[mu];
         const int n = be->halo.face_cb[mu];
-        /* send[FWD]: my last slice, the forward neighbour's backward ghost */
-        face_pair fp = {{c->face_idx + c->face_off[mu][1][in_parity],
-                         c->face_idx + c->face_off[mu][0][in_parity]}, {0, 0}, {b, b + slot},
-                        rhs_elems, rhs_norms, rb};
-        const dim3 grid((n * in->elements + 255) / 256, 2, nrhs);
-        if (eb == 16)
-            face_gather_kernel<uint4><<<grid, 256, 0, s>>>((const uint4 *)in->data, in->norm,
-                                                          in->stride, in->elements, n, fp);
-        else
-            face_gather_kernel<uint2><<<grid, 256, 0, s>>>((const uint2 *)in->data, in->norm,
-                                                          in->stride, in->elements, n, fp);
-        const cudaError_t err = cudaGetLastError();
-        if (err != cudaSuccess)
-            st = wd_fail(WD_ERR_CUDA, "CUDA backend: the face gather of mu = %d (%d right-hand "
-                         "sides): %s", mu, nrhs, cudaGetErrorString(err));
-        wd_nccl_face *f = &faces[nf++];
+        wd_nccl_face *f = &faces[nf];
         f->mu = mu;
         f->bytes = (size_t)nrhs * rb;
         f->send[WD_FWD] = b;
         f->send[WD_BWD] = b + slot;
         f->recv[WD_FWD] = b + 2 * slot;
         f->recv[WD_BWD] = b + 3 * slot;
+        for (int d = 0; d < 2; ++d) {
+            const int j = 2 * nf + d, dir = d ? WD_BWD : WD_FWD;
+            pack.idx[j] = c->face_idx + c->face_off[mu][d ? 0 : 1][in_parity];
+            pack.buf[j] = (char *)f->send[dir];
+            unpack.ghost[j] = be->halo.ghost[mu][dir];
+            unpack.buf[j] = (char *)f->recv[dir];
+            pack.n[j] = unpack.n[j] = n;
+            pack.rhs_buf[j] = unpack.rhs_buf[j] = rb;
+        }
+        blocks = std::max(blocks, (n * in->elements + 255) / 256);
+        nf++;
+    }
+    const dim3 grid(blocks, 2 * nf, nrhs);
+    if (st == WD_OK && nf > 0) {
+        if (eb == 16)
+            face_gather_kernel<uint4><<<grid, 256, 0, s>>>((const uint4 *)in->data, in->norm,
+                                                          in->stride, in->elements, pack);
+        else
+            face_gather_kernel<uint2><<<grid, 256, 0, s>>>((const uint2 *)in->data, in->norm,
+                                                          in->stride, in->elements, pack);
+        const cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess)
+            st = wd_fail(WD_ERR_CUDA, "CUDA backend: the face gather (%d faces, %d right-hand "
+                         "sides): %s", 2 * nf, nrhs, cudaGetErrorString(err));
+        else
+            c->pack_launches = 1;
     }
     /* every rank enters the exchange, or none */
     if ((st = grid_agree(be, st)) != WD_OK)
         return st;
     if ((st = wd_nccl_halo(c->nccl, &be->grid, faces, nf, s)) != WD_OK)
         return after_agreement(be, st);
-    for (int k = 0; k < nf && st == WD_OK; ++k) {
-        const int mu = faces[k].mu, n = be->halo.face_cb[mu];
-        face_pair fp = {{NULL, NULL}, {be->halo.ghost[mu][WD_FWD], be->halo.ghost[mu][WD_BWD]},
-                        {(char *)faces[k].recv[WD_FWD], (char *)faces[k].recv[WD_BWD]},
-                        rhs_elems, rhs_norms, face_rhs(be, in, mu)};
-        const dim3 grid((n * in->elements + 255) / 256, 2, nrhs);
+    if (nf > 0) {
         if (eb == 16)
             ghost_scatter_kernel<uint4><<<grid, 256, 0, s>>>((uint4 *)in->data, in->norm, in->stride,
-                                                            in->elements, n, fp);
+                                                            in->elements, unpack);
         else
             ghost_scatter_kernel<uint2><<<grid, 256, 0, s>>>((uint2 *)in->data, in->norm, in->stride,
-                                                            in->elements, n, fp);
+                                                            in->elements, unpack);
         const cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess)
-            st = wd_fail(WD_ERR_CUDA, "CUDA backend: the ghost scatter of mu = %d (%d right-hand "
-                         "sides): %s", mu, nrhs, cudaGetErrorString(err));
+            st = wd_fail(WD_ERR_CUDA, "CUDA backend: the ghost scatter (%d faces, %d right-hand "
+                         "sides): %s", 2 * nf, nrhs, cudaGetErrorString(err));
+        else
+            c->unpack_launches = 1;
     }
     return after_agreement(be, st);
+}
+
+/* the gather and scatter launches of this backend's last exchange */
+void wd_cuda_be_halo_launches(const wd_backend *be, int *pack, int *unpack)
+{
+    const cuda_ctx *c = (const cuda_ctx *)be->ctx;
+    *pack = c ? c->pack_launches : 0;
+    *unpack = c ? c->unpack_launches : 0;
 }
 
 void wd_cuda_be_set_overlap(wd_backend *be, int on)

@@ -28,6 +28,8 @@
  *                           Dslash together, and of the exchange alone
  *   wd_backend_cuda_set_overlap  overlap the exchange with the interior
  *                           (the default) or not
+ *   wd_backend_cuda_halo_launches  the gather and scatter launches of the
+ *                           last exchange
  * Compiled only in builds with CUDA; cuda_rt_none.c answers otherwise.
  */
 #include <complex.h>
@@ -70,6 +72,7 @@ wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
 wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_args *args,
                                  int block, const wd_field *in, int parity, wd_status pending);
 void wd_cuda_be_set_overlap(wd_backend *be, int on);
+void wd_cuda_be_halo_launches(const wd_backend *be, int *pack, int *unpack);
 int wd_cuda_be_dslash_reduces(const wd_backend *be, int variant);
 double *wd_cuda_be_warp_partial(wd_backend *be);
 wd_status wd_cuda_be_dslash_reduce(wd_backend *be, int variant, const wd_dslash_args *args,
@@ -420,6 +423,13 @@ void wd_backend_cuda_set_overlap(wd_backend *be, int on)
 {
     if (be->ops && !strcmp(be->ops->name, "cuda"))
         wd_cuda_be_set_overlap(be, on);
+}
+
+void wd_backend_cuda_halo_launches(const wd_backend *be, int *pack, int *unpack)
+{
+    *pack = *unpack = 0;
+    if (be->ops && !strcmp(be->ops->name, "cuda"))
+        wd_cuda_be_halo_launches(be, pack, unpack);
 }
 
 wd_status wd_backend_cuda_time_dslash(wd_backend *be, int variant, wd_field *out,

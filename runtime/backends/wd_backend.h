@@ -20,6 +20,7 @@
  *                                        process grid
  *   wd_backend_cuda_select               one GPU per rank (collective)
  *   wd_backend_cuda_time_dslash / _time_exchange   GPU timings on a grid
+ *   wd_backend_cuda_halo_launches        the last exchange's pack / unpack launches
  *   wd_backend_agree / wd_backend_allsum collective status and sums
  *   wd_field_create / wd_field_destroy   a one-parity spinor field of a precision
  *   wd_field_create_multi, wd_field_view  N right-hand sides back to back (what
@@ -420,6 +421,13 @@ wd_status wd_backend_cuda_time_dslash(wd_backend *be, int variant, wd_field *out
  * with the interior sites' kernel (on, the default) or run it before the
  * whole kernel (off); the results are the same bits.  No-op elsewhere. */
 void wd_backend_cuda_set_overlap(wd_backend *be, int on);
+
+/* The kernel launches of a CUDA backend's last halo exchange: *pack the
+ * gathers of the faces into the send buffers, *unpack the scatters into
+ * the ghost zones (1 each on a grid: every face of every partitioned
+ * dimension and right-hand side in one launch; 0 off a grid, before the
+ * first exchange, or on another backend). */
+void wd_backend_cuda_halo_launches(const wd_backend *be, int *pack, int *unpack);
 
 /* The NCCL exchange alone on a CUDA backend's grid: both faces of the
  * partitioned dimension mu, `bytes` each way to each neighbour, from and to
