@@ -18,6 +18,16 @@
  *             fields of 37 x 48, 3456 x 48 and 16 x 16 (sizes that are no
  *             multiple of a block); every reduction run twice gives the
  *             same bits
+ *   lanes     lanes_cdot and lanes_caxpy of 1, 5, 12 and 16 lanes of k =
+ *             1, 7 and 16 fields on 37 x 48 and 1500 x 48 (on the GPU a
+ *             grid of fewer than RED_BLOCKS blocks and one of all of them),
+ *             the lanes `stride` floats apart with a NaN gap after each
+ *             field: each lane against double (1e-12 of |x||y|, 1e-5) and
+ *             bit for bit multi_cdot / multi_caxpy on that lane alone, the
+ *             results poisoned before lanes_cdot, the gaps still NaN after
+ *             lanes_caxpy; a lane of zero coefficients whose x holds NaN and
+ *             Inf and whose y holds -0 keeps y's bits, the other lanes
+ *             unchanged; lanes, k and stride out of range refused
  *   half ops  pack_half (random distinct sites, the host rounding's bits
  *             on the CPU, within 1 on the GPU where nvcc contracts the
  *             rounding add into an FMA, the other sites untouched), move_half (exact), xmy_half
@@ -348,6 +358,244 @@ static void test_blas(int volume, int n)
     free(hy);
     free(out);
     free(want);
+}
+
+/* lanes_ operations' fields: `slots` fields of volume x n, each followed
+ * by a gap of NaN up to `stride` floats, on the host (random) and the
+ * backend */
+static float *lanes_fields(int volume, int n, int slots, size_t stride, float **dev)
+{
+    const size_t len = (size_t)volume * 2 * n, all = (size_t)slots * stride;
+    float *h = xalloc(all * sizeof *h);
+    for (int q = 0; q < slots; ++q) {
+        fill_float(h + (size_t)q * stride, len);
+        for (size_t i = len; i < stride; ++i)
+            h[(size_t)q * stride + i] = NAN;
+    }
+    *dev = dev_alloc(all * sizeof *h);
+    up(*dev, h, all * sizeof *h);
+    return h;
+}
+
+/* whether every gap after the `slots` fields of f is NaN still */
+static int gaps_nan(const float *f, int slots, size_t len, size_t stride)
+{
+    for (int q = 0; q < slots; ++q)
+        for (size_t i = len; i < stride; ++i)
+            if (!isnan(f[(size_t)q * stride + i]))
+                return 0;
+    return 1;
+}
+
+/* lanes_cdot and lanes_caxpy of `lanes` lanes of k fields.  x[i] of lane
+ * r is slot i + r of one buffer of k + lanes - 1 fields stride apart (the
+ * operands may alias): each lane has its own k fields in the memory of
+ * k + lanes - 1, and the last slot is read by the last lane alone */
+static void test_lanes(int volume, int n, int lanes, int k)
+{
+    const size_t len = (size_t)volume * 2 * n, count = (size_t)volume * n;
+    const size_t stride = len + 4 * n + 5;
+    const int slots = k + lanes - 1;
+    char name[96], tag[48];
+    snprintf(tag, sizeof tag, "lanes %dx%d L=%d k=%d", volume, n, lanes, k);
+    float *dxs, *dys, *dy1 = dev_alloc(len * sizeof(float));
+    float *hx = lanes_fields(volume, n, slots, stride, &dxs);
+    float *hy = lanes_fields(volume, n, lanes, stride, &dys);
+    float *out = xalloc((size_t)lanes * stride * sizeof *out), *one = xalloc(len * sizeof *one);
+    double *want = xalloc(len * sizeof *want);
+    const float *dx[WD_MG_DEV_MULTI], *dxr[WD_MG_DEV_MULTI];
+    for (int i = 0; i < k; ++i)
+        dx[i] = dxs + (size_t)i * stride;
+    wd_complex a[WD_MG_DEV_LANES * WD_MG_DEV_MULTI];
+    for (int i = 0; i < lanes * k; ++i)
+        a[i] = (wd_complex){wd_rng_normal(&rng), wd_rng_normal(&rng)};
+    double res[2 * WD_MG_DEV_LANES * WD_MG_DEV_MULTI], res1[2 * WD_MG_DEV_MULTI];
+    wd_status st;
+
+    /* lanes_cdot against double, then each lane against multi_cdot */
+    for (int i = 0; i < 2 * lanes * k; ++i)
+        res[i] = NAN;
+    if ((st = ops->lanes_cdot(volume, n, lanes, stride, k, dx, dys, res)) != WD_OK) {
+        snprintf(name, sizeof name, "%s: lanes_cdot", tag);
+        check_true(name, 0, wd_last_error());
+        goto done;
+    }
+    double err = 0;
+    int same = 1;
+    for (int r = 0; r < lanes; ++r) {
+        const float *y = hy + (size_t)r * stride;
+        double ny = 0;
+        for (size_t j = 0; j < count; ++j)
+            ny += creal(packed(y, n, j) * conj(packed(y, n, j)));
+        for (int i = 0; i < k; ++i) {
+            const float *x = hx + (size_t)(i + r) * stride;
+            double complex d = 0;
+            double nx = 0;
+            for (size_t j = 0; j < count; ++j) {
+                d += conj(packed(x, n, j)) * packed(y, n, j);
+                nx += creal(packed(x, n, j) * conj(packed(x, n, j)));
+            }
+            const double *got = res + 2 * ((size_t)r * k + i);
+            err = fmax(err, fmax(fabs(got[0] - creal(d)), fabs(got[1] - cimag(d))) /
+                                sqrt(nx * ny));
+            if (isnan(got[0]) || isnan(got[1]))
+                err = INFINITY;
+        }
+        for (int i = 0; i < k; ++i)
+            dxr[i] = dxs + (size_t)(i + r) * stride;
+        for (int i = 0; i < 2 * k; ++i)
+            res1[i] = NAN;
+        st = ops->multi_cdot(volume, n, k, dxr, dys + (size_t)r * stride, res1);
+        same = same && st == WD_OK &&
+               memcmp(res1, res + (size_t)r * 2 * k, 2 * k * sizeof *res) == 0;
+    }
+    snprintf(name, sizeof name, "%s: lanes_cdot (|err| / |x||y|)", tag);
+    check(name, err, 1e-12);
+    snprintf(name, sizeof name, "%s: lanes_cdot = multi_cdot a lane", tag);
+    check_true(name, same, "memcmp");
+
+    /* lanes_caxpy against double, then each lane against multi_caxpy */
+    if ((st = ops->lanes_caxpy(volume, n, lanes, stride, k, a, dx, dys)) != WD_OK) {
+        snprintf(name, sizeof name, "%s: lanes_caxpy", tag);
+        check_true(name, 0, wd_last_error());
+        goto done;
+    }
+    down(out, dys, (size_t)lanes * stride * sizeof *out);
+    err = 0;
+    same = 1;
+    for (int r = 0; r < lanes; ++r) {
+        const float *y = hy + (size_t)r * stride;
+        for (size_t j = 0; j < count; ++j) {
+            double complex v = packed(y, n, j);
+            for (int i = 0; i < k; ++i)
+                v += CMPLX(a[r * k + i].re, a[r * k + i].im) *
+                     packed(hx + (size_t)(i + r) * stride, n, j);
+            const size_t s = j / n, c = j % n;
+            want[s * 2 * n + c] = creal(v);
+            want[s * 2 * n + n + c] = cimag(v);
+        }
+        err = fmax(err, rel_diff_f(out + (size_t)r * stride, want, len));
+        for (int i = 0; i < k; ++i)
+            dxr[i] = dxs + (size_t)(i + r) * stride;
+        up(dy1, y, len * sizeof *y);
+        st = ops->multi_caxpy(volume, n, k, a + r * k, dxr, dy1);
+        down(one, dy1, len * sizeof *one);
+        same = same && st == WD_OK &&
+               memcmp(one, out + (size_t)r * stride, len * sizeof *one) == 0;
+    }
+    snprintf(name, sizeof name, "%s: lanes_caxpy", tag);
+    check(name, err, 1e-5);
+    snprintf(name, sizeof name, "%s: lanes_caxpy = multi_caxpy a lane, gaps NaN", tag);
+    check_true(name, same && gaps_nan(out, lanes, len, stride), "memcmp, isnan");
+
+done:
+    ops->free(dxs);
+    ops->free(dys);
+    ops->free(dy1);
+    free(hx);
+    free(hy);
+    free(out);
+    free(one);
+    free(want);
+}
+
+/* lanes_caxpy with the last lane's coefficients zero (+0 and -0), its
+ * last x field (the last slot, which no other lane reads) holding NaN and
+ * Inf and its y -0 at places: that lane keeps y's bits, the others have
+ * multi_caxpy's, and lanes_cdot's other lanes multi_cdot's */
+static void test_lanes_zero(int volume, int n, int lanes, int k)
+{
+    const size_t len = (size_t)volume * 2 * n;
+    const size_t stride = len + 2 * n + 3;
+    const int slots = k + lanes - 1, z = lanes - 1;
+    char name[96];
+    float *dxs, *dys, *dy1 = dev_alloc(len * sizeof(float));
+    float *hx = lanes_fields(volume, n, slots, stride, &dxs);
+    float *hy = lanes_fields(volume, n, lanes, stride, &dys);
+    float *lx = hx + (size_t)(slots - 1) * stride, *zy = hy + (size_t)z * stride;
+    for (size_t i = 0; i < len; i += 3) {
+        lx[i] = i % 2 ? INFINITY : NAN;
+        zy[i] = -0.0f;
+    }
+    up(dxs, hx, (size_t)slots * stride * sizeof *hx);
+    up(dys, hy, (size_t)lanes * stride * sizeof *hy);
+    float *out = xalloc((size_t)lanes * stride * sizeof *out), *one = xalloc(len * sizeof *one);
+    const float *dx[WD_MG_DEV_MULTI], *dxr[WD_MG_DEV_MULTI];
+    for (int i = 0; i < k; ++i)
+        dx[i] = dxs + (size_t)i * stride;
+    wd_complex a[WD_MG_DEV_LANES * WD_MG_DEV_MULTI];
+    for (int i = 0; i < lanes * k; ++i)
+        a[i] = i / k == z ? (wd_complex){i % 2 ? -0.0 : 0.0, 0.0}
+                          : (wd_complex){wd_rng_normal(&rng), wd_rng_normal(&rng)};
+    double res[2 * WD_MG_DEV_LANES * WD_MG_DEV_MULTI], res1[2 * WD_MG_DEV_MULTI];
+    int same = ops->lanes_cdot(volume, n, lanes, stride, k, dx, dys, res) == WD_OK;
+    for (int r = 0; r < z; ++r) {
+        for (int i = 0; i < k; ++i)
+            dxr[i] = dxs + (size_t)(i + r) * stride;
+        same = same &&
+               ops->multi_cdot(volume, n, k, dxr, dys + (size_t)r * stride, res1) == WD_OK &&
+               memcmp(res1, res + (size_t)r * 2 * k, 2 * k * sizeof *res) == 0;
+    }
+    snprintf(name, sizeof name, "lanes %dx%d L=%d k=%d: lanes_cdot, a NaN lane's neighbours",
+             volume, n, lanes, k);
+    check_true(name, same, "memcmp with multi_cdot");
+    same = ops->lanes_caxpy(volume, n, lanes, stride, k, a, dx, dys) == WD_OK;
+    down(out, dys, (size_t)lanes * stride * sizeof *out);
+    for (int r = 0; r < z; ++r) {
+        for (int i = 0; i < k; ++i)
+            dxr[i] = dxs + (size_t)(i + r) * stride;
+        up(dy1, hy + (size_t)r * stride, len * sizeof *one);
+        same = same && ops->multi_caxpy(volume, n, k, a + r * k, dxr, dy1) == WD_OK;
+        down(one, dy1, len * sizeof *one);
+        same = same && memcmp(one, out + (size_t)r * stride, len * sizeof *one) == 0;
+    }
+    snprintf(name, sizeof name, "lanes %dx%d L=%d k=%d: lanes_caxpy, a zero lane keeps y's bits",
+             volume, n, lanes, k);
+    check_true(name,
+               same && memcmp(out + (size_t)z * stride, zy, len * sizeof *zy) == 0 &&
+                   gaps_nan(out, lanes, len, stride),
+               "memcmp, the others with multi_caxpy");
+    ops->free(dxs);
+    ops->free(dys);
+    ops->free(dy1);
+    free(hx);
+    free(hy);
+    free(out);
+    free(one);
+}
+
+/* the lanes_ operations' limits: lanes, k and stride out of range refused
+ * (WD_ERR_INTERNAL) */
+static void test_lanes_refused(void)
+{
+    enum { V = 4, N = 2 };
+    float *d = dev_alloc(2 * (2 * N * V + 1) * sizeof(float));
+    const float *x[1] = {d};
+    const wd_complex a[WD_MG_DEV_LANES * WD_MG_DEV_MULTI + 1] = {{1, 0}};
+    const float *xs[WD_MG_DEV_MULTI + 1];
+    for (int i = 0; i <= WD_MG_DEV_MULTI; ++i)
+        xs[i] = d;
+    double res[2 * (WD_MG_DEV_LANES + 1) * (WD_MG_DEV_MULTI + 1)];
+    const struct {
+        int lanes, k;
+        size_t stride;
+    } bad[5] = {{0, 1, 2 * N * V},
+                {WD_MG_DEV_LANES + 1, 1, 0},
+                {1, 0, 2 * N * V},
+                {1, WD_MG_DEV_MULTI + 1, 2 * N * V},
+                {2, 1, 2 * N * V - 1}};
+    int refused = 1;
+    for (int t = 0; t < 5; ++t) {
+        const int k = bad[t].k;
+        refused = refused &&
+                  ops->lanes_cdot(V, N, bad[t].lanes, bad[t].stride, k, k > 1 ? xs : x, d, res) ==
+                      WD_ERR_INTERNAL &&
+                  ops->lanes_caxpy(V, N, bad[t].lanes, bad[t].stride, k, a, k > 1 ? xs : x, d) ==
+                      WD_ERR_INTERNAL;
+    }
+    check_true("lanes: lanes 0 and 17, k 0 and 17, stride < 2 n volume refused", refused,
+               refused ? "WD_ERR_INTERNAL" : wd_last_error());
+    ops->free(d);
 }
 
 /* a level's transfer on the backend from the host one (v rounded by
@@ -994,6 +1242,13 @@ int main(int argc, char **argv)
     test_blas(37, 48);
     test_blas(3456, 48);
     test_blas(16, 16);
+    const int lane_counts[4] = {1, 5, 12, WD_MG_DEV_LANES}, lane_ks[3] = {1, 7, WD_MG_DEV_MULTI};
+    for (int v = 0; v < 2; ++v)
+        for (int l = 0; l < 4; ++l)
+            for (int t = 0; t < 3; ++t)
+                test_lanes(v ? 1500 : 37, 48, lane_counts[l], lane_ks[t]);
+    test_lanes_zero(37, 48, 5, 7);
+    test_lanes_zero(1500, 48, WD_MG_DEV_LANES, WD_MG_DEV_MULTI);
     test_half_ops(3456, 48, 1728);
     test_half_ops(37, 16, 37);
     const int dims[4] = {8, 8, 8, 8}, b4[4] = {4, 4, 4, 4}, b2[4] = {2, 2, 2, 2};
@@ -1020,6 +1275,8 @@ int main(int argc, char **argv)
         test_apply(u, dims, 24, 2);
     }
     free(u);
+    /* last: its failures' messages would stand in later checks' details */
+    test_lanes_refused();
     printf("%d of %d failed\n", checks_failed, checks_run);
     return checks_failed ? 1 : 0;
 }

@@ -12,7 +12,7 @@
  *   wd_mg_dev_apply_multi_plan  apply_multi's kernel calls (both backends)
  * Reductions: each site's terms in component order summed in double into
  * chunks of WD_REDUCE_BLOCK sites, the chunks in chunk order (the same
- * bits for any thread count).
+ * bits for any thread count); lanes_cdot those chunks on each lane.
  */
 #include <limits.h>
 #include <math.h>
@@ -240,6 +240,24 @@ static wd_status cpu_xmy(int volume, int n, const float *x, float *y)
     return WD_OK;
 }
 
+/* the site at float `at` of y += sum_{i < k} (ar[i] + i ai[i]) times
+ * that of x[i], in i order: multi_caxpy's and lanes_caxpy's arithmetic
+ * (one function: a lane has multi_caxpy's bits) */
+static void caxpy_site(int n, int k, const float *ar, const float *ai, const float *const *x,
+                       size_t at, float *y)
+{
+    float *yr = y + at, *yi = yr + n;
+    for (int i = 0; i < k; ++i) {
+        const float *xr = x[i] + at, *xi = xr + n;
+        for (int c = 0; c < n; ++c) {
+            const float re = ar[i] * xr[c] - ai[i] * xi[c];
+            const float im = ar[i] * xi[c] + ai[i] * xr[c];
+            yr[c] += re;
+            yi[c] += im;
+        }
+    }
+}
+
 static wd_status cpu_multi_caxpy(int volume, int n, int k, const wd_complex *a,
                                  const float *const *x, float *y)
 {
@@ -251,18 +269,8 @@ static wd_status cpu_multi_caxpy(int volume, int n, int k, const wd_complex *a,
         ai[i] = (float)a[i].im;
     }
 #pragma omp parallel for schedule(static) if (threaded(volume, n))
-    for (int s = 0; s < volume; ++s) {
-        float *yr = y + (size_t)s * 2 * n, *yi = yr + n;
-        for (int i = 0; i < k; ++i) {
-            const float *xr = x[i] + (size_t)s * 2 * n, *xi = xr + n;
-            for (int c = 0; c < n; ++c) {
-                const float re = ar[i] * xr[c] - ai[i] * xi[c];
-                const float im = ar[i] * xi[c] + ai[i] * xr[c];
-                yr[c] += re;
-                yi[c] += im;
-            }
-        }
-    }
+    for (int s = 0; s < volume; ++s)
+        caxpy_site(n, k, ar, ai, x, (size_t)s * 2 * n, y);
     return WD_OK;
 }
 
@@ -312,6 +320,81 @@ static wd_status cpu_multi_cdot(int volume, int n, int k, const float *const *x,
         res[i] = sum;
     }
     free(part);
+    return WD_OK;
+}
+
+/* the lanes_ operations' limits (wd_mg_dev.h) */
+static wd_status lanes_check(const char *what, int volume, int n, int lanes, size_t stride, int k)
+{
+    const size_t field = (size_t)volume * 2 * n;
+    if (k < 1 || k > WD_MG_DEV_MULTI || lanes < 1 || lanes > WD_MG_DEV_LANES || stride < field)
+        return wd_fail(WD_ERR_INTERNAL,
+                       "multigrid: %s of %d fields on %d lanes %zu floats apart (1 to %d "
+                       "fields, 1 to %d lanes, at least the field's %zu floats apart)",
+                       what, k, lanes, stride, WD_MG_DEV_MULTI, WD_MG_DEV_LANES, field);
+    return WD_OK;
+}
+
+/* multi_cdot's chunks on every lane, all chunks of all lanes in one loop;
+ * each lane's chunks then summed in chunk order as multi_cdot sums them */
+static wd_status cpu_lanes_cdot(int volume, int n, int lanes, size_t stride, int k,
+                                const float *const *x, const float *y, double *res)
+{
+    wd_status st = lanes_check("lanes_cdot", volume, n, lanes, stride, k);
+    if (st != WD_OK)
+        return st;
+    const float *xl[WD_MG_DEV_LANES][WD_MG_DEV_MULTI];
+    for (int r = 0; r < lanes; ++r)
+        for (int i = 0; i < k; ++i)
+            xl[r][i] = x[i] + (size_t)r * stride;
+    const int nc = chunks(volume);
+    double *part = malloc((size_t)lanes * nc * 2 * k * sizeof *part);
+    if (!part)
+        return wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate %d reduction chunks of %d lanes",
+                       nc, lanes);
+#pragma omp parallel for collapse(2) schedule(static) if (threaded(volume, lanes * n))
+    for (int r = 0; r < lanes; ++r)
+        for (int c = 0; c < nc; ++c)
+            chunk_cdot(volume, n, k, xl[r], y + (size_t)r * stride, c,
+                       part + ((size_t)r * nc + c) * 2 * k);
+    for (int r = 0; r < lanes; ++r)
+        for (int i = 0; i < 2 * k; ++i) {
+            double sum = 0;
+            for (int c = 0; c < nc; ++c)
+                sum += part[((size_t)r * nc + c) * 2 * k + i];
+            res[(size_t)r * 2 * k + i] = sum;
+        }
+    free(part);
+    return WD_OK;
+}
+
+/* multi_caxpy's sites on the lanes with a coefficient other than zero (in
+ * float, as multi_caxpy rounds them): a lane of zeros is not touched,
+ * even where its x holds NaN or its y -0 */
+static wd_status cpu_lanes_caxpy(int volume, int n, int lanes, size_t stride, int k,
+                                 const wd_complex *a, const float *const *x, float *y)
+{
+    wd_status st = lanes_check("lanes_caxpy", volume, n, lanes, stride, k);
+    if (st != WD_OK)
+        return st;
+    float ar[WD_MG_DEV_LANES][WD_MG_DEV_MULTI], ai[WD_MG_DEV_LANES][WD_MG_DEV_MULTI];
+    int live[WD_MG_DEV_LANES], nlive = 0;
+    for (int r = 0; r < lanes; ++r) {
+        int any = 0;
+        for (int i = 0; i < k; ++i) {
+            ar[r][i] = (float)a[r * k + i].re;
+            ai[r][i] = (float)a[r * k + i].im;
+            any |= ar[r][i] != 0 || ai[r][i] != 0;
+        }
+        if (any)
+            live[nlive++] = r;
+    }
+#pragma omp parallel for collapse(2) schedule(static) if (threaded(volume, nlive * n))
+    for (int l = 0; l < nlive; ++l)
+        for (int s = 0; s < volume; ++s) {
+            const int r = live[l];
+            caxpy_site(n, k, ar[r], ai[r], x, (size_t)r * stride + (size_t)s * 2 * n, y);
+        }
     return WD_OK;
 }
 
@@ -523,4 +606,6 @@ const wd_mg_dev_ops wd_mg_dev_cpu_ops = {
     .move_half = cpu_move_half,
     .xmy_half = cpu_xmy_half,
     .apply_multi = cpu_apply_multi,
+    .lanes_cdot = cpu_lanes_cdot,
+    .lanes_caxpy = cpu_lanes_caxpy,
 };

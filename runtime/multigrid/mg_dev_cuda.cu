@@ -10,7 +10,9 @@
  * in a fixed stride in double, a fixed tree in each block (warp shuffles,
  * then the warps in order), the blocks' partials read back (pinned memory,
  * allocated once a process and kept) and summed on the host in block
- * order: the same bits on every call, no atomics.
+ * order: the same bits on every call, no atomics.  lanes_cdot: that grid
+ * a row a lane (blockIdx.y) in one launch and one read-back, a lane the
+ * bits of multi_cdot on it alone.
  * Transfers: P^dag one block an aggregate, a thread a vector and a slice
  * of the aggregate's sites summing them and the components in order, the
  * slices then added in order;
@@ -75,27 +77,61 @@ struct multi {
     int k;
 };
 
-__global__ void k_multi_caxpy(size_t count, int n, multi m, float *y)
+/* the complex element at float r of y (its imaginary part n further) +=
+ * sum_{i < k} a[i] times that of x[i], in i order: multi_caxpy's and
+ * lanes_caxpy's arithmetic (one function: a lane has multi_caxpy's bits) */
+__device__ __forceinline__ void caxpy_at(size_t r, int n, int k, const float *const *x,
+                                         const float2 *a, float *y)
 {
-    const size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (j >= count)
-        return;
-    const size_t r = re_at(j, n);
     float yr = y[r], yi = y[r + n];
-    for (int i = 0; i < m.k; ++i) {
-        const float xr = m.x[i][r], xi = m.x[i][r + n];
-        yr += m.a[i].x * xr - m.a[i].y * xi;
-        yi += m.a[i].x * xi + m.a[i].y * xr;
+    for (int i = 0; i < k; ++i) {
+        const float xr = x[i][r], xi = x[i][r + n];
+        yr += a[i].x * xr - a[i].y * xi;
+        yi += a[i].x * xi + a[i].y * xr;
     }
     y[r] = yr;
     y[r + n] = yi;
 }
 
-/* part[b * 2K + 2i + {0,1}] = block b's share of <x[i], y>, for K fields
- * (a template: the accumulators stay in registers) */
-template <int K>
-__global__ void k_multi_cdot(size_t count, int n, multi m, const float *y, double *part)
+__global__ void k_multi_caxpy(size_t count, int n, multi m, float *y)
 {
+    const size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (j >= count)
+        return;
+    caxpy_at(re_at(j, n), n, m.k, m.x, m.a, y);
+}
+
+/* lanes_caxpy's arguments (about 2.2 KB, under the 4 KB of a launch's
+ * parameters): lane r's coefficients at a[r k + i], its fields `stride`
+ * floats on from the lane before; live[]: the lanes the grid's rows
+ * (blockIdx.y) update, those with a coefficient other than zero */
+struct lanes_multi {
+    const float *x[WD_MG_DEV_MULTI];
+    float2 a[WD_MG_DEV_LANES * WD_MG_DEV_MULTI];
+    size_t stride;
+    int k;
+    unsigned char live[WD_MG_DEV_LANES];
+};
+
+__global__ void k_lanes_caxpy(size_t count, int n, lanes_multi m, float *y)
+{
+    const size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (j >= count)
+        return;
+    const int r = m.live[blockIdx.y];
+    caxpy_at(r * m.stride + re_at(j, n), n, m.k, m.x, m.a + r * m.k, y);
+}
+
+/* part[(l gridDim.x + b) 2K + 2i + {0,1}] = block b's share of <x[i], y>
+ * on lane l = blockIdx.y (its fields lane_stride floats on from the lane
+ * before), for K fields (a template: the accumulators stay in registers).
+ * multi_cdot is the one lane of a grid of one row: a lane has its bits
+ * with the same gridDim.x */
+template <int K>
+__global__ void k_multi_cdot(size_t count, int n, multi m, const float *y, size_t lane_stride,
+                             double *part)
+{
+    const size_t lane_at = blockIdx.y * lane_stride;
     __shared__ double sh[2 * K][RED_THREADS / 32];
     double acc[2 * K];
 #pragma unroll
@@ -103,7 +139,7 @@ __global__ void k_multi_cdot(size_t count, int n, multi m, const float *y, doubl
         acc[i] = 0;
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < count; j += stride) {
-        const size_t r = re_at(j, n);
+        const size_t r = lane_at + re_at(j, n);
         const double yr = y[r], yi = y[r + n];
 #pragma unroll
         for (int i = 0; i < K; ++i) {
@@ -127,19 +163,19 @@ __global__ void k_multi_cdot(size_t count, int n, multi m, const float *y, doubl
         double v = 0;
         for (int w = 0; w < RED_THREADS / 32; ++w)
             v += sh[threadIdx.x][w];
-        part[(size_t)blockIdx.x * 2 * K + threadIdx.x] = v;
+        part[((size_t)blockIdx.y * gridDim.x + blockIdx.x) * 2 * K + threadIdx.x] = v;
     }
 }
 
 template <int K>
-void launch_cdot(unsigned blocks, cudaStream_t s, size_t count, int n, const multi &m,
-                 const float *y, double *part)
+void launch_cdot(unsigned blocks, unsigned lanes, cudaStream_t s, size_t count, int n,
+                 const multi &m, const float *y, size_t stride, double *part)
 {
-    k_multi_cdot<K><<<blocks, RED_THREADS, 0, s>>>(count, n, m, y, part);
+    k_multi_cdot<K><<<dim3(blocks, lanes), RED_THREADS, 0, s>>>(count, n, m, y, stride, part);
 }
 
-typedef void (*cdot_launcher)(unsigned, cudaStream_t, size_t, int, const multi &, const float *,
-                              double *);
+typedef void (*cdot_launcher)(unsigned, unsigned, cudaStream_t, size_t, int, const multi &,
+                              const float *, size_t, double *);
 const cdot_launcher cdot_launchers[WD_MG_DEV_MULTI] = {
     launch_cdot<1>,  launch_cdot<2>,  launch_cdot<3>,  launch_cdot<4>,
     launch_cdot<5>,  launch_cdot<6>,  launch_cdot<7>,  launch_cdot<8>,
@@ -611,17 +647,63 @@ wd_status cuda_multi_caxpy(int volume, int n, int k, const wd_complex *a, const 
     return launched("multi_caxpy");
 }
 
-/* the partials' device and pinned host buffers, made once a process */
-double *part_dev, *part_host;
-
-wd_status cuda_multi_cdot(int volume, int n, int k, const float *const *x, const float *y,
-                          double *res)
+/* the lanes_ operations' limits (wd_mg_dev.h) */
+wd_status lanes_check(const char *what, int volume, int n, int lanes, size_t stride, int k)
 {
-    multi m;
-    wd_status st = multi_of(k, x, &m, "multi_cdot");
+    const size_t field = (size_t)volume * 2 * n;
+    if (k < 1 || k > WD_MG_DEV_MULTI || lanes < 1 || lanes > WD_MG_DEV_LANES || stride < field)
+        return wd_fail(WD_ERR_INTERNAL,
+                       "multigrid %s of %d fields on %d lanes %zu floats apart (1 to %d "
+                       "fields, 1 to %d lanes, at least the field's %zu floats apart)",
+                       what, k, lanes, stride, WD_MG_DEV_MULTI, WD_MG_DEV_LANES, field);
+    return WD_OK;
+}
+
+wd_status cuda_lanes_caxpy(int volume, int n, int lanes, size_t stride, int k,
+                           const wd_complex *a, const float *const *x, float *y)
+{
+    wd_status st = lanes_check("lanes_caxpy", volume, n, lanes, stride, k);
     if (st != WD_OK)
         return st;
-    const size_t bytes = (size_t)RED_BLOCKS * 2 * WD_MG_DEV_MULTI * sizeof(double);
+    lanes_multi m = {};
+    m.k = k;
+    m.stride = stride;
+    for (int i = 0; i < k; ++i)
+        m.x[i] = x[i];
+    /* the coefficients rounded as multi_caxpy rounds them; a lane of zeros
+     * is left out of the grid, its y untouched even where its x holds NaN
+     * or its y -0 */
+    unsigned live = 0;
+    for (int r = 0; r < lanes; ++r) {
+        bool any = false;
+        for (int i = 0; i < k; ++i) {
+            const float2 c = make_float2((float)a[r * k + i].re, (float)a[r * k + i].im);
+            m.a[r * k + i] = c;
+            any = any || c.x != 0 || c.y != 0;
+        }
+        if (any)
+            m.live[live++] = (unsigned char)r;
+    }
+    if (!live)
+        return WD_OK;
+    const size_t count = (size_t)volume * n;
+    k_lanes_caxpy<<<dim3(grid_for(count), live), THREADS, 0, stream_of()>>>(count, n, m, y);
+    return launched("lanes_caxpy");
+}
+
+/* the partials' device and pinned host buffers, made once a process for
+ * the most lanes and fields */
+double *part_dev, *part_host;
+
+/* res[r 2k + 2i + {0, 1}] = <x[i]_r, y_r> for r < lanes (multi_cdot: one
+ * lane, stride 0): the blocks of multi_cdot's grid on each lane in one
+ * launch, one read-back, each lane's partials summed in block order */
+wd_status reduce_cdot(const char *what, int volume, int n, int lanes, size_t stride,
+                     const multi &m, const float *y, double *res)
+{
+    wd_status st;
+    const size_t bytes =
+        (size_t)WD_MG_DEV_LANES * RED_BLOCKS * 2 * WD_MG_DEV_MULTI * sizeof(double);
     if (!part_dev && (st = wd_cuda_malloc((void **)&part_dev, bytes, "the reductions' partials")) !=
                          WD_OK)
         return st;
@@ -633,27 +715,49 @@ wd_status cuda_multi_cdot(int volume, int n, int k, const float *const *x, const
                            "of partials: %s", bytes, cudaGetErrorString(e));
         }
     }
+    const int k = m.k;
     const size_t count = (size_t)volume * n;
     size_t blocks = (count + RED_THREADS - 1) / RED_THREADS;
     if (blocks > RED_BLOCKS)
         blocks = RED_BLOCKS;
     cudaStream_t s = stream_of();
-    cdot_launchers[k - 1]((unsigned)blocks, s, count, n, m, y, part_dev);
-    if ((st = launched("multi_cdot")) != WD_OK)
+    cdot_launchers[k - 1]((unsigned)blocks, (unsigned)lanes, s, count, n, m, y, stride, part_dev);
+    if ((st = launched(what)) != WD_OK)
         return st;
-    cudaError_t e = cudaMemcpyAsync(part_host, part_dev, blocks * 2 * k * sizeof(double),
+    cudaError_t e = cudaMemcpyAsync(part_host, part_dev, lanes * blocks * 2 * k * sizeof(double),
                                     cudaMemcpyDeviceToHost, s);
     if (e == cudaSuccess)
         e = cudaStreamSynchronize(s);
     if (e != cudaSuccess)
-        return wd_fail(WD_ERR_CUDA, "multigrid multi_cdot read-back: %s", cudaGetErrorString(e));
-    for (int i = 0; i < 2 * k; ++i) {
-        double sum = 0;
-        for (size_t b = 0; b < blocks; ++b)
-            sum += part_host[b * 2 * k + i];
-        res[i] = sum;
+        return wd_fail(WD_ERR_CUDA, "multigrid %s read-back: %s", what, cudaGetErrorString(e));
+    for (int r = 0; r < lanes; ++r) {
+        const double *p = part_host + (size_t)r * blocks * 2 * k;
+        for (int i = 0; i < 2 * k; ++i) {
+            double sum = 0;
+            for (size_t b = 0; b < blocks; ++b)
+                sum += p[b * 2 * k + i];
+            res[(size_t)r * 2 * k + i] = sum;
+        }
     }
     return WD_OK;
+}
+
+wd_status cuda_multi_cdot(int volume, int n, int k, const float *const *x, const float *y,
+                          double *res)
+{
+    multi m;
+    wd_status st = multi_of(k, x, &m, "multi_cdot");
+    return st == WD_OK ? reduce_cdot("multi_cdot", volume, n, 1, 0, m, y, res) : st;
+}
+
+wd_status cuda_lanes_cdot(int volume, int n, int lanes, size_t stride, int k,
+                          const float *const *x, const float *y, double *res)
+{
+    multi m;
+    wd_status st = lanes_check("lanes_cdot", volume, n, lanes, stride, k);
+    if (st == WD_OK)
+        st = multi_of(k, x, &m, "lanes_cdot");
+    return st == WD_OK ? reduce_cdot("lanes_cdot", volume, n, lanes, stride, m, y, res) : st;
 }
 
 wd_status cuda_cdot_norm2(int volume, int n, const float *x, const float *y, double res[3])
@@ -711,6 +815,7 @@ const wd_mg_dev_ops ops = {
     cuda_multi_caxpy, cuda_multi_cdot, cuda_cdot_norm2, cuda_caxpy_norm2, cuda_gather,
     cuda_restrict,   cuda_prolong,    cuda_scatter,     cuda_block_apply, cuda_apply_half,
     cuda_pack_half,  cuda_move_half,  cuda_xmy_half,   cuda_tune,       cuda_apply_multi,
+    cuda_lanes_cdot, cuda_lanes_caxpy,
 };
 
 } // namespace

@@ -74,6 +74,8 @@ extern "C" {
 /* the most fields a multi-operation reads in one call; callers split
  * longer lists */
 enum { WD_MG_DEV_MULTI = 16 };
+/* the most lanes (independent right-hand sides) a lanes_ operation takes */
+enum { WD_MG_DEV_LANES = 16 };
 
 typedef struct wd_mg_dev_level {
     wd_coarse_layout layout;     /* volume, nvec (n = 2 nvec), precision 4 or 2 */
@@ -199,6 +201,20 @@ typedef struct wd_mg_dev_ops {
      * (WD_ERR_INVALID unless lv->hmulti >= nrhs), the half kernels,
      * lv->hmout widened into out.  lv->block as apply uses it. */
     wd_status (*apply_multi)(const wd_mg_dev_level *lv, int nrhs, float *out, const float *in);
+    /* The BLAS of `lanes` independent solves in one launch (the batched
+     * coarse GCR of a multi-RHS multigrid solve): lane r of a field given
+     * by its pointer p is the field of `volume` sites of n components at
+     * p + r stride floats (stride >= 2 n volume), 1 <= lanes <=
+     * WD_MG_DEV_LANES, 1 <= k <= WD_MG_DEV_MULTI.  Each lane's result has
+     * the bits of multi_cdot / multi_caxpy on that lane alone (the same
+     * sums in the same order), whatever the other lanes hold:
+     * lanes_cdot   res[2 (r k + i) + {0, 1}] = Re, Im <x[i]_r, y_r>;
+     * lanes_caxpy  y_r += sum_{i < k} a[r k + i] x[i]_r (a lane's
+     *              coefficients all zero leave its y's bits as they are). */
+    wd_status (*lanes_cdot)(int volume, int n, int lanes, size_t stride, int k,
+                            const float *const *x, const float *y, double *res);
+    wd_status (*lanes_caxpy)(int volume, int n, int lanes, size_t stride, int k,
+                             const wd_complex *a, const float *const *x, float *y);
 } wd_mg_dev_ops;
 
 extern const wd_mg_dev_ops wd_mg_dev_cpu_ops;
