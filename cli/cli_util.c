@@ -145,6 +145,10 @@ void wd_cli_mg_usage(FILE *f)
             "  --mg-outer-eo 0|1     1: the outer GCR on the even-odd Schur system of the\n"
             "                        fine level (QUDA's --solve-type direct-pc), 0 on the\n"
             "                        full system (default %d)\n"
+            "  --mg-lock-step N      right-hand sides (propagator columns) whose outer GCRs go\n"
+            "                        in lock step with --mg-outer-eo 1, the coarse solves of\n"
+            "                        2 levels on one process batched; 0 all, 1 one at a time;\n"
+            "                        each one more keeps its own fields (default %d)\n"
             "  --mg-nkrylov N        GCR basis before a restart, outer and coarse (default %d)\n"
             "  --mg-seed N           random starts of the null vectors (default %llu)\n"
             "  --mg-verbose N        multigrid messages on stderr: 1 the setup's diagnostics per\n"
@@ -159,7 +163,8 @@ void wd_cli_mg_usage(FILE *f)
             "                        must match; the coarse operators follow this mass)\n",
             WD_MG_MAX_LEVELS, d.levels, blocks, nvec, d.setup_tol, d.setup_max_iter,
             mg_smoother_name(d.smoother), d.pre_smooth, d.post_smooth, WD_MG_MAX_SMOOTH, d.cycle == WD_MG_VCYCLE ? "v" : "k", d.coarse_tol,
-            d.coarse_max_iter, d.coarse_eo, d.outer_eo, d.gcr_nkrylov, (unsigned long long)d.seed);
+            d.coarse_max_iter, d.coarse_eo, d.outer_eo, d.lock_step, d.gcr_nkrylov,
+            (unsigned long long)d.seed);
 }
 
 void wd_cli_mg_init(wd_cli_mg *mg)
@@ -230,7 +235,7 @@ int wd_cli_mg_parse(const char *prog, int argc, char **argv, int *i, wd_cli_mg *
         "--mg-levels", "--mg-block", "--mg-nvec", "--mg-setup-tol", "--mg-setup-iter",
         "--mg-pre", "--mg-post", "--mg-smoother", "--mg-cycle", "--mg-coarse-tol",
         "--mg-coarse-iter", "--mg-coarse-eo", "--mg-outer-eo", "--mg-nkrylov", "--mg-seed",
-        "--mg-verbose", "--mg-save", "--mg-load"};
+        "--mg-verbose", "--mg-save", "--mg-load", "--mg-lock-step"};
     int k = 0;
     while (k < (int)(sizeof known / sizeof known[0]) && strcmp(a, known[k]))
         k++;
@@ -309,6 +314,10 @@ int wd_cli_mg_parse(const char *prog, int argc, char **argv, int *i, wd_cli_mg *
         if (!mg_long(v, 0, 1, &n))
             return mg_bad(prog, a, "0 or 1", v);
         m->outer_eo = (int)n;
+    } else if (!strcmp(a, "--mg-lock-step")) {
+        if (!mg_long(v, 0, WD_SOLVE_MANY_GROUP, &n))
+            return mg_bad(prog, a, "an integer from 0 to 12", v);
+        m->lock_step = (int)n;
     } else if (!strcmp(a, "--mg-nkrylov")) {
         if (!mg_long(v, 1, 200, &n))
             return mg_bad(prog, a, "an integer from 1 to 200", v);
@@ -436,7 +445,7 @@ json_t *wd_cli_mg_json(const wd_mg_settings *m, const wd_mg_setup_stats *st)
         json_array_append_new(nvec, json_integer(m->nvec[l]));
     }
     json_t *root = json_pack("{s:i, s:o, s:o, s:f, s:i, s:s, s:i, s:i, s:s, s:f, s:i, s:i, s:i, "
-                             "s:I, s:i, s:i}",
+                             "s:I, s:i, s:i, s:i}",
                              "levels", m->levels, "block", block, "nvec", nvec,
                              "setup_tol", m->setup_tol, "setup_max_iter", m->setup_max_iter,
                              "smoother", mg_smoother_name(m->smoother),
@@ -445,7 +454,8 @@ json_t *wd_cli_mg_json(const wd_mg_settings *m, const wd_mg_setup_stats *st)
                              "coarse_tol", m->coarse_tol, "coarse_max_iter", m->coarse_max_iter,
                              "coarse_eo", m->coarse_eo, "gcr_nkrylov", m->gcr_nkrylov,
                              "seed", (json_int_t)m->seed,
-                             "verbosity", m->verbosity, "outer_eo", m->outer_eo);
+                             "verbosity", m->verbosity, "outer_eo", m->outer_eo,
+                             "lock_step", m->lock_step);
     if (!root || !st)
         return root;
     json_t *setup = wd_cli_mg_setup_json(st);

@@ -416,6 +416,7 @@ typedef struct wd_mg_settings {
     int diagnostics;                    ///< 0: 1 measures the setup's float64 checks (orth_error, coarse_error of wd_mg_setup_stats; about 15% of a setup on the GPU), as verbosity >= 1 does; else they are NaN
     wd_mg_smoother smoother;            ///< WD_MG_SMOOTHER_CA_GCR: every level's smoother (pre_smooth, post_smooth its steps; CA-GCR keeps that many more fields of the level, at most 32 steps)
     int outer_eo;                       ///< 1 (QUDA's choice; 1.19-1.20x faster Wilson solves and 1.03x clover than 0, the same iterations, docs/performance.md): 1 runs the outer flexible GCR on the even-odd Schur system Mhat x_e = b'_e of the solver's clover form (QUDA's --solve-type direct-pc: single-parity Krylov fields, the cycle's transfers on the even sites), x_o reconstructed; 0 on the full system
+    int lock_step;                      ///< 0: the most right-hand sides of wd_solver_solve_many (and wd_propagator_mg's 12 columns) whose outer GCRs go in lock step with outer_eo, the last level's solves of a 2-level multigrid on one process batched (each right-hand side still its own solve's iterations and, with single coarse links, bits); 0 all of a group (WD_SOLVE_MANY_GROUP), 1 one after another; each beyond the first keeps 7 outer and 2 gcr_nkrylov + 2 single-precision parity fields of its own (0 .. WD_SOLVE_MANY_GROUP)
 } wd_mg_settings;
 
 typedef struct wd_mg_setup_stats {

@@ -60,7 +60,8 @@ wd_status wd_propagator(double *prop, const double *gauge, const wd_lattice *lat
  * wd_propagator; otherwise one wd_solver_mg_setup with mg, for the mass
  * (and c_sw) of s, serves all 12 columns, which then solve with
  * WD_SOLVER_MG (s->solver is not read; wd_solver_solve_many runs the
- * multigrid one right-hand side at a time).  mg_stats (may be NULL)
+ * columns' outer GCRs in lock step, mg->lock_step at a time, each its own
+ * solve's iterations: docs/solvers.md).  mg_stats (may be NULL)
  * receives the setup's cost and diagnostics.  A setup that fails (bad
  * settings: WD_ERR_INVALID naming the level and the setting; a process
  * grid of several ranks, which this version of the multigrid refuses)

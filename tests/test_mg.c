@@ -42,14 +42,17 @@
  *            asymmetric, 3 levels (Wilson K-cycle with 2^4 blocks twice,
  *            clover V-cycle in half), Wilson in half, and Wilson on 6^4
  *            with 3^4 blocks (no aggregate half even: the whole transfer
- *            of (r_e, 0))
+ *            of (r_e, 0)); each also with 3 right-hand sides in lock step
+ *            (wd_solver_solve_many, test_many): every one's true residual,
+ *            and its own solve's bits and iterations (single coarse
+ *            links) or x within 1e-8 (half)
  *   file     the Wilson setup saved (wd_mg_settings.save) and loaded into a
  *            second solver: the same x bit for bit; a file of another
  *            block, a corrupted byte and an existing path refused with
  *            the cause named, the solver's multigrid kept
  *   errors   bad settings: a block that does not divide, nvec above an
  *            aggregate's dimension, 0 and 5 levels, smoother 7, 33 CA-GCR
- *            steps, outer_eo 2, each WD_ERR_INVALID
+ *            steps, outer_eo 2, lock_step 13 and -1, each WD_ERR_INVALID
  *            naming the cause, the solver still solving after it; a
  *            WD_SOLVER_MG solve without a setup
  * One line per check; "N of M failed" last; exit 0 when all pass.
@@ -382,6 +385,73 @@ static void test_file(double complex *u, const int dims[4], const wd_solver_sett
  * (b0 4: the 2^4 coarse lattice into one site of 16 components; b0 2: the
  * 4^4 one into a 2^4 last level, solved even-odd), a V-cycle (vcycle) or
  * K-cycle between levels 1 and 2 */
+/*
+ * outer_eo with several right-hand sides at once (wd_solver_solve_many:
+ * the columns' outer GCRs in lock step, the last level's solves of a
+ * 2-level multigrid batched): b and NMANY - 1 fresh random sources, each
+ * against its own wd_solver_solve: the true residual (reference) <= 1e-10
+ * and, with single coarse links, the same x bits, outer and per-level
+ * iterations (the batched solve's sums are the single one's); with half
+ * ones (the odd sites between the batched hops rounded twice) x within
+ * 1e-8 of the single solve's.  The outputs start as NaN.
+ */
+enum { NMANY = 3 };
+
+static void test_many(wd_solver *sv, wd_solver_settings *s, const fine_ref *ref,
+                      double complex *b, int half, const char *tag, wd_rng *rng)
+{
+    const size_t n = wd_volume(ref->dims) * 12;
+    double complex *bs[NMANY], *xs[NMANY], *x1[NMANY];
+    wd_solver_stats ms[NMANY], m1[NMANY];
+    char name[192], detail[200];
+    s->solver = WD_SOLVER_MG;
+    wd_status st = WD_OK;
+    for (int i = 0; i < NMANY; ++i) {
+        bs[i] = i ? xalloc(n * sizeof *b) : b;
+        if (i)
+            fill_random(bs[i], n, rng);
+        xs[i] = xalloc(n * sizeof *b);
+        x1[i] = xalloc(n * sizeof *b);
+        for (size_t j = 0; j < n; ++j)
+            xs[i][j] = NAN;
+        if (st == WD_OK)
+            st = wd_solver_solve(sv, (double *)x1[i], (const double *)bs[i], s, &m1[i]);
+    }
+    snprintf(name, sizeof name, "mg solve %s: %d single solves", tag, NMANY);
+    check_true(name, st == WD_OK, wd_status_string(st));
+    const wd_status sm = wd_solver_solve_many(sv, (double *const *)xs, (const double *const *)bs,
+                                              NMANY, s, ms);
+    for (int i = 0; i < NMANY && st == WD_OK; ++i) {
+        const double res = sm == WD_OK ? full_residual(ref, xs[i], bs[i]) : INFINITY;
+        snprintf(name, sizeof name, "mg solve %s: %d in lock step, rhs %d: true residual", tag,
+                 NMANY, i);
+        snprintf(detail, sizeof detail, "%s, %.2e; outer its %d (alone %d), level-1 %d (%d), "
+                 "%.3f s (%.3f s)", wd_status_string(sm), res, ms[i].iterations,
+                 m1[i].iterations, ms[i].mg_iterations[1], m1[i].mg_iterations[1],
+                 ms[i].seconds, m1[i].seconds);
+        check_true(name, sm == WD_OK && res <= 1e-10, detail);
+        if (half) {
+            snprintf(name, sizeof name, "mg solve %s: %d in lock step, rhs %d: x vs its own "
+                     "solve's", tag, NMANY, i);
+            check(name, sm == WD_OK ? rel_diff(xs[i], x1[i], n) : INFINITY, 1e-8);
+        } else {
+            int same = sm == WD_OK && memcmp(xs[i], x1[i], n * sizeof *b) == 0 &&
+                       ms[i].iterations == m1[i].iterations;
+            for (int l = 0; l < ms[i].mg_levels; ++l)
+                same = same && ms[i].mg_iterations[l] == m1[i].mg_iterations[l];
+            snprintf(name, sizeof name, "mg solve %s: %d in lock step, rhs %d: its own solve's "
+                     "bits and iterations", tag, NMANY, i);
+            check_true(name, same, detail);
+        }
+    }
+    for (int i = 0; i < NMANY; ++i) {
+        if (i)
+            free(bs[i]);
+        free(xs[i]);
+        free(x1[i]);
+    }
+}
+
 static void test_solve(uint64_t seed, double complex *u, const int dims[4], int clover, int levels,
                        int vcycle, int half, int b0, wd_mg_smoother smoother, int eo)
 {
@@ -488,6 +558,8 @@ static void test_solve(uint64_t seed, double complex *u, const int dims[4], int 
     snprintf(name, sizeof name, "mg solve %s: outer iterations below BiCGstab's", tag);
     snprintf(detail, sizeof detail, "MG %d, BiCGstab %d", mst.iterations, kst.iterations);
     check_true(name, mst.iterations < kst.iterations, detail);
+    if (eo)
+        test_many(sv, &s, &ref, b, half, tag, &rng);
     if (levels == 2 && !clover && !half && smoother == WD_MG_SMOOTHER_MR && !eo) {
         /* the coarse level (2^4, even) solved even-odd by default: against
          * GCR on its whole operator, the same solution in fewer coarse
@@ -631,6 +703,8 @@ static void test_errors(double complex *u, const int dims[4])
         {"error: smoother 7", "smoother 7", 4},
         {"error: CA-GCR with 33 post-smoothing steps", "post_smooth 33", 5},
         {"error: outer_eo 2", "outer_eo 2", 6},
+        {"error: lock_step 13", "lock_step 13", 7},
+        {"error: lock_step -1", "lock_step -1", 8},
     };
     for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); ++c) {
         wd_mg_settings m;
@@ -654,6 +728,8 @@ static void test_errors(double complex *u, const int dims[4])
         }
         if (cases[c].which == 6)
             m.outer_eo = 2;
+        if (cases[c].which == 7 || cases[c].which == 8)
+            m.lock_step = cases[c].which == 7 ? WD_SOLVE_MANY_GROUP + 1 : -1;
         st = wd_solver_mg_setup(sv, &m, &s, NULL);
         check_true(cases[c].name, st == WD_ERR_INVALID && strstr(wd_last_error(), cases[c].needle),
                    wd_last_error());

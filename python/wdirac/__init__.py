@@ -37,7 +37,7 @@ _MG_SMOOTHER = {"mr": 0, "ca-gcr": 1}
 # wd_mg_settings' fields that take a number (block, nvec, cycle and smoother are converted)
 _MG_NUMBERS = ("levels", "setup_tol", "setup_max_iter", "pre_smooth", "post_smooth",
                "coarse_tol", "coarse_max_iter", "gcr_nkrylov", "seed", "verbosity",
-               "diagnostics", "coarse_eo", "outer_eo")
+               "diagnostics", "coarse_eo", "outer_eo", "lock_step")
 _MIXED = {"none": 0, "reliable": 1, "defect": 2}
 _ACCUM = {"auto": 0, "sloppy": 1, "outer": 2}
 _TBC = {"periodic": 1, "antiperiodic": -1}
@@ -268,7 +268,9 @@ class Solver:
     diagnostics (1: the float64 checks of .mg_stats, else NaN), coarse_eo
     (0: the coarsest GCR on the whole operator, not even-odd), outer_eo
     (1: the outer GCR on the even-odd Schur system of the fine level,
-    QUDA's direct-pc, the default; 0 on the full system), save and
+    QUDA's direct-pc, the default; 0 on the full system), lock_step
+    (the most right-hand sides of a propagator whose outer GCRs go in
+    lock step, their coarse solves batched; 0 all, 1 one at a time), save and
     load (a file of the null vectors: written after the setup, or read
     instead of relaxing them; save_overwrite=True replaces a file); missing
     keys keep the library's defaults.  The setup runs once, here, for this

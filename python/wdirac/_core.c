@@ -545,6 +545,7 @@ static int parse_mg(PyObject *d, wd_mg_settings *m)
         INT("diagnostics", diagnostics)
         INT("coarse_eo", coarse_eo)
         INT("outer_eo", outer_eo)
+        INT("lock_step", lock_step)
         INT("save_overwrite", save_overwrite)
 #undef INT
 #undef REAL

@@ -16,8 +16,13 @@
  *   the last level: GCR to coarse_tol, on its even-odd Schur complement
  *   (eo_solve) where every global extent is even and coarse_eo is set.
  * With outer_eo the outer GCR solves the fine Schur system Mhat x_e =
- * b'_e instead (gcr_fine_eo, cycle_fine_eo: single-parity fields, the
- * transfers of the even sites alone), x_o reconstructed.
+ * b'_e instead (mg_col, cycle_eo_pre / _post: single-parity fields, the
+ * transfers of the even sites alone), x_o reconstructed; several
+ * right-hand sides (solve_many) then go in lock step (run_cols), each its
+ * own GCR, their last-level solves batched on a 2-level multigrid of one
+ * rank (coarse_solve_lanes: the multi-RHS coarse kernels and the lanes
+ * BLAS, each right-hand side's bits those of its own solve with single
+ * coarse links).
  * The fine level runs on the solver's backend (mg_fine.c: the outer GCR
  * in the outer precision, the smoother on the even-odd Schur operator in
  * the sloppy precision); the transfers and the coarse levels on the same
@@ -106,10 +111,38 @@ typedef struct mg_level {
      * and two fields of one parity */
     int eo, half_volume;
     int *deo[2], *dhnbr[2];
+    /* one rank: the hops' neighbours for the batched solve of several
+     * right-hand sides (schur_apply_lanes: hop p's input a field with the
+     * other parity's sites first, in deo[1 - p]'s order) */
+    int *dlnbr[2];
     wd_mg_dev_level dhop[2];
     void *dhlinks[2];
     float *dhlink_norm[2], *dxinv, *deb, *dex;
 } mg_level;
+
+/*
+ * The last level's solves of several right-hand sides at once (solve_many
+ * with outer_eo, 2 levels, one rank: lanes_ok): cap lanes of every field,
+ * lane j at j stride floats, stride the level's whole volume (V 2n
+ * floats), a parity field in its first half_volume sites and the rest
+ * kept zero (the hops of schur_apply_lanes read them with zero blocks):
+ * db, dx the restricted residuals and the solutions (whole), bp b' = X^-1
+ * db (whole), eb, ex the Schur system's source and solution, r its
+ * residual, t the odd sites between the hops, z, q the GCR's directions
+ * and images (gcr_nkrylov each); hop[p] the level's dhop[p] on dlnbr[p]
+ * with 16-bit multi-fields of cap right-hand sides; the lanes' GCR
+ * coefficients on the host (a lane's nk, nk^2 at lane nk, nk^2).
+ */
+typedef struct mg_lanes {
+    int cap;
+    size_t stride;
+    float *db, *dx, *bp, *eb, *ex, *r, *t, **z, **q;
+    wd_mg_dev_level hop[2];
+    void *hmin, *hmout;
+    float *hmin_norm, *hmout_norm;
+    wd_complex *alpha, *beta, *gamma;
+    double *qq;
+} mg_lanes;
 
 /* the parts of a profiled solve (verbosity 3) */
 enum {
@@ -151,6 +184,12 @@ typedef struct wd_mg {
     /* a solve's flops off the fine backend's counter: the coarse kernels,
      * P and P^dag, the coarse BLAS (8 flops a complex multiply-add) */
     double flops;
+    /* solve_many: the outer GCR's columns (WD_MG_DEV_LANES of them, cols[0]
+     * on the fine level's own fields, ncols with their fields made) and
+     * the last level's batched solve (mg_lanes) */
+    struct mg_col *cols;
+    int ncols;
+    mg_lanes lanes;
 } wd_mg;
 
 void wd_mg_default_settings(wd_mg_settings *m)
@@ -229,16 +268,22 @@ static wd_status check_mg_settings(const wd_mg_settings *m)
     if (m->outer_eo != 0 && m->outer_eo != 1)
         return wd_fail(WD_ERR_INVALID, "multigrid: outer_eo %d must be 0 (the outer GCR on the "
                        "full system) or 1 (on the even-odd Schur system)", m->outer_eo);
+    if (m->lock_step < 0 || m->lock_step > WD_SOLVE_MANY_GROUP)
+        return wd_fail(WD_ERR_INVALID, "multigrid: lock_step %d must be between 0 (all of a "
+                       "group) and %d", m->lock_step, WD_SOLVE_MANY_GROUP);
     return WD_OK;
 }
 
 static void dev_free(wd_mg *mg);
+static void lanes_free(wd_mg *mg);
+static void cols_free(wd_mg *mg);
 
 static void mg_free(void *state)
 {
     wd_mg *mg = state;
     if (!mg)
         return;
+    cols_free(mg);
     dev_free(mg);
     wd_mg_fine_free(&mg->fine);
     for (int l = 0; l < WD_MG_MAX_LEVELS; ++l) {
@@ -481,6 +526,7 @@ static void dev_free(wd_mg *mg)
     const wd_mg_dev_ops *d = mg->dev;
     if (!d)
         return;
+    lanes_free(mg);
     wd_nccl_close(mg->nccl);
     mg->nccl = NULL;
     d->free(mg->stage);
@@ -506,6 +552,7 @@ static void dev_free(wd_mg *mg)
         for (int p = 0; p < 2; ++p) {
             d->free(v->deo[p]);
             d->free(v->dhnbr[p]);
+            d->free(v->dlnbr[p]);
             d->free(v->dhlinks[p]);
             d->free(v->dhlink_norm[p]);
         }
@@ -950,6 +997,32 @@ static wd_status dev_schur(wd_mg *mg, int l)
         hp->hin_norm = v->dop.hin_norm;
         hp->hout_norm = v->dop.hout_norm;
     }
+    /* one rank: the neighbours of the batched solve's hops, site s at its
+     * place in its parity's list (pos), after the other parity's h sites
+     * where s has hop p's own parity */
+    if (st == WD_OK && mg->ranks == 1 && nghost == 0) {
+        int *pos = malloc(V * sizeof *pos), *par = malloc(V * sizeof *par);
+        if (!pos || !par)
+            st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: cannot allocate the batched solve's "
+                         "neighbours", l);
+        for (int q = 0; q < 2 && st == WD_OK; ++q)
+            for (int i = 0; i < h; ++i) {
+                pos[list[q][i]] = i;
+                par[list[q][i]] = q;
+            }
+        for (int p = 0; p < 2 && st == WD_OK; ++p) {
+            for (int i = 0; i < h; ++i)
+                for (int dd = 0; dd < WD_MG_DIRS; ++dd) {
+                    const int s = op->nbr[(size_t)list[p][i] * WD_MG_DIRS + dd];
+                    hn[(size_t)i * WD_MG_DIRS + dd] = par[s] == 1 - p ? pos[s] : h + pos[s];
+                }
+            if ((st = dev_alloc(mg, &v->dlnbr[p], (size_t)h * WD_MG_DIRS * sizeof *hn,
+                                "the batched solve's neighbours")) == WD_OK)
+                st = d->h2d(v->dlnbr[p], hn, (size_t)h * WD_MG_DIRS * sizeof *hn);
+        }
+        free(pos);
+        free(par);
+    }
     if (st == WD_OK && gpu) {
         const wd_mg_coarse_pack pk = {
             .n = n, .volume = V, .precision = v->dop.layout.precision,
@@ -1105,46 +1178,66 @@ static wd_status smooth(wd_mg *mg, int l, float *e, const float *r, int steps)
 
 /*
  * The coarsest level l's solve of dx from db even-odd: with b' = X^-1 b
- * (dw[2], whole) GCR on S x_e = b'_e - X^-1 Y_eo b'_o (the even sites,
- * compact: deb the source, dex the solution), then x_o = b'_o - X^-1 Y_oe
- * x_e, both parities put back into dx.  GCR's tolerance is on the Schur
- * system's residual (QUDA's).
+ * (whole) GCR on S x_e = b'_e - X^-1 Y_eo b'_o (the even sites, compact),
+ * then x_o = b'_o - X^-1 Y_oe x_e, both parities put back into dx.  GCR's
+ * tolerance is on the Schur system's residual (QUDA's).
+ *   eo_source    bp = b' of db (whole, room for ghosts), eb the Schur
+ *                source (tmp a parity field's scratch)
+ *   eo_solution  dx from ex = x_e and bp (eb a parity field's scratch;
+ *                the level's dw[0], dw[3] too)
+ *   eo_solve     the two around GCR on the level's own fields (db, dx;
+ *                dw[2] b', deb, dex)
  */
-static wd_status eo_solve(wd_mg *mg, int l)
+static wd_status eo_source(wd_mg *mg, int l, const float *db, float *bp, float *eb, float *tmp)
 {
     const wd_mg_dev_ops *d = mg->dev;
     mg_level *c = &mg->lv[l];
-    const wd_mg_settings *m = &mg->set;
     const int h = c->half_volume, n = c->dop.layout.ncomp, V = c->dop.layout.volume;
-    double rel;
     mg->flops += 8.0 * n * n * V;
-    wd_status st = d->block_apply(V, n, c->dxinv, c->db, c->dw[2]);
-    /* deb = b'_e - X^-1 Y_eo b'_o */
+    wd_status st = d->block_apply(V, n, c->dxinv, db, bp);
+    /* eb = b'_e - X^-1 Y_eo b'_o */
     if (st == WD_OK)
-        st = schur_hop(mg, l, 0, c->dex, c->dw[2]);
+        st = schur_hop(mg, l, 0, tmp, bp);
     if (st == WD_OK)
-        st = d->gather(h, 2 * n, c->deo[0], c->dw[2], c->deb);
+        st = d->gather(h, 2 * n, c->deo[0], bp, eb);
     const wd_complex minus = {-1, 0};
-    float *w[1] = {c->dex};
+    float *w[1] = {tmp};
     if (st == WD_OK)
-        st = dev_multi_caxpy(mg, l, h, 1, &minus, w, c->deb);
-    if (st != WD_OK)
-        return st;
-    gcr(mg, l, 1, c->dex, c->deb, m->coarse_tol, m->coarse_max_iter, 0, &rel, &st);
-    /* x_o = b'_o - X^-1 Y_oe x_e (into dw[3], b'_o gathered into deb) */
-    if (st == WD_OK)
-        st = d->scatter(h, 2 * n, c->deo[0], c->dex, c->dw[0]);
+        st = dev_multi_caxpy(mg, l, h, 1, &minus, w, eb);
+    return st;
+}
+
+static wd_status eo_solution(wd_mg *mg, int l, const float *ex, const float *bp, float *eb,
+                             float *dx)
+{
+    const wd_mg_dev_ops *d = mg->dev;
+    mg_level *c = &mg->lv[l];
+    const int h = c->half_volume, n = c->dop.layout.ncomp;
+    /* x_o = b'_o - X^-1 Y_oe x_e (into dw[3], b'_o gathered into eb) */
+    wd_status st = d->scatter(h, 2 * n, c->deo[0], ex, c->dw[0]);
     if (st == WD_OK)
         st = schur_hop(mg, l, 1, c->dw[3], c->dw[0]);
     if (st == WD_OK)
-        st = d->gather(h, 2 * n, c->deo[1], c->dw[2], c->deb);
+        st = d->gather(h, 2 * n, c->deo[1], bp, eb);
     if (st == WD_OK)
-        st = d->xmy(h, n, c->deb, c->dw[3]);
+        st = d->xmy(h, n, eb, c->dw[3]);
     if (st == WD_OK)
-        st = d->scatter(h, 2 * n, c->deo[0], c->dex, c->dx);
+        st = d->scatter(h, 2 * n, c->deo[0], ex, dx);
     if (st == WD_OK)
-        st = d->scatter(h, 2 * n, c->deo[1], c->dw[3], c->dx);
+        st = d->scatter(h, 2 * n, c->deo[1], c->dw[3], dx);
     return st;
+}
+
+static wd_status eo_solve(wd_mg *mg, int l)
+{
+    mg_level *c = &mg->lv[l];
+    const wd_mg_settings *m = &mg->set;
+    double rel;
+    wd_status st = eo_source(mg, l, c->db, c->dw[2], c->deb, c->dex);
+    if (st != WD_OK)
+        return st;
+    gcr(mg, l, 1, c->dex, c->deb, m->coarse_tol, m->coarse_max_iter, 0, &rel, &st);
+    return st == WD_OK ? eo_solution(mg, l, c->dex, c->dw[2], c->deb, c->dx) : st;
 }
 
 /* the next level's solve of c->dx from c->db, within a cycle from level l */
@@ -1227,76 +1320,22 @@ static wd_status cycle_fine(wd_mg *mg, wd_mg_pair *e, const wd_mg_pair *r)
 }
 
 /*
- * outer_eo: e_e = K_0 r_e ~ Mhat^-1 r_e on the backend, the fine level's
- * cycle on the Schur system in the Krylov precision (e may not be r; ue,
- * we scratch): the coarse correction of (s_e, 0), s_e = r_e (Wilson, the
+ * outer_eo: the fine level's cycle on the Schur system in the Krylov
+ * precision, e_e = K_0 r_e ~ Mhat^-1 r_e, in two halves around the next
+ * level's solve, so that several columns' solves can run together
+ * (run_cols): the coarse correction of (s_e, 0), s_e = r_e (Wilson, the
  * asymmetric form: [A^-1]_ee = Mhat^-1) or A_ee r_e (the symmetric form:
  * Mhat_sym^-1 = Mhat_asym^-1 A_ee), its even part kept, between the
- * smoothers on Mhat itself (no odd sites).
+ * smoothers on Mhat itself (no odd sites).  e may not be r; the column's
+ * ue carries the pre-smoothed residual's correction between the halves.
+ *   cycle_eo_pre   (pre-smoothing and) the residual restricted into db
+ *   cycle_eo_post  the correction dx prolongated into e (e += it after
+ *                  pre-smoothing), post-smoothing
  */
-static wd_status cycle_fine_eo(wd_mg *mg, wd_field *e, const wd_field *r)
-{
-    wd_mg_fine *f = &mg->fine;
-    wd_backend *be = f->be;
-    const wd_mg_dev_ops *d = mg->dev;
-    mg_level *v = &mg->lv[0], *c = &mg->lv[1];
-    const wd_mg_settings *m = &mg->set;
-    const wd_complex one = {1, 0};
-    wd_status st;
-    const wd_field *res = r;
-    if (m->pre_smooth) {
-        if ((st = wd_mg_fine_smooth_eo(f, e, r, m->pre_smooth)) != WD_OK)
-            return st;
-        prof(mg, PROF_SMOOTH);
-        if ((st = wd_mg_fine_eo_apply(f, 0, &f->ue, e)) != WD_OK)
-            return st;
-        wd_blas_ax(be, -1, &f->ue);
-        wd_blas_caxpy(be, one, r, &f->ue);
-        res = &f->ue;
-        v->iterations += m->pre_smooth;
-        prof(mg, PROF_FINE_APPLY);
-    }
-    if (f->op.ainv && f->op.symmetric) {
-        if ((st = wd_dslash_clover(be, f->krylov.cl_site, &f->we, NULL, &f->krylov.a, res, NULL,
-                                   0, 0)) != WD_OK)
-            return st;
-        res = &f->we;
-    }
-    /* the transfers of the even sites alone (dte), or of (s_e, 0) and
-     * back with the odd part dropped (zo zero, tko scratch) */
-    double t = now_s();
-    double *stage = (double *)mg->stage;
-    wd_field *into = m->pre_smooth ? &f->ue : e;
-    const wd_mg_dev_transfer *dt = v->dte_ok ? &v->dte : &v->dt;
-    if ((st = wd_download_pair(be, stage, res, v->dte_ok ? NULL : &f->zo, mg->on_device,
-                               NULL)) != WD_OK ||
-        (st = d->restrict_(dt, c->db, stage)) != WD_OK)
-        return st;
-    prof(mg, PROF_TRANSFER);
-    mg->flops += 16.0 * dt->fine_volume * dt->n_fine * dt->nvec;
-    if ((st = coarse_solve(mg, 0)) != WD_OK || (st = d->prolong(dt, stage, c->dx)) != WD_OK ||
-        (st = wd_upload_pair(be, into, v->dte_ok ? NULL : &f->tko, stage, mg->on_device,
-                             NULL)) != WD_OK)
-        return st;
-    if (m->pre_smooth)
-        wd_blas_caxpy(be, one, &f->ue, e);
-    prof(mg, PROF_TRANSFER);
-    mg->t_coarse += now_s() - t;
-    if (m->post_smooth) {
-        /* u = r - Mhat e, then e += the smoother's correction of u */
-        if ((st = wd_mg_fine_eo_apply(f, 0, &f->ue, e)) != WD_OK)
-            return st;
-        wd_blas_ax(be, -1, &f->ue);
-        wd_blas_caxpy(be, one, r, &f->ue);
-        prof(mg, PROF_FINE_APPLY);
-        if ((st = wd_mg_fine_smooth_eo(f, &f->ue, &f->ue, m->post_smooth)) != WD_OK)
-            return st;
-        wd_blas_caxpy(be, one, &f->ue, e);
-        v->iterations += m->post_smooth;
-        prof(mg, PROF_SMOOTH);
-    }
-    return be->error;
-}
+static wd_status cycle_eo_pre(wd_mg *mg, struct mg_col *c, wd_field *e, const wd_field *r,
+                              float *db);
+static wd_status cycle_eo_post(wd_mg *mg, struct mg_col *c, wd_field *e, const wd_field *r,
+                               const float *dx);
 
 /* e = K_l r: one cycle from a coarse level l (below the last level) */
 static wd_status cycle(wd_mg *mg, int l, float *e, const float *r)
@@ -1469,6 +1508,331 @@ static int gcr(wd_mg *mg, int l, int schur, float *x, const float *b, double tol
     return it;
 }
 
+/* ---- many right-hand sides: the last level's solves of several at once ---- */
+
+static void lanes_free(wd_mg *mg)
+{
+    mg_lanes *bt = &mg->lanes;
+    const wd_mg_dev_ops *d = mg->dev;
+    float *fields[] = {bt->db, bt->dx, bt->bp, bt->eb, bt->ex, bt->r, bt->t};
+    for (size_t i = 0; d && i < sizeof fields / sizeof *fields; ++i)
+        d->free(fields[i]);
+    for (int i = 0; d && bt->z && i < mg->set.gcr_nkrylov; ++i)
+        d->free(bt->z[i]);
+    for (int i = 0; d && bt->q && i < mg->set.gcr_nkrylov; ++i)
+        d->free(bt->q[i]);
+    if (d) {
+        d->free(bt->hmin);
+        d->free(bt->hmout);
+        d->free(bt->hmin_norm);
+        d->free(bt->hmout_norm);
+    }
+    free(bt->z);
+    free(bt->q);
+    free(bt->alpha);
+    free(bt->beta);
+    free(bt->gamma);
+    free(bt->qq);
+    memset(bt, 0, sizeof *bt);
+}
+
+/* whether the last level's solves can run batched: two levels, the last
+ * solved even-odd on one rank */
+static int lanes_ok(const wd_mg *mg)
+{
+    const mg_level *c = &mg->lv[mg->levels - 1];
+    return mg->levels == 2 && c->eo && mg->ranks == 1 && c->dlnbr[0] && c->dlnbr[1];
+}
+
+/* mg_lanes' fields for `lanes` right-hand sides (kept, grown on demand),
+ * every float zero */
+static wd_status lanes_alloc(wd_mg *mg, int lanes)
+{
+    mg_lanes *bt = &mg->lanes;
+    if (bt->cap >= lanes)
+        return WD_OK;
+    lanes_free(mg);
+    const wd_mg_dev_ops *d = mg->dev;
+    mg_level *c = &mg->lv[mg->levels - 1];
+    const int V = c->dop.layout.volume, n = c->dop.layout.ncomp, nk = mg->set.gcr_nkrylov;
+    const size_t nl = (size_t)lanes * nk;
+    bt->stride = (size_t)V * 2 * n;
+    const size_t bytes = lanes * bt->stride * sizeof(float);
+    wd_status st = WD_OK;
+    bt->z = calloc(nk, sizeof *bt->z);
+    bt->q = calloc(nk, sizeof *bt->q);
+    bt->alpha = calloc(nl, sizeof *bt->alpha);
+    bt->gamma = calloc(nl, sizeof *bt->gamma);
+    bt->beta = calloc(nl * nk, sizeof *bt->beta);
+    bt->qq = calloc(nl, sizeof *bt->qq);
+    if (!bt->z || !bt->q || !bt->alpha || !bt->gamma || !bt->beta || !bt->qq)
+        st = wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the batched solve's "
+                     "coefficients for %d right-hand sides", lanes);
+    float **fields[] = {&bt->db, &bt->dx, &bt->bp, &bt->eb, &bt->ex, &bt->r, &bt->t};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields && st == WD_OK; ++i)
+        if ((st = dev_alloc(mg, fields[i], bytes, "the batched solve's fields")) == WD_OK)
+            st = d->zero(lanes * V, n, *fields[i]);
+    for (int i = 0; i < nk && st == WD_OK; ++i) {
+        if ((st = dev_alloc(mg, &bt->z[i], bytes, "the batched solve's directions")) == WD_OK &&
+            (st = d->zero(lanes * V, n, bt->z[i])) == WD_OK &&
+            (st = dev_alloc(mg, &bt->q[i], bytes, "the batched solve's directions")) == WD_OK)
+            st = d->zero(lanes * V, n, bt->q[i]);
+    }
+    const int half = c->dop.layout.precision == 2;
+    const size_t hbytes = (size_t)lanes * V * 2 * n * sizeof(short);
+    const size_t nbytes = (size_t)lanes * V * sizeof(float);
+    if (st == WD_OK && half &&
+        (st = dev_alloc(mg, &bt->hmin, hbytes, "the batched solve's 16-bit fields")) == WD_OK &&
+        (st = dev_alloc(mg, &bt->hmout, hbytes, "the batched solve's 16-bit fields")) == WD_OK &&
+        (st = dev_alloc(mg, &bt->hmin_norm, nbytes, "the batched solve's norms")) == WD_OK)
+        st = dev_alloc(mg, &bt->hmout_norm, nbytes, "the batched solve's norms");
+    for (int p = 0; p < 2 && st == WD_OK; ++p) {
+        wd_mg_dev_level *hp = &bt->hop[p];
+        *hp = c->dhop[p];
+        hp->nbr = c->dlnbr[p];
+        hp->hmin = bt->hmin;
+        hp->hmout = bt->hmout;
+        hp->hmin_norm = bt->hmin_norm;
+        hp->hmout_norm = bt->hmout_norm;
+        hp->hmulti = half ? lanes : 0;
+    }
+    if (st != WD_OK) {
+        lanes_free(mg);
+        return st;
+    }
+    bt->cap = lanes;
+    return WD_OK;
+}
+
+/* out = S in for `lanes` right-hand sides of the last level l (mg_lanes'
+ * layout, in's and out's parity fields in their lanes' first half_volume
+ * sites): the hop to the odd sites into t, the hop back, in - that; three
+ * launches for every lane.  With single links each lane's bits are
+ * schur_apply's (the same sums of the same numbers); with half links the
+ * odd sites between the hops are widened to single and rounded again
+ * (schur_apply_half keeps them in 16 bits) */
+static wd_status schur_apply_lanes(wd_mg *mg, int l, int lanes, float *out, const float *in)
+{
+    const wd_mg_dev_ops *d = mg->dev;
+    mg_lanes *bt = &mg->lanes;
+    mg_level *v = &mg->lv[l];
+    const double hops = apply_flops(&v->op) * WD_MG_DIRS / WD_COARSE_BLOCKS * v->half_volume;
+    prof(mg, PROF_COARSE_BLAS);
+    mg->flops += 2 * hops * lanes;
+    mg->prof_applies += lanes;
+    wd_status st = d->apply_multi(&bt->hop[1], lanes, bt->t, in);
+    if (st == WD_OK)
+        st = d->apply_multi(&bt->hop[0], lanes, out, bt->t);
+    if (st == WD_OK)
+        st = d->xmy(lanes * v->dop.layout.volume, v->dop.layout.ncomp, in, out);
+    prof(mg, PROF_COARSE_APPLY);
+    return st;
+}
+
+/*
+ * gcr (schur, no preconditioner) on the last level l for `lanes`
+ * right-hand sides in lock step: mg_lanes' ex from eb, each lane with its
+ * own coefficients, iterations (its[j]) and stop, the applications and
+ * the BLAS of every lane in one launch (schur_apply_lanes, lanes_cdot,
+ * lanes_caxpy).  A lane that has stopped, in a cycle or for good, takes
+ * zero coefficients while the others go on, which leave its fields' bits
+ * as they are; so each lane takes the steps, and with single links gets
+ * the bits, of gcr on it alone (the sums' order kept: the pieces of
+ * WD_MG_DEV_MULTI and the x update's zero tail alike).  NaN or Inf in any
+ * lane fails the batch (WD_ERR_NAN naming the lane).
+ */
+static wd_status gcr_lanes(wd_mg *mg, int l, int lanes, double tol, int max_iter, int *its)
+{
+    const wd_mg_dev_ops *d = mg->dev;
+    mg_lanes *bt = &mg->lanes;
+    mg_level *v = &mg->lv[l];
+    const int h = v->half_volume, n = v->dop.layout.ncomp, nk = mg->set.gcr_nkrylov;
+    const int whole = lanes * v->dop.layout.volume;
+    const size_t S = bt->stride;
+    float *x = bt->ex, *r = bt->r;
+    const float *b = bt->eb;
+    double dots[2 * WD_MG_DEV_LANES * WD_MG_DEV_MULTI];
+    double bnorm[WD_MG_DEV_LANES], r2[WD_MG_DEV_LANES], q2[WD_MG_DEV_LANES],
+        qo2[WD_MG_DEV_LANES], rq[WD_MG_DEV_LANES][2];
+    wd_complex a[WD_MG_DEV_LANES * WD_MG_DEV_MULTI];
+    int live[WD_MG_DEV_LANES], in[WD_MG_DEV_LANES], part[WD_MG_DEV_LANES],
+        kend[WD_MG_DEV_LANES];
+    const float *list[WD_MG_DEV_MULTI];
+    const float *bs[1] = {b};
+    wd_status st = d->lanes_cdot(h, n, lanes, S, 1, bs, b, dots);
+    mg->flops += 8.0 * lanes * h * n;
+    if (st != WD_OK)
+        return st;
+    int any = 0;
+    for (int j = 0; j < lanes; ++j) {
+        bnorm[j] = sqrt(dots[2 * j]);
+        r2[j] = dots[2 * j];
+        its[j] = 0;
+        live[j] = r2[j] > tol * tol * bnorm[j] * bnorm[j];
+        any |= live[j];
+    }
+    if ((st = d->zero(whole, n, x)) != WD_OK || (st = d->copy(whole, n, r, b)) != WD_OK)
+        return st;
+    while (any) {
+        int k = 0, going = 1;
+        for (int j = 0; j < lanes; ++j) {
+            in[j] = part[j] = live[j];
+            kend[j] = 0;
+        }
+        for (; k < nk && going; ++k) {
+            if ((st = d->copy(whole, n, bt->z[k], r)) != WD_OK ||
+                (st = schur_apply_lanes(mg, l, lanes, bt->q[k], bt->z[k])) != WD_OK)
+                return st;
+            /* <q_i, q_k> (i < k), <r, q_k>, |q_k|^2: gcr's pieces */
+            for (int i0 = 0; i0 < k + 2; i0 += WD_MG_DEV_MULTI) {
+                const int m = k + 2 - i0 < WD_MG_DEV_MULTI ? k + 2 - i0 : WD_MG_DEV_MULTI;
+                for (int i = 0; i < m; ++i)
+                    list[i] = i0 + i < k ? bt->q[i0 + i] : i0 + i == k ? r : bt->q[k];
+                if ((st = d->lanes_cdot(h, n, lanes, S, m, list, bt->q[k], dots)) != WD_OK)
+                    return st;
+                mg->flops += 8.0 * m * lanes * h * n;
+                for (int j = 0; j < lanes; ++j) {
+                    const double *dj = dots + 2 * (size_t)j * m;
+                    wd_complex *beta = bt->beta + (size_t)j * nk * nk;
+                    const double *qq = bt->qq + (size_t)j * nk;
+                    for (int i = 0; in[j] && i < m; ++i) {
+                        const int c = i0 + i;
+                        if (c < k)
+                            beta[(size_t)c * nk + k] =
+                                (wd_complex){dj[2 * i] / qq[c], dj[2 * i + 1] / qq[c]};
+                        else if (c == k)
+                            rq[j][0] = dj[2 * i], rq[j][1] = dj[2 * i + 1];
+                        else
+                            q2[j] = dj[2 * i];
+                    }
+                }
+            }
+            int remeasure = 0;
+            for (int j = 0; j < lanes; ++j) {
+                if (!in[j])
+                    continue;
+                const wd_complex *beta = bt->beta + (size_t)j * nk * nk;
+                const double *qq = bt->qq + (size_t)j * nk;
+                qo2[j] = q2[j];
+                for (int i = 0; i < k; ++i) {
+                    const wd_complex bb = beta[(size_t)i * nk + k];
+                    qo2[j] -= (bb.re * bb.re + bb.im * bb.im) * qq[i];
+                }
+                remeasure |= k && !(qo2[j] > 1e-3 * q2[j]);
+            }
+            for (int i0 = 0; i0 < k; i0 += WD_MG_DEV_MULTI) {
+                const int m = k - i0 < WD_MG_DEV_MULTI ? k - i0 : WD_MG_DEV_MULTI;
+                for (int j = 0; j < lanes; ++j)
+                    for (int i = 0; i < m; ++i) {
+                        const wd_complex bb = bt->beta[(size_t)j * nk * nk + (size_t)(i0 + i) * nk + k];
+                        a[j * m + i] = in[j] ? (wd_complex){-bb.re, -bb.im} : (wd_complex){0, 0};
+                    }
+                if ((st = d->lanes_caxpy(h, n, lanes, S, m, a, (const float *const *)(bt->q + i0),
+                                         bt->q[k])) != WD_OK)
+                    return st;
+            }
+            if (remeasure) {
+                /* cancellation: the orthogonalised image measured */
+                const float *qs[1] = {bt->q[k]};
+                if ((st = d->lanes_cdot(h, n, lanes, S, 1, qs, bt->q[k], dots)) != WD_OK)
+                    return st;
+                for (int j = 0; j < lanes; ++j)
+                    if (in[j] && !(qo2[j] > 1e-3 * q2[j]))
+                        qo2[j] = dots[2 * j];
+            }
+            for (int j = 0; j < lanes; ++j) {
+                a[j] = (wd_complex){0, 0};
+                if (!in[j])
+                    continue;
+                if (!isfinite(qo2[j]) || !isfinite(rq[j][0]) || !isfinite(rq[j][1]))
+                    return wd_fail(WD_ERR_NAN, "multigrid: GCR on level %d met NaN or Inf after "
+                                   "%d iterations (right-hand side %d of %d solved together)",
+                                   l, its[j], j, lanes);
+                if (!(qo2[j] > 0)) {
+                    in[j] = 0;
+                    continue;
+                }
+                /* <q_k, r> = conj(<r, q_k>) */
+                wd_complex *alpha = bt->alpha + (size_t)j * nk;
+                bt->qq[(size_t)j * nk + k] = qo2[j];
+                alpha[k] = (wd_complex){rq[j][0] / qo2[j], -rq[j][1] / qo2[j]};
+                a[j] = (wd_complex){-alpha[k].re, -alpha[k].im};
+                r2[j] -= (rq[j][0] * rq[j][0] + rq[j][1] * rq[j][1]) / qo2[j];
+                kend[j] = k + 1;
+                ++its[j];
+            }
+            const float *qk[1] = {bt->q[k]};
+            if ((st = d->lanes_caxpy(h, n, lanes, S, 1, a, qk, r)) != WD_OK)
+                return st;
+            going = 0;
+            for (int j = 0; j < lanes; ++j) {
+                in[j] = in[j] && its[j] < max_iter &&
+                        r2[j] > tol * tol * bnorm[j] * bnorm[j];
+                going |= in[j];
+            }
+        }
+        /* x += sum gamma_j z_j, a lane's gamma zero past its directions */
+        for (int j = 0; j < lanes; ++j) {
+            wd_complex *gamma = bt->gamma + (size_t)j * nk;
+            if (part[j])
+                gcr_backsolve(kend[j], bt->alpha + (size_t)j * nk, bt->beta + (size_t)j * nk * nk,
+                              nk, gamma);
+            for (int i = part[j] ? kend[j] : 0; i < k; ++i)
+                gamma[i] = (wd_complex){0, 0};
+        }
+        for (int i0 = 0; i0 < k; i0 += WD_MG_DEV_MULTI) {
+            const int m = k - i0 < WD_MG_DEV_MULTI ? k - i0 : WD_MG_DEV_MULTI;
+            for (int j = 0; j < lanes; ++j)
+                for (int i = 0; i < m; ++i)
+                    a[j * m + i] = bt->gamma[(size_t)j * nk + i0 + i];
+            if ((st = d->lanes_caxpy(h, n, lanes, S, m, a, (const float *const *)(bt->z + i0),
+                                     x)) != WD_OK)
+                return st;
+            mg->flops += 8.0 * m * lanes * h * n;
+        }
+        /* done on the recursive residual, or a restart on the recomputed one */
+        any = 0;
+        for (int j = 0; j < lanes; ++j) {
+            live[j] = part[j] && kend[j] > 0 && r2[j] > tol * tol * bnorm[j] * bnorm[j] &&
+                      its[j] < max_iter;
+            any |= live[j];
+        }
+        if (!any)
+            break;
+        const float *rs[1] = {r};
+        if ((st = schur_apply_lanes(mg, l, lanes, r, x)) != WD_OK ||
+            (st = d->xmy(whole, n, b, r)) != WD_OK ||
+            (st = d->lanes_cdot(h, n, lanes, S, 1, rs, r, dots)) != WD_OK)
+            return st;
+        for (int j = 0; j < lanes; ++j)
+            if (live[j])
+                r2[j] = dots[2 * j];
+    }
+    for (int j = 0; j < lanes; ++j)
+        v->iterations += its[j];
+    return WD_OK;
+}
+
+/* the last level's solves of `lanes` right-hand sides (lanes_ok, mg_lanes
+ * allocated): lane j of db to lane j of dx, each as eo_solve solves it;
+ * its[j] lane j's GCR iterations */
+static wd_status coarse_solve_lanes(wd_mg *mg, int lanes, int *its)
+{
+    const int L = mg->levels - 1;
+    const wd_mg_settings *m = &mg->set;
+    mg_lanes *bt = &mg->lanes;
+    const size_t S = bt->stride;
+    wd_status st = WD_OK;
+    for (int j = 0; j < lanes && st == WD_OK; ++j)
+        st = eo_source(mg, L, bt->db + j * S, bt->bp + j * S, bt->eb + j * S, bt->ex + j * S);
+    if (st == WD_OK)
+        st = gcr_lanes(mg, L, lanes, m->coarse_tol, m->coarse_max_iter, its);
+    for (int j = 0; j < lanes && st == WD_OK; ++j)
+        st = eo_solution(mg, L, bt->ex + j * S, bt->bp + j * S, bt->eb + j * S, bt->dx + j * S);
+    prof(mg, PROF_COARSE_BLAS);
+    return st;
+}
+
 /*
  * The outer flexible GCR(nk) on the fine level, on the backend: A x = b in
  * the outer precision from x = 0 (f->x, f->b), preconditioned by the
@@ -1604,154 +1968,512 @@ static void field_multi_caxpy(wd_backend *be, int k, const wd_complex *a, const 
     }
 }
 
-/* outer_eo: x = (x_e, x_o reconstructed) and r = b - A x in the outer
- * precision; returns |r| */
-static double eo_full_residual(wd_mg *mg, wd_status *st)
+/*
+ * outer_eo: the outer flexible GCR(nk) on the Schur system Mhat x_e = b'_e
+ * (the form of the smoother's operator; b'_e from the full b in the outer
+ * precision), as gcr_fine on single-parity fields: the directions and
+ * images in the Krylov precision with Mhat in it, the restarts' x_e and
+ * residual b'_e - Mhat x_e in the outer one.  With x_o reconstructed, the
+ * full residual b - A x is (Wilson, asymmetric form) the Schur one on the
+ * even sites and 0 on the odd, or (symmetric form) A_ee times it; so the
+ * GCR first stops at |b'_e - Mhat x_e| <= tol |b|, then measures b - A x
+ * in the outer precision and, while that is above tol |b| (rounding in the
+ * reconstruction, A_ee), lowers the Schur target by the factor missed,
+ * with a margin of 2, and iterates on (at most EO_ROUNDS more times), the
+ * full residual measured at each of those rounds' restarts: done as soon
+ * as it meets tol; where a restart gains less than a tenth on the Schur
+ * residual (the outer precision's floor) or the rounds run out,
+ * at_floor = 1 and x goes to the solver's float64 check and refinement,
+ * as a Krylov Schur solve's does (the full residual in the outer precision
+ * is itself rounded).
+ *
+ * A column (mg_col) is one right-hand side's GCR: its fields (column 0 the
+ * fine level's own, f->b, f->x, f->xe, ...; solve_many's others made on
+ * first use and kept), coefficients, and its place in the loops above
+ * (phase), so that several columns go in lock step (run_cols), each with
+ * its own iterations, restarts, rounds and stop: col_start, then col_next
+ * runs a column's control up to its next direction (1: its cycle wanted
+ * on rke for direction k) or its end (0), col_step takes direction k's
+ * cycle output ze[k] into the GCR.  relres is the full system's
+ * |b - A x| / |b| in the outer precision; st WD_OK or the column's
+ * failure (msg its message).
+ */
+enum { EO_ROUNDS = 3 };
+enum { PH_CYCLE, PH_INNER, PH_RESTART, PH_ROUND, PH_DONE };
+
+typedef struct mg_col {
+    wd_mg_pair *b, *x;                          /* outer precision */
+    wd_field *xe, *bhat, *re, *rke, *ue, *ze, *qe;
+    wd_complex *alpha, *beta, *gamma, *dots;
+    double *qq;
+    /* a column's own fields and coefficients (own) */
+    int own;
+    wd_mg_pair own_b, own_x;
+    wd_field own_xe, own_bhat, own_re, own_rke, own_ue;
+    int phase, it, k, round, done, stalled, at_floor;
+    double bnorm, target, rnorm, full, before, stop, rk, relres;
+    long lvits[WD_MG_MAX_LEVELS];               /* smoother steps, coarse iterations */
+    wd_status st;
+    char msg[512];
+} mg_col;
+
+/* column c bound to the fine level's own fields */
+static void col_bind(wd_mg *mg, mg_col *c)
+{
+    wd_mg_fine *f = &mg->fine;
+    mg_level *v = &mg->lv[0];
+    memset(c, 0, sizeof *c);
+    c->b = &f->b;
+    c->x = &f->x;
+    c->xe = &f->xe;
+    c->bhat = &f->bhat;
+    c->re = &f->re;
+    c->rke = &f->rke;
+    c->ue = &f->ue;
+    c->ze = f->ze;
+    c->qe = f->qe;
+    c->alpha = v->alpha;
+    c->beta = v->beta;
+    c->gamma = v->gamma;
+    c->qq = v->qq;
+    c->dots = f->dots;
+}
+
+static void col_free(wd_mg *mg, mg_col *c)
+{
+    wd_backend *be = mg->fine.be;
+    if (!c->own)
+        return;
+    wd_field *fields[] = {&c->own_b.e, &c->own_b.o, &c->own_x.e, &c->own_x.o, &c->own_xe,
+                          &c->own_bhat, &c->own_re, &c->own_rke, &c->own_ue};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; ++i)
+        wd_field_destroy(be, fields[i]);
+    for (int k = 0; k < mg->fine.nk; ++k) {
+        if (c->ze)
+            wd_field_destroy(be, &c->ze[k]);
+        if (c->qe)
+            wd_field_destroy(be, &c->qe[k]);
+    }
+    free(c->ze);
+    free(c->qe);
+    free(c->alpha);
+    free(c->beta);
+    free(c->gamma);
+    free(c->dots);
+    free(c->qq);
+    memset(c, 0, sizeof *c);
+}
+
+/* the columns of solve_many, their own fields (not column 0's) */
+static void cols_free(wd_mg *mg)
+{
+    for (int i = 1; mg->cols && i < mg->ncols; ++i)
+        col_free(mg, &mg->cols[i]);
+    free(mg->cols);
+    mg->cols = NULL;
+    mg->ncols = 0;
+}
+
+/* column c's own fields (the fine level's precisions and nk) */
+static wd_status col_alloc(wd_mg *mg, mg_col *c)
 {
     wd_mg_fine *f = &mg->fine;
     wd_backend *be = f->be;
-    wd_blas_copy(be, &f->x.e, &f->xe);
-    if ((*st = wd_mg_fine_eo_odd(f, &f->x, &f->b)) != WD_OK ||
-        (*st = wd_mg_fine_apply(f, &f->r, &f->x)) != WD_OK)
+    const int nk = f->nk, op = f->outer.precision;
+    memset(c, 0, sizeof *c);
+    c->own = 1;
+    c->ze = calloc(nk, sizeof *c->ze);
+    c->qe = calloc(nk, sizeof *c->qe);
+    c->alpha = calloc(nk, sizeof *c->alpha);
+    c->beta = calloc((size_t)nk * nk, sizeof *c->beta);
+    c->gamma = calloc(nk, sizeof *c->gamma);
+    c->dots = calloc(nk, sizeof *c->dots);
+    c->qq = calloc(nk, sizeof *c->qq);
+    wd_status st = c->ze && c->qe && c->alpha && c->beta && c->gamma && c->dots && c->qq
+                       ? WD_OK
+                       : wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate a column's GCR "
+                                 "coefficients");
+    wd_field *outer[] = {&c->own_b.e, &c->own_b.o, &c->own_x.e, &c->own_x.o, &c->own_xe,
+                         &c->own_bhat, &c->own_re};
+    for (size_t i = 0; i < sizeof outer / sizeof *outer && st == WD_OK; ++i)
+        st = wd_field_create(be, outer[i], op);
+    if (st == WD_OK && (st = wd_field_create(be, &c->own_rke, f->kp)) == WD_OK)
+        st = wd_field_create(be, &c->own_ue, f->kp);
+    for (int k = 0; k < nk && st == WD_OK; ++k)
+        if ((st = wd_field_create(be, &c->ze[k], f->kp)) == WD_OK)
+            st = wd_field_create(be, &c->qe[k], f->kp);
+    if (st != WD_OK) {
+        col_free(mg, c);
+        return st;
+    }
+    c->b = &c->own_b;
+    c->x = &c->own_x;
+    c->xe = &c->own_xe;
+    c->bhat = &c->own_bhat;
+    c->re = &c->own_re;
+    c->rke = &c->own_rke;
+    c->ue = &c->own_ue;
+    return WD_OK;
+}
+
+/* column c's x = (x_e, x_o reconstructed) and r = b - A x in the outer
+ * precision (f->r); returns |r| */
+static double eo_full_residual(wd_mg *mg, mg_col *c, wd_status *st)
+{
+    wd_mg_fine *f = &mg->fine;
+    wd_backend *be = f->be;
+    wd_blas_copy(be, &c->x->e, c->xe);
+    if ((*st = wd_mg_fine_eo_odd(f, c->x, c->b)) != WD_OK ||
+        (*st = wd_mg_fine_apply(f, &f->r, c->x)) != WD_OK)
         return 0;
     wd_mg_pair_ax(be, -1, &f->r);
-    wd_mg_pair_caxpy(be, (wd_complex){1, 0}, &f->b, &f->r);
+    wd_mg_pair_caxpy(be, (wd_complex){1, 0}, c->b, &f->r);
     return sqrt(wd_mg_pair_norm2(be, &f->r));
 }
 
-/*
- * outer_eo: the outer flexible GCR(nk) on the Schur system Mhat x_e = b'_e
- * (the form of the smoother's operator; b'_e from the full b, f->b, in
- * the outer precision), as gcr_fine on single-parity fields: the
- * directions and images in the Krylov precision with Mhat in it, the
- * restarts' x_e and residual b'_e - Mhat x_e in the outer one.  With x_o
- * reconstructed, the full residual b - A x is (Wilson, asymmetric form)
- * the Schur one on the even sites and 0 on the odd, or (symmetric form)
- * A_ee times it; so the GCR first stops at |b'_e - Mhat x_e| <= tol |b|,
- * then measures b - A x in the outer precision and, while that is above
- * tol |b| (rounding in the reconstruction, A_ee), lowers the Schur target
- * by the factor missed, with a margin of 2, and iterates on (at most
- * EO_ROUNDS more times), the full residual measured at each of those
- * rounds' restarts: done as soon as it meets tol; where a restart gains
- * less than a tenth on the Schur residual (the outer precision's floor)
- * or the rounds run out, *at_floor = 1 and x goes to the solver's float64
- * check and refinement, as a Krylov Schur solve's does (the full residual
- * in the outer precision is itself rounded).  Returns the iterations;
- * *relres the full system's |b - A x| / |b| in the outer precision.
- */
-enum { EO_ROUNDS = 3 };
+/* column c ends with st (its message kept) */
+static void col_fail(mg_col *c, wd_status st)
+{
+    c->st = st;
+    c->relres = 0;
+    c->at_floor = 0;
+    c->phase = PH_DONE;
+    snprintf(c->msg, sizeof c->msg, "%s", wd_last_error());
+}
 
-static int gcr_fine_eo(wd_mg *mg, double tol, int max_iter, int verbose, int *at_floor,
-                       double *relres, wd_status *st)
+/* column c from x = 0 on its source c->b (scaled) */
+static void col_start(wd_mg *mg, mg_col *c, double tol)
+{
+    wd_mg_fine *f = &mg->fine;
+    wd_backend *be = f->be;
+    c->st = WD_OK;
+    c->msg[0] = 0;
+    c->it = c->round = c->done = c->stalled = c->at_floor = 0;
+    c->relres = 0;
+    memset(c->lvits, 0, sizeof c->lvits);
+    c->phase = PH_DONE;
+    c->bnorm = sqrt(wd_mg_pair_norm2(be, c->b));
+    wd_mg_pair_zero(be, c->x);
+    wd_blas_zero(be, c->xe);
+    if (c->bnorm == 0)
+        return;
+    wd_status st = wd_mg_fine_eo_source(f, c->bhat, c->b);
+    if (st != WD_OK) {
+        col_fail(c, st);
+        return;
+    }
+    wd_blas_copy(be, c->re, c->bhat);
+    c->target = tol * c->bnorm;
+    c->rnorm = sqrt(wd_blas_norm2(be, c->re));
+    c->full = c->bnorm;
+    c->phase = PH_CYCLE;
+}
+
+static int col_next(wd_mg *mg, mg_col *c, double tol, int max_iter, int verbose)
 {
     wd_mg_fine *f = &mg->fine;
     wd_backend *be = f->be;
     const int nk = f->nk;
-    const wd_complex one = {1, 0};
-    const double bnorm = sqrt(wd_mg_pair_norm2(be, &f->b));
-    mg_level *v = &mg->lv[0];
-    wd_complex *beta = v->beta, *alpha = v->alpha, *gamma = v->gamma;
-    double *qq = v->qq;
-    *relres = 0;
-    *st = WD_OK;
-    *at_floor = 0;
-    wd_mg_pair_zero(be, &f->x);
-    wd_blas_zero(be, &f->xe);
-    if (bnorm == 0)
-        return 0;
-    if ((*st = wd_mg_fine_eo_source(f, &f->bhat, &f->b)) != WD_OK)
-        return 0;
-    wd_blas_copy(be, &f->re, &f->bhat);
     const double delta = f->kp >= 4 ? 1e-5 : 1e-2;
-    double target = tol * bnorm, rnorm = sqrt(wd_blas_norm2(be, &f->re)), full = bnorm;
-    int it = 0, done = 0, stalled = 0;
-    for (int round = 0; round <= EO_ROUNDS; ++round) {
-        while (rnorm > target && it < max_iter) {
-            int k = 0;
-            const double before = rnorm;
-            wd_blas_copy(be, &f->rke, &f->re);
-            const double stop = fmax(target, delta * rnorm);
-            double rk = rnorm;
-            for (; k < nk && it < max_iter && rk > stop; ++k, ++it) {
-                if ((*st = cycle_fine_eo(mg, &f->ze[k], &f->rke)) != WD_OK ||
-                    (*st = wd_mg_fine_eo_apply(f, 0, &f->qe[k], &f->ze[k])) != WD_OK)
-                    return it;
-                prof(mg, PROF_FINE_APPLY);
-                field_multi_cdot(be, k, f->qe, &f->qe[k], f->dots);
-                for (int i = 0; i < k; ++i) {
-                    const wd_complex b = {f->dots[i].re / qq[i], f->dots[i].im / qq[i]};
-                    beta[(size_t)i * nk + k] = b;
-                    f->dots[i] = (wd_complex){-b.re, -b.im};
-                }
-                field_multi_caxpy(be, k, f->dots, f->qe, &f->qe[k]);
-                double c[3];
-                wd_blas_cdot_norm2(be, &f->qe[k], &f->rke, c);
-                if (!isfinite(c[2]) || !isfinite(c[0]) || !isfinite(c[1])) {
-                    *st = wd_fail(WD_ERR_NAN, "multigrid: the outer GCR met NaN or Inf after %d "
-                                  "iterations", it);
-                    return it;
-                }
-                if (c[2] == 0)
-                    break;
-                qq[k] = c[2];
-                alpha[k] = (wd_complex){c[0] / c[2], c[1] / c[2]};
-                const wd_complex ma = {-alpha[k].re, -alpha[k].im};
-                rk = sqrt(wd_blas_caxpy_norm2(be, ma, &f->qe[k], &f->rke));
-                prof(mg, PROF_ORTH);
-                if (verbose)
-                    fprintf(stderr, "wdirac multigrid: outer iteration %d: Schur residual "
-                            "%.3e\n", it + 1, rk / bnorm);
-            }
-            gcr_backsolve(k, alpha, beta, nk, gamma);
-            wd_blas_zero(be, &f->xke);
-            field_multi_caxpy(be, k, gamma, f->ze, &f->xke);
-            wd_blas_copy(be, &f->re, &f->xke);
-            wd_blas_caxpy(be, one, &f->re, &f->xe);
-            if (verbose)
-                fprintf(stderr, "wdirac multigrid: restart after %d directions\n", k);
-            if ((*st = wd_mg_fine_eo_apply(f, 1, &f->re, &f->xe)) != WD_OK)
-                return it;
-            wd_blas_ax(be, -1, &f->re);
-            wd_blas_caxpy(be, one, &f->bhat, &f->re);
-            rnorm = sqrt(wd_blas_norm2(be, &f->re));
-            prof(mg, PROF_RESTART);
-            if (k == 0)
+    const wd_complex one = {1, 0};
+    wd_status st = WD_OK;
+    for (;;) {
+        switch (c->phase) {
+        case PH_CYCLE:  /* a restart cycle, while the Schur residual is above the target */
+            if (!(c->rnorm > c->target && c->it < max_iter)) {
+                c->phase = PH_ROUND;
                 break;
-            /* a later round (the Schur target below tol |b|): the full
-             * residual at every restart, and a restart that gains less
-             * than a tenth has met the outer precision's floor */
-            if (round > 0) {
-                full = eo_full_residual(mg, st);
+            }
+            c->k = 0;
+            c->before = c->rnorm;
+            wd_blas_copy(be, c->rke, c->re);
+            c->stop = fmax(c->target, delta * c->rnorm);
+            c->rk = c->rnorm;
+            c->phase = PH_INNER;
+            break;
+        case PH_INNER:
+            if (c->k < nk && c->it < max_iter && c->rk > c->stop)
+                return 1;
+            c->phase = PH_RESTART;
+            break;
+        case PH_RESTART:
+            gcr_backsolve(c->k, c->alpha, c->beta, nk, c->gamma);
+            wd_blas_zero(be, &f->xke);
+            field_multi_caxpy(be, c->k, c->gamma, c->ze, &f->xke);
+            wd_blas_copy(be, c->re, &f->xke);
+            wd_blas_caxpy(be, one, c->re, c->xe);
+            if (verbose)
+                fprintf(stderr, "wdirac multigrid: restart after %d directions\n", c->k);
+            if ((st = wd_mg_fine_eo_apply(f, 1, c->re, c->xe)) != WD_OK) {
+                col_fail(c, st);
+                return 0;
+            }
+            wd_blas_ax(be, -1, c->re);
+            wd_blas_caxpy(be, one, c->bhat, c->re);
+            c->rnorm = sqrt(wd_blas_norm2(be, c->re));
+            prof(mg, PROF_RESTART);
+            c->phase = PH_CYCLE;
+            if (c->k == 0) {
+                c->phase = PH_ROUND;
+            } else if (c->round > 0) {
+                /* a later round (the Schur target below tol |b|): the full
+                 * residual at every restart, and a restart that gains less
+                 * than a tenth has met the outer precision's floor */
+                c->full = eo_full_residual(mg, c, &st);
                 prof(mg, PROF_RESTART);
-                if (*st != WD_OK)
-                    return it;
-                if ((done = !(full > tol * bnorm)) || (stalled = rnorm > 0.9 * before))
-                    break;
+                if (st != WD_OK) {
+                    col_fail(c, st);
+                    return 0;
+                }
+                if ((c->done = !(c->full > tol * c->bnorm)) ||
+                    (c->stalled = c->rnorm > 0.9 * c->before))
+                    c->phase = PH_ROUND;
+            }
+            break;
+        case PH_ROUND:  /* a round's end */
+            if (!c->done) {
+                c->full = eo_full_residual(mg, c, &st);
+                prof(mg, PROF_RESTART);
+                if (st != WD_OK) {
+                    col_fail(c, st);
+                    return 0;
+                }
+            }
+            if (verbose)
+                fprintf(stderr, "wdirac multigrid: Schur residual %.3e, full residual %.3e\n",
+                        c->rnorm / c->bnorm, c->full / c->bnorm);
+            if (!(c->full > tol * c->bnorm) || c->stalled || c->it >= max_iter ||
+                !(c->rnorm > 0) || !isfinite(c->full) || c->round == EO_ROUNDS) {
+                c->st = be->error;
+                if (c->st != WD_OK)
+                    snprintf(c->msg, sizeof c->msg, "%s", wd_last_error());
+                c->at_floor = c->full > tol * c->bnorm && c->it < max_iter && isfinite(c->full);
+                if (c->at_floor && verbose)
+                    fprintf(stderr, "wdirac multigrid: the Schur residual %.3e met the outer "
+                            "precision's floor with the full residual %.3e above tol: x to the "
+                            "solver's float64 check and refinement\n", c->rnorm / c->bnorm,
+                            c->full / c->bnorm);
+                c->relres = c->full / c->bnorm;
+                c->phase = PH_DONE;
+                return 0;
+            }
+            c->target = fmin(c->target, c->rnorm) * 0.5 * tol * c->bnorm / c->full;
+            ++c->round;
+            c->phase = PH_CYCLE;
+            break;
+        default:
+            return 0;
+        }
+    }
+}
+
+/* column c's direction k from its cycle's output ze[k]: the image, its
+ * orthogonalisation, the residual's update */
+static void col_step(wd_mg *mg, mg_col *c, int verbose)
+{
+    wd_mg_fine *f = &mg->fine;
+    wd_backend *be = f->be;
+    const int nk = f->nk, k = c->k;
+    wd_status st = wd_mg_fine_eo_apply(f, 0, &c->qe[k], &c->ze[k]);
+    if (st != WD_OK) {
+        col_fail(c, st);
+        return;
+    }
+    prof(mg, PROF_FINE_APPLY);
+    field_multi_cdot(be, k, c->qe, &c->qe[k], c->dots);
+    for (int i = 0; i < k; ++i) {
+        const wd_complex b = {c->dots[i].re / c->qq[i], c->dots[i].im / c->qq[i]};
+        c->beta[(size_t)i * nk + k] = b;
+        c->dots[i] = (wd_complex){-b.re, -b.im};
+    }
+    field_multi_caxpy(be, k, c->dots, c->qe, &c->qe[k]);
+    double d[3];
+    wd_blas_cdot_norm2(be, &c->qe[k], c->rke, d);
+    if (!isfinite(d[2]) || !isfinite(d[0]) || !isfinite(d[1])) {
+        col_fail(c, wd_fail(WD_ERR_NAN, "multigrid: the outer GCR met NaN or Inf after %d "
+                            "iterations", c->it));
+        return;
+    }
+    if (d[2] == 0) {
+        c->phase = PH_RESTART;
+        return;
+    }
+    c->qq[k] = d[2];
+    c->alpha[k] = (wd_complex){d[0] / d[2], d[1] / d[2]};
+    const wd_complex ma = {-c->alpha[k].re, -c->alpha[k].im};
+    c->rk = sqrt(wd_blas_caxpy_norm2(be, ma, &c->qe[k], c->rke));
+    prof(mg, PROF_ORTH);
+    if (verbose)
+        fprintf(stderr, "wdirac multigrid: outer iteration %d: Schur residual %.3e\n", c->it + 1,
+                c->rk / c->bnorm);
+    ++c->k;
+    ++c->it;
+}
+
+static wd_status cycle_eo_pre(wd_mg *mg, mg_col *c, wd_field *e, const wd_field *r, float *db)
+{
+    wd_mg_fine *f = &mg->fine;
+    wd_backend *be = f->be;
+    mg_level *v = &mg->lv[0];
+    const wd_mg_settings *m = &mg->set;
+    const wd_complex one = {1, 0};
+    wd_status st;
+    const wd_field *res = r;
+    if (m->pre_smooth) {
+        if ((st = wd_mg_fine_smooth_eo(f, e, r, m->pre_smooth)) != WD_OK)
+            return st;
+        prof(mg, PROF_SMOOTH);
+        if ((st = wd_mg_fine_eo_apply(f, 0, c->ue, e)) != WD_OK)
+            return st;
+        wd_blas_ax(be, -1, c->ue);
+        wd_blas_caxpy(be, one, r, c->ue);
+        res = c->ue;
+        v->iterations += m->pre_smooth;
+        c->lvits[0] += m->pre_smooth;
+        prof(mg, PROF_FINE_APPLY);
+    }
+    if (f->op.ainv && f->op.symmetric) {
+        if ((st = wd_dslash_clover(be, f->krylov.cl_site, &f->we, NULL, &f->krylov.a, res, NULL,
+                                   0, 0)) != WD_OK)
+            return st;
+        res = &f->we;
+    }
+    /* the transfers of the even sites alone (dte), or of (s_e, 0) and
+     * back with the odd part dropped (zo zero, tko scratch) */
+    const double t = now_s();
+    const wd_mg_dev_transfer *dt = v->dte_ok ? &v->dte : &v->dt;
+    if ((st = wd_download_pair(be, mg->stage, res, v->dte_ok ? NULL : &f->zo, mg->on_device,
+                               NULL)) != WD_OK ||
+        (st = mg->dev->restrict_(dt, db, mg->stage)) != WD_OK)
+        return st;
+    prof(mg, PROF_TRANSFER);
+    mg->flops += 16.0 * dt->fine_volume * dt->n_fine * dt->nvec;
+    mg->t_coarse += now_s() - t;
+    return WD_OK;
+}
+
+static wd_status cycle_eo_post(wd_mg *mg, mg_col *c, wd_field *e, const wd_field *r,
+                               const float *dx)
+{
+    wd_mg_fine *f = &mg->fine;
+    wd_backend *be = f->be;
+    mg_level *v = &mg->lv[0];
+    const wd_mg_settings *m = &mg->set;
+    const wd_complex one = {1, 0};
+    wd_status st;
+    const double t = now_s();
+    const wd_mg_dev_transfer *dt = v->dte_ok ? &v->dte : &v->dt;
+    wd_field *into = m->pre_smooth ? c->ue : e;
+    if ((st = mg->dev->prolong(dt, mg->stage, dx)) != WD_OK ||
+        (st = wd_upload_pair(be, into, v->dte_ok ? NULL : &f->tko, mg->stage, mg->on_device,
+                             NULL)) != WD_OK)
+        return st;
+    if (m->pre_smooth)
+        wd_blas_caxpy(be, one, c->ue, e);
+    prof(mg, PROF_TRANSFER);
+    mg->t_coarse += now_s() - t;
+    if (m->post_smooth) {
+        /* u = r - Mhat e, then e += the smoother's correction of u */
+        if ((st = wd_mg_fine_eo_apply(f, 0, c->ue, e)) != WD_OK)
+            return st;
+        wd_blas_ax(be, -1, c->ue);
+        wd_blas_caxpy(be, one, r, c->ue);
+        prof(mg, PROF_FINE_APPLY);
+        if ((st = wd_mg_fine_smooth_eo(f, c->ue, c->ue, m->post_smooth)) != WD_OK)
+            return st;
+        wd_blas_caxpy(be, one, c->ue, e);
+        v->iterations += m->post_smooth;
+        c->lvits[0] += m->post_smooth;
+        prof(mg, PROF_SMOOTH);
+    }
+    return be->error;
+}
+
+/*
+ * The n columns' outer GCRs in lock step: each pass gives every column
+ * that wants a direction its cycle, the next level's solves of all of
+ * them in one batch (coarse_solve_lanes) where lanes_ok and more than one
+ * wants it, else one after another (coarse_solve on the level's own
+ * fields), then each column's GCR step.  A column's cycle that fails with
+ * WD_ERR_NAN ends that column (a batch's: every column in it); any other
+ * failure is returned (the solve stops).
+ */
+static wd_status run_cols(wd_mg *mg, mg_col *cols, int n, double tol, int max_iter, int verbose)
+{
+    int need[WD_MG_DEV_LANES], idx[WD_MG_DEV_LANES], its[WD_MG_DEV_LANES];
+    mg_level *c1 = &mg->lv[1];
+    const int batched = n > 1 && lanes_ok(mg);
+    wd_status st = batched ? lanes_alloc(mg, n) : WD_OK;
+    if (st != WD_OK)
+        return st;
+    for (int i = 0; i < n; ++i) {
+        col_start(mg, &cols[i], tol);
+        need[i] = col_next(mg, &cols[i], tol, max_iter, verbose);
+    }
+    for (;;) {
+        int m = 0;
+        for (int i = 0; i < n; ++i)
+            if (need[i])
+                idx[m++] = i;
+        if (!m)
+            return WD_OK;
+        if (batched && m > 1) {
+            const size_t S = mg->lanes.stride;
+            for (int j = 0; j < m && st == WD_OK; ++j) {
+                mg_col *c = &cols[idx[j]];
+                st = cycle_eo_pre(mg, c, &c->ze[c->k], c->rke, mg->lanes.db + j * S);
+            }
+            const double t = now_s();
+            if (st == WD_OK)
+                st = coarse_solve_lanes(mg, m, its);
+            mg->t_coarse += now_s() - t;
+            if (st == WD_ERR_NAN) {
+                for (int j = 0; j < m; ++j) {
+                    col_fail(&cols[idx[j]], st);
+                    need[idx[j]] = 0;
+                }
+                st = WD_OK;
+                continue;
+            }
+            for (int j = 0; j < m && st == WD_OK; ++j) {
+                mg_col *c = &cols[idx[j]];
+                c->lvits[1] += its[j];
+                st = cycle_eo_post(mg, c, &c->ze[c->k], c->rke, mg->lanes.dx + j * S);
+            }
+            if (st != WD_OK)
+                return st;
+        } else {
+            for (int j = 0; j < m; ++j) {
+                mg_col *c = &cols[idx[j]];
+                long before[WD_MG_MAX_LEVELS];
+                for (int l = 1; l < mg->levels; ++l)
+                    before[l] = mg->lv[l].iterations;
+                st = cycle_eo_pre(mg, c, &c->ze[c->k], c->rke, c1->db);
+                const double t = now_s();
+                if (st == WD_OK)
+                    st = coarse_solve(mg, 0);
+                mg->t_coarse += now_s() - t;
+                if (st == WD_OK)
+                    st = cycle_eo_post(mg, c, &c->ze[c->k], c->rke, c1->dx);
+                for (int l = 1; l < mg->levels; ++l)
+                    c->lvits[l] += mg->lv[l].iterations - before[l];
+                if (st == WD_ERR_NAN) {
+                    col_fail(c, st);
+                    need[idx[j]] = 0;
+                    st = WD_OK;
+                } else if (st != WD_OK) {
+                    return st;
+                }
             }
         }
-        if (!done) {
-            full = eo_full_residual(mg, st);
-            prof(mg, PROF_RESTART);
-            if (*st != WD_OK)
-                return it;
+        for (int j = 0; j < m; ++j) {
+            mg_col *c = &cols[idx[j]];
+            if (!need[idx[j]])
+                continue;
+            col_step(mg, c, verbose);
+            need[idx[j]] = c->phase != PH_DONE && col_next(mg, c, tol, max_iter, verbose);
         }
-        if (verbose)
-            fprintf(stderr, "wdirac multigrid: Schur residual %.3e, full residual %.3e\n",
-                    rnorm / bnorm, full / bnorm);
-        if (!(full > tol * bnorm) || stalled || it >= max_iter || !(rnorm > 0) ||
-            !isfinite(full))
-            break;
-        target = fmin(target, rnorm) * 0.5 * tol * bnorm / full;
     }
-    if (be->error != WD_OK)
-        *st = be->error;
-    *at_floor = full > tol * bnorm && it < max_iter && isfinite(full);
-    if (*at_floor && verbose)
-        fprintf(stderr, "wdirac multigrid: the Schur residual %.3e met the outer precision's "
-                "floor with the full residual %.3e above tol: x to the solver's float64 check "
-                "and refinement\n", rnorm / bnorm, full / bnorm);
-    *relres = full / bnorm;
-    return it;
 }
 
 /* ---- the setup ---- */
@@ -2112,6 +2834,9 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
 
 static wd_status mg_solve(void *state, double *x, const double *b, const wd_solver_settings *s,
                           wd_solver_stats *stats);
+static wd_status mg_solve_many(void *state, double *const x[], const double *const b[], int n,
+                               const wd_solver_settings *s, wd_solver_stats *const stats[],
+                               wd_status lane_st[], char *const msg[], size_t msg_size);
 
 wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_solver_settings *s,
                              wd_mg_setup_stats *stats)
@@ -2231,16 +2956,37 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
     if (m->verbosity >= 1)
         fprintf(stderr, "wdirac multigrid: setup of %d levels in %.3f s (%.1f fine-operator "
                 "applications)\n", m->levels, stats->seconds, stats->fine_applies);
-    const wd_solver_mg_hook hook = {mg, mg_solve, mg_free};
+    const wd_solver_mg_hook hook = {mg, mg_solve, mg_free, mg_solve_many};
     wd_solver_attach_mg(sv, &hook);
     return WD_OK;
 }
 
-static wd_status mg_solve(void *state, double *x, const double *b, const wd_solver_settings *s,
-                          wd_solver_stats *stats)
+/*
+ * The WD_SOLVER_MG solves of n <= WD_MG_DEV_LANES right-hand sides (the
+ * solver's hook; n = 1 is wd_solver_solve's): x[i] from b[i] / (4+m) by
+ * the outer GCR.  With outer_eo the n go in lock step (run_cols: each its
+ * own iterations and stop, the last level's solves batched where
+ * lanes_ok) in groups of lock_step (0: all n), as many at once as have
+ * fields: a column past the first makes 7 outer and 2 nk + 2 Krylov
+ * parity fields on first use and keeps them; where the backend's memory
+ * holds fewer, the groups are that many.  Without outer_eo they run one after another.  Returns a
+ * failure that is no solver outcome (every solve stops; the solutions
+ * downloaded so far kept); otherwise WD_OK with each solve's outcome in
+ * lane_st[i] (its message in msg[i], msg_size bytes, where msg is not
+ * NULL), x[i] its best iterate and stats[i] its figures (seconds and
+ * flops: its group's divided evenly).
+ */
+static int solver_outcome(wd_status st)
+{
+    return st == WD_ERR_NAN || st == WD_ERR_MAX_ITER || st == WD_ERR_DIVERGED ||
+           st == WD_ERR_STAGNATED;
+}
+
+static wd_status mg_solve_many(void *state, double *const x[], const double *const b[], int n,
+                               const wd_solver_settings *s, wd_solver_stats *const stats[],
+                               wd_status lane_st[], char *const msg[], size_t msg_size)
 {
     wd_mg *mg = state;
-    const double t0 = now_s();
     if (s->mass != mg->mass || s->csw != mg->csw)
         return wd_fail(WD_ERR_INVALID, "solver WD_SOLVER_MG: the multigrid was set up for mass "
                        "%g, c_sw %g, not %g, %g; call wd_solver_mg_setup again", mg->mass, mg->csw,
@@ -2248,70 +2994,136 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
     if (s->tbc != mg->lv[0].op.tbc)
         return wd_fail(WD_ERR_INVALID, "solver WD_SOLVER_MG: the multigrid was set up for time "
                        "boundary %d, not %d", mg->lv[0].op.tbc, (int)s->tbc);
+    if (n < 1 || n > WD_MG_DEV_LANES)
+        return wd_fail(WD_ERR_INVALID, "solver WD_SOLVER_MG: %d right-hand sides at once (1 to "
+                       "%d)", n, WD_MG_DEV_LANES);
     wd_mg_fine *f = &mg->fine;
+    const int eo = mg->set.outer_eo;
     const double scale = 1.0 / (4.0 + s->mass);
-    for (int l = 0; l < mg->levels; ++l)
-        mg->lv[l].iterations = 0;
-    mg->t_coarse = 0;
-    mg->profile = mg->set.verbosity >= 3;
-    memset(mg->prof, 0, sizeof mg->prof);
-    mg->prof_applies = 0;
-    mg->prof_mark = t0;
-    mg->flops = 0;
-    const double be_flops0 = f->be->flops;
-    /* b / (4+m) on the backend (its outer precision) */
-    wd_status st = wd_mg_fine_from_host(f, &f->b, (const double complex *)b);
-    if (st != WD_OK)
-        return st;
-    wd_mg_pair_ax(f->be, scale, &f->b);
-    prof(mg, PROF_SOURCE);
-    double rel;
     const int loud = (mg->set.verbosity >= 2 || s->verbosity >= 3) &&
                      (mg->ranks == 1 || wd_comm_rank() == 0);
-    int at_floor = 0;
-    const int it = mg->set.outer_eo
-                       ? gcr_fine_eo(mg, s->tol, s->max_iter, loud, &at_floor, &rel, &st)
-                       : gcr_fine(mg, s->tol, s->max_iter, loud, &rel, &st);
-    const wd_status xst = wd_mg_fine_to_host(f, (double complex *)x, &f->x);
-    if (xst != WD_OK)
-        return xst;
-    prof(mg, PROF_SOLUTION);
-    if (mg->set.verbosity >= 1) {
-        const double total = now_s() - t0;
-        fprintf(stderr, "wdirac multigrid: solve %.3f s: the fine level %.3f s, the coarse levels "
-                "with the transfers (%s) %.3f s\n", total, total - mg->t_coarse, mg->dev->name,
-                mg->t_coarse);
+    if (eo && !mg->cols) {
+        if (!(mg->cols = calloc(WD_MG_DEV_LANES, sizeof *mg->cols)))
+            return wd_fail(WD_ERR_NOMEM, "solver WD_SOLVER_MG: cannot allocate the columns");
+        col_bind(mg, &mg->cols[0]);
+        mg->ncols = 1;
     }
-    if (mg->profile && (mg->ranks == 1 || wd_comm_rank() == 0)) {
-        const double *p = mg->prof;
-        fprintf(stderr, "wdirac multigrid: profile (the device synchronised after each part): "
-                "smoother %.3f s, fine applications %.3f s, outer orthogonalisation %.3f s, "
-                "restarts %.3f s, transfers %.3f s, coarse applications %.3f s (%ld, %.1f us "
-                "each), the coarse solves' other work %.3f s, the source in %.3f s, the solution "
-                "out %.3f s\n", p[PROF_SMOOTH],
-                p[PROF_FINE_APPLY], p[PROF_ORTH], p[PROF_RESTART], p[PROF_TRANSFER],
-                p[PROF_COARSE_APPLY], mg->prof_applies,
-                mg->prof_applies ? 1e6 * p[PROF_COARSE_APPLY] / mg->prof_applies : 0.0,
-                p[PROF_COARSE_BLAS], p[PROF_SOURCE], p[PROF_SOLUTION]);
+    /* a column's fields can fail on one rank alone: every rank the same count */
+    const int want = mg->set.lock_step && mg->set.lock_step < n ? mg->set.lock_step : n;
+    while (eo && mg->ncols < want) {
+        wd_status st = col_alloc(mg, &mg->cols[mg->ncols]);
+        if (agreed(mg, st) != WD_OK) {
+            if (st == WD_OK)
+                col_free(mg, &mg->cols[mg->ncols]);
+            if (mg->set.verbosity >= 1 && (mg->ranks == 1 || wd_comm_rank() == 0))
+                fprintf(stderr, "wdirac multigrid: %d right-hand sides in lock step (another's "
+                        "fields do not fit: %s)\n", mg->ncols, wd_last_error());
+            break;
+        }
+        ++mg->ncols;
     }
-    stats->iterations = it;
-    stats->sloppy_iterations = it;
-    stats->updates = 0;
-    stats->solver_residual = rel;
-    stats->seconds = stats->solve_seconds = now_s() - t0;
-    stats->flops = f->be->flops - be_flops0 + mg->flops;
-    /* the backend's fields (the fine level and the solver's) and the
-     * coarse levels' there */
-    stats->bytes_allocated = (f->be->bytes_peak > f->be->bytes_allocated ? f->be->bytes_peak
-                                                                         : f->be->bytes_allocated) +
-                             mg->dev_bytes;
-    stats->mg_levels = mg->levels;
-    for (int l = 0; l < mg->levels; ++l)
-        stats->mg_iterations[l] = (int)mg->lv[l].iterations;
-    if (st != WD_OK)
-        return st;
-    if (rel > s->tol && !at_floor)
-        return wd_fail(WD_ERR_MAX_ITER, "solver WD_SOLVER_MG: %d outer iterations reached "
-                       "max_iter with residual %.3e above tol %.3e", it, rel, s->tol);
+    const int group = eo ? (mg->ncols < want ? mg->ncols : want) : 1;
+    for (int i0 = 0; i0 < n; i0 += group) {
+        const int g = n - i0 < group ? n - i0 : group;
+        const double t0 = now_s();
+        for (int l = 0; l < mg->levels; ++l)
+            mg->lv[l].iterations = 0;
+        mg->t_coarse = 0;
+        mg->profile = mg->set.verbosity >= 3;
+        memset(mg->prof, 0, sizeof mg->prof);
+        mg->prof_applies = 0;
+        mg->prof_mark = t0;
+        mg->flops = 0;
+        const double be_flops0 = f->be->flops;
+        /* b / (4+m) on the backend (its outer precision) */
+        wd_status st = WD_OK;
+        for (int j = 0; j < g && st == WD_OK; ++j) {
+            wd_mg_pair *bj = eo ? mg->cols[j].b : &f->b;
+            if ((st = wd_mg_fine_from_host(f, bj, (const double complex *)b[i0 + j])) == WD_OK)
+                wd_mg_pair_ax(f->be, scale, bj);
+        }
+        if (st != WD_OK)
+            return st;
+        prof(mg, PROF_SOURCE);
+        double rel = 0;
+        int it = 0;
+        if (eo)
+            st = run_cols(mg, mg->cols, g, s->tol, s->max_iter, loud);
+        else
+            it = gcr_fine(mg, s->tol, s->max_iter, loud, &rel, &st);
+        for (int j = 0; j < g; ++j) {
+            const wd_status xst = wd_mg_fine_to_host(f, (double complex *)x[i0 + j],
+                                                     eo ? mg->cols[j].x : &f->x);
+            if (xst != WD_OK)
+                return xst;
+        }
+        prof(mg, PROF_SOLUTION);
+        if (mg->set.verbosity >= 1) {
+            const double total = now_s() - t0;
+            fprintf(stderr, "wdirac multigrid: solve%s %.3f s: the fine level %.3f s, the coarse "
+                    "levels with the transfers (%s) %.3f s\n", g > 1 ? "s in lock step" : "",
+                    total, total - mg->t_coarse, mg->dev->name, mg->t_coarse);
+        }
+        if (mg->profile && (mg->ranks == 1 || wd_comm_rank() == 0)) {
+            const double *p = mg->prof;
+            fprintf(stderr, "wdirac multigrid: profile (the device synchronised after each part): "
+                    "smoother %.3f s, fine applications %.3f s, outer orthogonalisation %.3f s, "
+                    "restarts %.3f s, transfers %.3f s, coarse applications %.3f s (%ld, %.1f us "
+                    "each), the coarse solves' other work %.3f s, the source in %.3f s, the "
+                    "solution out %.3f s\n", p[PROF_SMOOTH],
+                    p[PROF_FINE_APPLY], p[PROF_ORTH], p[PROF_RESTART], p[PROF_TRANSFER],
+                    p[PROF_COARSE_APPLY], mg->prof_applies,
+                    mg->prof_applies ? 1e6 * p[PROF_COARSE_APPLY] / mg->prof_applies : 0.0,
+                    p[PROF_COARSE_BLAS], p[PROF_SOURCE], p[PROF_SOLUTION]);
+        }
+        if (st != WD_OK && !(solver_outcome(st) && !eo))
+            return st;
+        const double seconds = (now_s() - t0) / g;
+        const double flops = (f->be->flops - be_flops0 + mg->flops) / g;
+        for (int j = 0; j < g; ++j) {
+            const mg_col *c = eo ? &mg->cols[j] : NULL;
+            wd_solver_stats *sj = stats[i0 + j];
+            wd_status lst = eo ? c->st : st;
+            if (lst != WD_OK && !solver_outcome(lst))
+                return wd_fail(lst, "%s", c ? c->msg : wd_last_error());
+            const int its = eo ? c->it : it;
+            const double r = eo ? c->relres : rel;
+            sj->iterations = sj->sloppy_iterations = its;
+            sj->updates = 0;
+            sj->solver_residual = r;
+            sj->seconds = sj->solve_seconds = seconds;
+            sj->flops = flops;
+            /* the backend's fields (the fine level and the solver's) and the
+             * coarse levels' there */
+            sj->bytes_allocated = (f->be->bytes_peak > f->be->bytes_allocated
+                                       ? f->be->bytes_peak
+                                       : f->be->bytes_allocated) +
+                                  mg->dev_bytes;
+            sj->mg_levels = mg->levels;
+            for (int l = 0; l < mg->levels; ++l)
+                sj->mg_iterations[l] = (int)(eo ? c->lvits[l] : mg->lv[l].iterations);
+            char text[512];
+            snprintf(text, sizeof text, "%s", lst != WD_OK && c ? c->msg : wd_last_error());
+            if (lst == WD_OK && r > s->tol && !(eo && c->at_floor)) {
+                lst = wd_fail(WD_ERR_MAX_ITER, "solver WD_SOLVER_MG: %d outer iterations reached "
+                              "max_iter with residual %.3e above tol %.3e", its, r, s->tol);
+                snprintf(text, sizeof text, "%s", wd_last_error());
+            }
+            lane_st[i0 + j] = lst;
+            if (msg)
+                snprintf(msg[i0 + j], msg_size, "%s", lst == WD_OK ? "" : text);
+        }
+    }
     return WD_OK;
+}
+
+static wd_status mg_solve(void *state, double *x, const double *b, const wd_solver_settings *s,
+                          wd_solver_stats *stats)
+{
+    wd_status lane = WD_OK;
+    double *const xs[1] = {x};
+    const double *const bs[1] = {b};
+    wd_solver_stats *const ss[1] = {stats};
+    const wd_status st = mg_solve_many(state, xs, bs, 1, s, ss, &lane, NULL, 0);
+    return st != WD_OK ? st : lane;
 }

@@ -773,6 +773,15 @@ static wd_status run_mg(wd_solver *sv, double *const x[], const double *const b[
         ks[i].tag[0] = 0;
         if (label)
             snprintf(ks[i].tag, sizeof ks[i].tag, " [rhs %d]", label[i]);
+    }
+    if (sv->mg.solve_many && n > 1) {
+        char *msg[WD_SOLVE_MANY_GROUP];
+        for (int i = 0; i < n; ++i)
+            msg[i] = ks[i].message;
+        return sv->mg.solve_many(sv->mg.state, x, b, n, s, stats, lane_st, msg,
+                                 sizeof ks[0].message);
+    }
+    for (int i = 0; i < n; ++i) {
         lane_st[i] = sv->mg.solve(sv->mg.state, x[i], b[i], s, stats[i]);
         snprintf(ks[i].message, sizeof ks[i].message, "%s",
                  lane_st[i] == WD_OK ? "" : wd_last_error());

@@ -223,6 +223,12 @@ typedef struct wd_solver_mg_hook {
     wd_status (*solve)(void *state, double *x, const double *b, const wd_solver_settings *s,
                        wd_solver_stats *stats);
     void (*destroy)(void *state);
+    /* n right-hand sides at once (NULL: solve one after another): a
+     * failure that is no solver outcome returned; otherwise lane_st[i]
+     * each one's, its message in msg[i] (msg_size bytes) */
+    wd_status (*solve_many)(void *state, double *const x[], const double *const b[], int n,
+                            const wd_solver_settings *s, wd_solver_stats *const stats[],
+                            wd_status lane_st[], char *const msg[], size_t msg_size);
 } wd_solver_mg_hook;
 /* Replace the solver's multigrid (hook NULL: remove it), destroying the old. */
 void wd_solver_attach_mg(wd_solver *sv, const wd_solver_mg_hook *hook);
