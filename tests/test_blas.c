@@ -37,13 +37,6 @@
  * download; the CPU backend refuses one with a clear message.
  * Reproducibility: each reduction twice, then with 1 and with 2 OpenMP
  * threads, on lattices of several reduction blocks: identical bits required.
- * Gram matrix (wd_blas_gram, the CA-GCR smoother's: the upper triangle of
- * <p_i, p_j> in one pass over the fields) of k = 1, 2, 9 and
- * WD_BLAS_GRAM_MAX fresh random fields in each precision: against the
- * float64 host dots to the reductions' tolerance above (relative to |p_i|
- * |p_j|), each entry with cdot's bits, the output poisoned with NaN first
- * and below the diagonal left so, the same bits on a second call and with
- * 1 and 3 threads (test_gram); too many fields or two precisions refused.
  * Lanes (wd_blas_lanes, the lock-step solvers' BLAS): every operation on 4
  * of 5 right-hand sides of multi-fields equals the one-lane operation on
  * each, bit for bit, and every fused step (one pass: the CPU's fused table
@@ -240,125 +233,6 @@ static void test_multi(ctx *c, wd_rng *r)
     randomize(c, 1, r);
 }
 
-/* gram (CA-GCR's Gram matrix, each field read once) of k fresh random
- * fields of c's precision, k = 1, 2, 9 (the default smoother's) and
- * WD_BLAS_GRAM_MAX (several tiles of the GPU's kernel, part of one
- * empty): each <p_i, p_j> (i <= j) against the float64 host dot to the
- * reductions' tolerance relative to |p_i| |p_j|, and with cdot's bits;
- * g poisoned with NaN first, the entries below the diagonal still NaN
- * after (not written); the same bits on a second call, with 1 and with 3
- * OpenMP threads */
-static void test_gram(ctx *c, wd_rng *r)
-{
-    enum { K = WD_BLAS_GRAM_MAX };
-    static const int ks[4] = {1, 2, 9, K};
-    wd_backend *be = &c->be;
-    wd_field f[K];
-    const wd_field *p[K];
-    double complex *h[K];
-    double nrm[K];
-    wd_complex *g = xalloc(K * K * sizeof *g), *again = xalloc(K * K * sizeof *g);
-    for (int i = 0; i < K; ++i) {
-        wd_status st = wd_field_create(be, &f[i], c->precision);
-        if (st != WD_OK)
-            die("field", st);
-        p[i] = &f[i];
-        h[i] = xalloc(c->n * sizeof *h[i]);
-        wd_spinor_random(c->got, c->dims, r);
-        if ((st = be->ops->upload(be, &f[i], (const double *)c->got, 0)) != WD_OK)
-            die("upload", st);
-        memset(h[i], 0, c->n * sizeof *h[i]);
-        if ((st = be->ops->download(be, (double *)h[i], &f[i], 0)) != WD_OK)
-            die("download", st);
-        nrm[i] = sqrt(norm2(h[i], c->n));
-    }
-    const int threads = omp_get_max_threads();
-    for (int q = 0; q < 4; ++q) {
-        const int k = ks[q];
-        for (int e = 0; e < k * k; ++e)
-            g[e] = (wd_complex){NAN, NAN};
-        wd_blas_gram(be, k, p, g);
-        double worst = 0, differ = 0;
-        for (int j = 0; j < k; ++j)
-            for (int i = 0; i < k; ++i) {
-                const wd_complex got = g[i * k + j];
-                if (i > j) {
-                    differ += !(isnan(got.re) && isnan(got.im));
-                    continue;
-                }
-                const double complex want = dot(h[i], h[j], c->n);
-                const double err = cabs(CMPLX(got.re, got.im) - want) / (nrm[i] * nrm[j]);
-                worst = err > worst || isnan(err) ? err : worst;
-                const wd_complex one = be->ops->cdot(be, p[i], p[j]);
-                differ += one.re != got.re || one.im != got.im;
-            }
-        char what[128];
-        snprintf(what, sizeof what, "gram k=%d (worst <p_i,p_j>)", k);
-        check_scalar(c, what, worst, 0, 1, 0);
-        snprintf(what, sizeof what, "%dx%dx%dx%d %-6s gram k=%d: cdot's bits, lower NaN (differ)",
-                 c->dims[0], c->dims[1], c->dims[2], c->dims[3], pname(c->precision), k);
-        check(what, differ, 0);
-        /* the same bits again, then with 1 and with 3 threads (blocks
-         * shared unevenly) */
-        static const int nthreads[3] = {0, 1, 3};
-        int same = 1;
-        for (int run = 0; run < 3; ++run) {
-            for (int e = 0; e < k * k; ++e)
-                again[e] = (wd_complex){NAN, NAN};
-            if (nthreads[run])
-                omp_set_num_threads(nthreads[run]);
-            wd_blas_gram(be, k, p, again);
-            omp_set_num_threads(threads);
-            same &= !memcmp(g, again, (size_t)k * k * sizeof *g);
-        }
-        snprintf(what, sizeof what, "%dx%dx%dx%d %-6s gram k=%d: same bits twice, 1 = 3 = %d "
-                 "threads", c->dims[0], c->dims[1], c->dims[2], c->dims[3], pname(c->precision),
-                 k, threads);
-        check(what, !same, 0);
-    }
-    if (be->error != WD_OK)
-        check("gram: backend recorded no error", 1, 0);
-    for (int i = 0; i < K; ++i) {
-        wd_field_destroy(be, &f[i]);
-        free(h[i]);
-    }
-    free(g), free(again);
-}
-
-/* gram refuses more than WD_BLAS_GRAM_MAX fields and fields of different
- * precisions: WD_ERR_INTERNAL recorded and NaN, on a backend of its own */
-static void test_gram_refused(const int dims[4])
-{
-    wd_backend be;
-    wd_status st = wd_backend_open(&be, backend, dims, 3);
-    if (st != WD_OK)
-        die("backend", st);
-    wd_field fd, fs;
-    if ((st = wd_field_create(&be, &fd, 8)) != WD_OK ||
-        (st = wd_field_create(&be, &fs, 4)) != WD_OK)
-        die("field", st);
-    const wd_field *p[WD_BLAS_GRAM_MAX + 1];
-    for (int i = 0; i <= WD_BLAS_GRAM_MAX; ++i)
-        p[i] = &fd;
-    enum { N = WD_BLAS_GRAM_MAX + 1 };
-    wd_complex *g = xalloc(N * N * sizeof *g);
-    wd_blas_gram(&be, N, p, g);
-    int ok = be.error == WD_ERR_INTERNAL && isnan(g[0].re) && isnan(g[N * N - 1].im);
-    be.error = WD_OK;
-    p[1] = &fs;
-    g[1] = (wd_complex){0, 0};
-    wd_blas_gram(&be, 2, p, g);
-    ok &= be.error == WD_ERR_INTERNAL && isnan(g[1].re) && isnan(g[1].im);
-    char what[128];
-    snprintf(what, sizeof what, "gram: %d fields, or two precisions, refused (WD_ERR_INTERNAL, "
-             "NaN)", N);
-    check(what, !ok, 0);
-    wd_field_destroy(&be, &fd);
-    wd_field_destroy(&be, &fs);
-    wd_backend_close(&be);
-    free(g);
-}
-
 static void test_ops(ctx *c, wd_rng *r)
 {
     wd_backend *be = &c->be;
@@ -452,7 +326,6 @@ static void test_ops(ctx *c, wd_rng *r)
     randomize(c, 1, r);
 
     test_multi(c, r);
-    test_gram(c, r);
 
     be->ops->zero(be, y);
     download(c, 1, c->got);
@@ -1094,7 +967,6 @@ int main(int argc, char **argv)
             free(c.want), free(c.got);
             wd_backend_close(&c.be);
         }
-    test_gram_refused(lattices[0]);
     test_copy(lattices[0], &r);
     test_accumulate(lattices[0], &r);
     test_pair(lattices[0], &r);

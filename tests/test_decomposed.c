@@ -33,10 +33,7 @@
  * side) in one launch and unpack them in one
  * (wd_backend_cuda_halo_launches).
  * Global reductions (norm2, cdot) must agree with one process to 1e-13
- * relative (they add in another order) and be bitwise equal on every rank;
- * so must the Gram matrix of 9 fields (wd_blas_gram, relative to |p_i|
- * |p_j|), each entry with the grid's cdot bits, its 90 sums over the
- * ranks in at most one collective a piece of wd_comm_sum's 64 values.
+ * relative (they add in another order) and be bitwise equal on every rank.
  * One line per case on rank 0 (every rank's failures printed with its
  * rank); "N of M failed" last; exit 1 on any failure.  On one process the
  * 1x1x1x1 grid runs (wd_backend_open_grid's own path).
@@ -437,43 +434,6 @@ static void run_grid(const int procs[4], const fields *fs, const int local[4], i
     check(fabs(nd - n1) <= 1e-13 * n1 && hypot(cd.re - c1.re, cd.im - c1.im) <= 1e-13 * cn &&
           dec.error == WD_OK && !memcmp(mine, root, sizeof mine),
           what);
-
-    /* the Gram matrix of 9 fields (a, b, a, ...: the smoother's default
-     * basis, a triangle of 90 sums) in one wd_blas_gram: within 1e-13
-     * |p_i| |p_j| of one process, each entry the grid's cdot bits, the
-     * same bits on every rank, in at most one collective a piece of
-     * wd_comm_sum's 64 values */
-    enum { K = 9 };
-    const wd_field *p1[K], *pd[K];
-    const double nb = sqrt(wd_blas_norm2(&one, &b1));
-    double nrm[K];
-    for (int i = 0; i < K; i++) {
-        p1[i] = i % 2 ? &b1 : &a1;
-        pd[i] = i % 2 ? &bd : &ad;
-        nrm[i] = i % 2 ? nb : sqrt(n1);
-    }
-    wd_complex g1[K * K], gd[K * K], groot[K * K];
-    memset(g1, 0, sizeof g1);
-    memset(gd, 0, sizeof gd);
-    wd_blas_gram(&one, K, p1, g1);
-    const long calls = wd_comm_collectives();
-    wd_blas_gram(&dec, K, pd, gd);
-    const long gram_calls = wd_comm_collectives() - calls;
-    int gram_ok = dec.error == WD_OK && gram_calls <= (K * (K + 1) + 63) / 64;
-    for (int j = 0; j < K; j++)
-        for (int i = 0; i <= j; i++) {
-            const wd_complex a = g1[i * K + j], b = gd[i * K + j];
-            const wd_complex c = wd_blas_cdot(&dec, pd[i], pd[j]);
-            gram_ok &= hypot(a.re - b.re, a.im - b.im) <= 1e-13 * nrm[i] * nrm[j] &&
-                       c.re == b.re && c.im == b.im;
-        }
-    memcpy(groot, gd, sizeof gd);
-    wd_comm_bcast(groot, sizeof groot, 0);
-    gram_ok &= !memcmp(gd, groot, sizeof gd);
-    snprintf(what, sizeof what, "gram grid %d%d%d%d%s: %d fields within 1e-13 |p_i| |p_j|, "
-             "cdot's bits, the same on every rank, %ld collectives", procs[0], procs[1],
-             procs[2], procs[3], self ? " self" : "", K, gram_calls);
-    check(gram_ok, what);
     wd_field_destroy(&one, &a1);
     wd_field_destroy(&one, &b1);
     wd_field_destroy(&dec, &ad);

@@ -23,8 +23,6 @@
  *   wd_blas_multi_cdot, wd_blas_multi_caxpy   GCR's projections on k fields, in
  *                                        pieces reading y once each where the
  *                                        backend has them
- *   wd_blas_gram                         CA-GCR's Gram matrix of k fields: the
- *                                        arguments checked, the table's gram
  *   wd_variant_flops                     nominal flops a site of a variant
  *   wd_backend_dslash_args               check a Dslash call against its variant
  *                                        and fill the kernel arguments (both
@@ -90,9 +88,6 @@ wd_status wd_backend_open(wd_backend *be, wd_backend_kind kind, const int dims[4
     return wd_backend_open_grid(be, kind, &grid, pad);
 }
 
-/* the most doubles one wd_comm_sum takes (wd_comm.h) */
-#define COMM_SUM_MAX 64
-
 void wd_backend_allsum(wd_backend *be, double *v, int n)
 {
     if (be->grid.size == 1 || be->sum_local)
@@ -103,14 +98,7 @@ void wd_backend_allsum(wd_backend *be, double *v, int n)
     if (be->error != WD_OK)
         for (int i = 0; i < n; ++i)
             v[i] = NAN;
-    /* more than wd_comm_sum takes (gram's triangle) in pieces, each value
-     * summed as one call sums it; every piece on every rank, so that the
-     * ranks make the same collectives whatever failed */
-    wd_status st = WD_OK;
-    for (int i0 = 0; i0 < n; i0 += COMM_SUM_MAX) {
-        const wd_status s = wd_comm_sum(v + i0, n - i0 < COMM_SUM_MAX ? n - i0 : COMM_SUM_MAX);
-        st = st == WD_OK ? s : st;
-    }
+    const wd_status st = wd_comm_sum(v, n);
     if (st != WD_OK) {
         if (be->error == WD_OK)
             be->error = st;
@@ -724,23 +712,4 @@ void wd_blas_multi_caxpy(wd_backend *be, int k, const wd_complex *a, const wd_fi
             for (int i = 0; i < m; ++i)
                 be->ops->caxpy(be, a[i0 + i], x[i0 + i], y);
     }
-}
-
-void wd_blas_gram(wd_backend *be, int k, const wd_field *const *p, wd_complex *g)
-{
-    int bad = k < 1 || k > WD_BLAS_GRAM_MAX;
-    for (int i = 1; !bad && i < k; ++i)
-        bad = p[i]->precision != p[0]->precision;
-    if (bad) {
-        if (be->error == WD_OK)
-            be->error = wd_fail(WD_ERR_INTERNAL, "wd_blas_gram: %d fields (1 to %d) of one "
-                                "precision", k, WD_BLAS_GRAM_MAX);
-        for (int j = 0; j < k; ++j)
-            for (int i = 0; i <= j; ++i)
-                g[i * k + j] = (wd_complex){NAN, NAN};
-        return;
-    }
-    /* each pair i <= j a cdot's 4 flops a real */
-    be->flops += 2.0 * k * (k + 1) * wd_site_reals_(be);
-    be->ops->gram(be, k, p, g);
 }

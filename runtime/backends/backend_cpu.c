@@ -39,7 +39,6 @@ static void cpu_close(wd_backend *be)
     wd_cpu_ctx *c = be->ctx;
     if (c) {
         free(c->scratch);
-        free(c->gram);
         free(c->halo);
     }
     free(c);
@@ -485,41 +484,6 @@ static void cpu_multi_caxpy(wd_backend *be, int k, const wd_complex *a, const wd
         blas_for(p)->multi_caxpy(be, k, a, x, y);
 }
 
-/* wd_blas_gram_P's local sums in the gram scratch (grown to k (k + 1)
- * doubles a reduction block), one sum over the ranks of the whole
- * triangle (on every rank, whatever its state: NaN where the scratch
- * could not be had, and on a grid where any rank has failed), unpacked
- * into g's upper triangle */
-static void cpu_gram(wd_backend *be, int k, const wd_field *const *p, wd_complex *g)
-{
-    wd_cpu_ctx *c = be->ctx;
-    double tri[WD_BLAS_GRAM_MAX * (WD_BLAS_GRAM_MAX + 1)];
-    const int nres = k * (k + 1);
-    const size_t blocks = ((size_t)p[0]->volume_cb + WD_REDUCE_BLOCK - 1) / WD_REDUCE_BLOCK;
-    const size_t need = (size_t)nres * blocks;
-    if (need > c->gram_len) {
-        free(c->gram);
-        c->gram_len = 0;
-        if ((c->gram = malloc(need * sizeof *c->gram)))
-            c->gram_len = need;
-        else
-            record(be, wd_fail(WD_ERR_NOMEM, "CPU backend: cannot allocate %zu bytes of "
-                               "scratch for the Gram matrix of %d fields",
-                               need * sizeof *c->gram, k));
-    }
-    const int prec = p[0]->precision;
-    if (c->gram_len >= need)
-        (prec == 8 ? wd_blas_gram_d : prec == 4 ? wd_blas_gram_s : wd_blas_gram_h)(k, p, c->gram,
-                                                                                   tri);
-    else
-        for (int r = 0; r < nres; ++r)
-            tri[r] = NAN;
-    wd_backend_allsum(be, tri, nres);
-    for (int j = 0; j < k; ++j)
-        for (int i = 0; i <= j; ++i)
-            g[i * k + j] = (wd_complex){tri[j * (j + 1) + 2 * i], tri[j * (j + 1) + 2 * i + 1]};
-}
-
 static const wd_backend_ops cpu_ops = {
     .name = "cpu",
     .close = cpu_close,
@@ -551,7 +515,6 @@ static const wd_backend_ops cpu_ops = {
     .caxpy_norm2_cdot = cpu_caxpy_norm2_cdot,
     .multi_cdot = cpu_multi_cdot,
     .multi_caxpy = cpu_multi_caxpy,
-    .gram = cpu_gram,
     .bicgstab_update = cpu_bicgstab_update,
     .accumulate_xpay = cpu_accumulate_xpay,
     .residual_copy = cpu_residual_copy,

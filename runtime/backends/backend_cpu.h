@@ -8,8 +8,6 @@
  *                        NULL) for operands of precision P = d, s, h
  *   wd_blas_load_P       one site of a field, as 24 doubles
  *   wd_blas_store_P      ... and back (half: with a fresh site norm)
- *   wd_blas_gram_P       this rank's sums of the gram entry (the caller
- *                        provides the scratch and sums over the ranks)
  *   wd_cpu_load / wd_cpu_store   those of a field's own precision
  *   wd_cpu_accumulate_site       the accumulate entry's arithmetic on one
  *                        site (shared by the fused steps that accumulate,
@@ -26,17 +24,14 @@
 
 typedef struct wd_cpu_ctx {
     double *scratch;    /* WD_CPU_REDUCE_RES doubles per reduction block */
-    double *gram;       /* gram's k (k + 1) doubles per reduction block, grown on demand */
-    size_t gram_len;    /* doubles held there */
     void *halo;         /* Dslash halo buffers: per partitioned mu two faces out, two in */
     size_t halo_bytes;
 } wd_cpu_ctx;
 
-#define WD_DECL_BLAS(P)                                                          \
-    extern const wd_backend_ops wd_blas_ops_##P;                                 \
-    void wd_blas_load_##P(const wd_field *f, int cb, double v[24]);              \
-    void wd_blas_store_##P(wd_field *f, int cb, const double v[24]);             \
-    void wd_blas_gram_##P(int k, const wd_field *const *p, double *part, double *tri);
+#define WD_DECL_BLAS(P)                                                         \
+    extern const wd_backend_ops wd_blas_ops_##P;                                \
+    void wd_blas_load_##P(const wd_field *f, int cb, double v[24]);             \
+    void wd_blas_store_##P(wd_field *f, int cb, const double v[24]);
 WD_DECL_BLAS(d)
 WD_DECL_BLAS(s)
 WD_DECL_BLAS(h)

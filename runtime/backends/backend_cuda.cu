@@ -306,18 +306,17 @@ template <int NRES, int BLOCK = BLAS_BLOCK> __device__ __forceinline__ void bloc
         }
 }
 
-/* a lane's nblocks partials of NRES values summed in block order (strided
- * over the block's threads, then block_sum) into out[0 .. NRES - 1] */
-template <int NRES>
+/* lane j's nblocks partials summed in block order (strided over the
+ * block's threads, then block_sum) into out[0..2] */
 __device__ __forceinline__ void sum_partials(const double *partial, int nblocks, double *out)
 {
-    double acc[NRES] = {};
+    double acc[3] = {0, 0, 0};
     for (int b = threadIdx.x; b < nblocks; b += BLAS_BLOCK)
-        for (int k = 0; k < NRES; ++k)
-            acc[k] += __ldcg(partial + b * NRES + k);
-    block_sum<NRES>(acc);
+        for (int k = 0; k < 3; ++k)
+            acc[k] += __ldcg(partial + b * 3 + k);
+    block_sum<3>(acc);
     if (threadIdx.x == 0)
-        for (int k = 0; k < NRES; ++k)
+        for (int k = 0; k < 3; ++k)
             out[k] = acc[k];
 }
 
@@ -338,7 +337,7 @@ __device__ void block_reduce(double *acc, const reduction &red, int j)
     }
     __syncthreads();
     if (last)
-        sum_partials<3>(partial, gridDim.x, red.out + 3 * j);
+        sum_partials(partial, gridDim.x, red.out + 3 * j);
 }
 
 /* The warp sums of a reducing Dslash kernel (wd_cuda_reduce_launchers:
@@ -850,14 +849,6 @@ typedef struct cuda_ctx {
                         * after the stream's synchronisation, with no copy to wait for */
     double *result_dev;
     double *warp_partial;  /* 3 doubles a warp of 32 sites: the reducing Dslash kernels' sums */
-    /* gram (grown on demand, the partials counted in the backend's memory):
-     * GRAM_RES block sums a block of each tile pair, the pairs' finished-
-     * block counts (zero between launches), their results in mapped pinned
-     * host memory (as result) */
-    double *gram_partial;
-    size_t gram_partial_bytes;
-    unsigned *gram_count;
-    double *gram_result, *gram_result_dev;
     void *staging;     /* pinned host memory for transfers, grown on demand */
     size_t staging_bytes;
     double *raw;       /* a spinor in the host layout on the device, grown on demand */
@@ -897,10 +888,11 @@ static reduction red_of(const cuda_ctx *c)
     return r;
 }
 
-/* Wait for the stream: whether the reduction `what` (the last launched)
- * and everything before it ran */
-static bool synchronised(wd_backend *be, const char *what)
+/* The results of the last reduction launched (`lanes` lanes) into res[3 j
+ * ..] after one synchronisation */
+static void reduce_to_host(wd_backend *be, int lanes, double *res, const char *what)
 {
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
     const cudaError_t err = cudaStreamSynchronize((cudaStream_t)wd_cuda_stream());
     if (err != cudaSuccess) {
         /* the Dslash does not wait (backend_cuda_host.c): a kernel queued
@@ -908,18 +900,9 @@ static bool synchronised(wd_backend *be, const char *what)
         char where[96];
         snprintf(where, sizeof where, "%s (or a kernel queued before it)", what);
         failed(be, err, where);
-        return false;
+        return;
     }
-    return true;
-}
-
-/* The results of the last reduction launched (`lanes` lanes) into res[3 j
- * ..] after one synchronisation */
-static void reduce_to_host(wd_backend *be, int lanes, double *res, const char *what)
-{
-    cuda_ctx *c = (cuda_ctx *)be->ctx;
-    if (synchronised(be, what))
-        memcpy(res, c->result, 3 * lanes * sizeof(double));
+    memcpy(res, c->result, 3 * lanes * sizeof(double));
 }
 
 /* Op on every lane of l in one launch; the lanes' reductions (NRES a
@@ -1234,238 +1217,6 @@ void wd_cuda_be_multi_caxpy(wd_backend *be, int k, const wd_complex *a, const wd
 
 } /* extern "C" */
 
-/* ---- CA-GCR's Gram matrix: <p_i, p_j> for i <= j in one launch ---------- */
-
-/*
- * Tiling.  One thread summing the whole triangle would hold k (k + 1)
- * doubles (1122 at k = WD_BLAS_GRAM_MAX = 33, 90 even at the default
- * smoother's k = 9) beside the fields' values: far past the registers.
- * So the fields are cut into tiles of GRAM_T and a block sums the GRAM_T
- * x GRAM_T products of one pair of tiles I <= J (2 GRAM_T^2 = 32 doubles;
- * on the diagonal the upper triangle of them), a site's 24 reals taken a
- * vector element at a time (one element of 2 GRAM_T fields in
- * registers).  All the tile pairs of one range of sites are adjacent
- * blocks of the one launch (the pair the fast index of blockIdx.x), so
- * they run at about the same time and a field's sites, read from memory
- * by the first pair that needs them, come from L2 for the others: each
- * field read from memory about once, and from L2 once a tile,
- * ceil(k / GRAM_T) times (the default k = 9: 6 pairs, 27 reads in L2,
- * where tiles of one field would make 81; the multi-dot a column made 53
- * reads from memory in 9 launches).  GRAM_T = 4 compiles for sm_90 to
- * 128 registers (double, single) and 166 (half) without spilling; a
- * tile of 6 would add 40 doubles of sums (80 registers) and spill, or
- * halve the blocks an SM keeps in flight for a kernel that streams
- * memory.  One launch, one synchronisation.
- *  Each pair's threads take the sites of cdot's threads (grid_for(n)
- * blocks' worth of stride), each site's reals in order, the block's sums
- * by cdot's tree (block_sum) and the blocks' sums in block order by the
- * pair's last block (sum_partials): every entry has cdot's bits.
- */
-#define GRAM_T 4
-#define GRAM_TILES ((WD_BLAS_GRAM_MAX + GRAM_T - 1) / GRAM_T)
-#define GRAM_PAIRS (GRAM_TILES * (GRAM_TILES + 1) / 2)
-#define GRAM_RES (2 * GRAM_T * GRAM_T)
-
-/* the fields (one precision, one geometry) and the tile pairs */
-struct gram_fields {
-    const void *data[WD_BLAS_GRAM_MAX];
-    const float *norm[WD_BLAS_GRAM_MAX];           /* half precision */
-    int k, stride, pairs;
-    unsigned char ti[GRAM_PAIRS], tj[GRAM_PAIRS];  /* pair t: tiles ti[t] <= tj[t] */
-};
-
-/* vector element e of field i at site cb as load<P> reads it (half: times
- * sc, the site's norm / 32767); zeros past the last field */
-template <int P>
-__device__ __forceinline__ void gram_load(const gram_fields &m, int i, int e, int cb, float sc,
-                                          typename Prec<P>::real *v)
-{
-    typedef typename Prec<P>::vec V;
-    if (i >= m.k) {
-#pragma unroll
-        for (int w = 0; w < Prec<P>::W; ++w)
-            v[w] = 0;
-        return;
-    }
-    unpack(((const V *)m.data[i])[(size_t)e * m.stride + cb], v);
-    if (Prec<P>::HALF)
-#pragma unroll
-        for (int w = 0; w < Prec<P>::W; ++w)
-            v[w] *= sc;
-}
-
-/* the site's half-precision scale of field i (as load<P>'s) */
-template <int P> __device__ __forceinline__ float gram_scale(const gram_fields &m, int i, int cb)
-{
-    return Prec<P>::HALF && i < m.k ? m.norm[i][cb] * WD_HALF_INV_SCALE : 1.0f;
-}
-
-/* Tile pair blockIdx.x % m.pairs over the sites of block blockIdx.x /
- * m.pairs of nsb (cdot's grid_for(n)): the products of tile I's fields
- * with tile J's summed as OpCdotNorm sums <x, y> into red's lane of the
- * pair (GRAM_RES values: (a GRAM_T + b) 2 + {0, 1} = Re, Im <p_{I+a},
- * p_{J+b}>) */
-template <int P>
-__global__ void __launch_bounds__(BLAS_BLOCK) gram_kernel(gram_fields m, reduction red, int n,
-                                                          int nsb)
-{
-    typedef typename Prec<P>::real R;
-    enum { W = Prec<P>::W };
-    const int t = blockIdx.x % m.pairs, sb = blockIdx.x / m.pairs;
-    const int i0 = m.ti[t] * GRAM_T, j0 = m.tj[t] * GRAM_T;
-    const bool diag = i0 == j0;
-    double acc[GRAM_RES] = {};
-    for (int cb = sb * BLAS_BLOCK + threadIdx.x; cb < n; cb += nsb * BLAS_BLOCK) {
-        float si[GRAM_T], sj[GRAM_T];
-#pragma unroll
-        for (int a = 0; a < GRAM_T; ++a) {
-            si[a] = gram_scale<P>(m, i0 + a, cb);
-            sj[a] = gram_scale<P>(m, j0 + a, cb);
-        }
-#pragma unroll
-        for (int e = 0; e < NR / W; ++e) {
-            R x[GRAM_T][W], y[GRAM_T][W];
-#pragma unroll
-            for (int a = 0; a < GRAM_T; ++a) {
-                gram_load<P>(m, i0 + a, e, cb, si[a], x[a]);
-                if (diag)
-#pragma unroll
-                    for (int w = 0; w < W; ++w)
-                        y[a][w] = x[a][w];
-                else
-                    gram_load<P>(m, j0 + a, e, cb, sj[a], y[a]);
-            }
-            /* OpCdotNorm's <x, y> terms; a field past the last is zeros,
-             * its sums never read */
-#pragma unroll
-            for (int a = 0; a < GRAM_T; ++a)
-#pragma unroll
-                for (int b = 0; b < GRAM_T; ++b)
-                    if (!diag || a <= b)
-#pragma unroll
-                        for (int w = 0; w < W; w += 2) {
-                            double *s = acc + 2 * (a * GRAM_T + b);
-                            s[0] += (double)x[a][w] * y[b][w] + (double)x[a][w + 1] * y[b][w + 1];
-                            s[1] += (double)x[a][w] * y[b][w + 1] - (double)x[a][w + 1] * y[b][w];
-                        }
-        }
-    }
-    /* block_reduce's steps on the pair's lane of nsb blocks */
-    __shared__ bool last;
-    double *partial = red.partial + (size_t)t * nsb * GRAM_RES;
-    block_sum<GRAM_RES>(acc);
-    if (threadIdx.x == 0) {
-        for (int r = 0; r < GRAM_RES; ++r)
-            partial[sb * GRAM_RES + r] = acc[r];
-        __threadfence();
-        last = atomicInc(red.count + t, nsb - 1) == nsb - 1;
-    }
-    __syncthreads();
-    if (last)
-        sum_partials<GRAM_RES>(partial, nsb, red.out + t * GRAM_RES);
-}
-
-/* gram's device memory for `pairs` tile pairs of nsb blocks: the partials
- * grown on demand (counted in the backend's memory, as the raw buffer),
- * the counts and the mapped results made once */
-static wd_status gram_scratch(wd_backend *be, int pairs, int nsb)
-{
-    cuda_ctx *c = (cuda_ctx *)be->ctx;
-    wd_status st = WD_OK;
-    if (!c->gram_count &&
-        (st = wd_cuda_malloc((void **)&c->gram_count, GRAM_PAIRS * sizeof(unsigned),
-                             "the Gram matrix's block counts")) == WD_OK &&
-        (st = wd_cuda_memset(c->gram_count, 0, GRAM_PAIRS * sizeof(unsigned))) != WD_OK) {
-        wd_cuda_free(c->gram_count);
-        c->gram_count = NULL;
-    }
-    if (st == WD_OK && !c->gram_result) {
-        double *host = NULL, *dev = NULL;
-        cudaError_t err = cudaHostAlloc((void **)&host, GRAM_PAIRS * GRAM_RES * sizeof(double),
-                                        cudaHostAllocMapped);
-        if (err == cudaSuccess)
-            err = cudaHostGetDevicePointer((void **)&dev, host, 0);
-        if (err == cudaSuccess) {
-            c->gram_result = host;
-            c->gram_result_dev = dev;
-        } else {
-            if (host)
-                cudaFreeHost(host);
-            st = wd_fail(WD_ERR_CUDA, "CUDA backend: the Gram matrix's mapped result: %s",
-                         cudaGetErrorString(err));
-        }
-    }
-    const size_t bytes = (size_t)pairs * nsb * GRAM_RES * sizeof(double);
-    if (st == WD_OK && c->gram_partial_bytes < bytes) {
-        wd_cuda_free(c->gram_partial);
-        be->bytes_allocated -= c->gram_partial_bytes;
-        c->gram_partial = NULL;
-        c->gram_partial_bytes = 0;
-        st = wd_cuda_malloc((void **)&c->gram_partial, bytes, "the Gram matrix's block sums");
-        if (st == WD_OK) {
-            c->gram_partial_bytes = bytes;
-            be->bytes_allocated += bytes;
-            if (be->bytes_allocated > be->bytes_peak)
-                be->bytes_peak = be->bytes_allocated;
-        }
-    }
-    return st;
-}
-
-extern "C" void wd_cuda_be_gram(wd_backend *be, int k, const wd_field *const *p, wd_complex *g)
-{
-    double tri[WD_BLAS_GRAM_MAX * (WD_BLAS_GRAM_MAX + 1)];
-    const int nres = k * (k + 1), n = p[0]->volume_cb, nsb = grid_for(n);
-    const int nt = (k + GRAM_T - 1) / GRAM_T, pairs = nt * (nt + 1) / 2;
-    for (int r = 0; r < nres; ++r)
-        tri[r] = NAN;
-    wd_status st;
-    if (be->error == WD_OK && (st = gram_scratch(be, pairs, nsb)) != WD_OK)
-        be->error = st;
-    if (be->error == WD_OK) {
-        cuda_ctx *c = (cuda_ctx *)be->ctx;
-        gram_fields m;
-        memset(&m, 0, sizeof m);
-        m.k = k;
-        m.stride = p[0]->stride;
-        m.pairs = pairs;
-        for (int i = 0; i < k; ++i) {
-            m.data[i] = p[i]->data;
-            m.norm[i] = p[i]->norm;
-        }
-        int pair_of[GRAM_TILES][GRAM_TILES], t = 0;
-        for (int ti = 0; ti < nt; ++ti)
-            for (int tj = ti; tj < nt; ++tj, ++t) {
-                m.ti[t] = (unsigned char)ti;
-                m.tj[t] = (unsigned char)tj;
-                pair_of[ti][tj] = t;
-            }
-        const reduction red = {c->gram_partial, c->gram_count, c->gram_result_dev};
-        cudaStream_t s = (cudaStream_t)wd_cuda_stream();
-        switch (p[0]->precision) {
-        case 8: gram_kernel<8><<<pairs * nsb, BLAS_BLOCK, 0, s>>>(m, red, n, nsb); break;
-        case 4: gram_kernel<4><<<pairs * nsb, BLAS_BLOCK, 0, s>>>(m, red, n, nsb); break;
-        default: gram_kernel<2><<<pairs * nsb, BLAS_BLOCK, 0, s>>>(m, red, n, nsb); break;
-        }
-        if (!failed(be, cudaGetLastError(), "gram") && synchronised(be, "gram"))
-            for (int j = 0; j < k; ++j)
-                for (int i = 0; i <= j; ++i) {
-                    const double *v = c->gram_result + pair_of[i / GRAM_T][j / GRAM_T] * GRAM_RES +
-                                      2 * ((i % GRAM_T) * GRAM_T + j % GRAM_T);
-                    tri[j * (j + 1) + 2 * i] = v[0];
-                    tri[j * (j + 1) + 2 * i + 1] = v[1];
-                }
-    }
-    /* on a grid every rank sums, whatever its own state (as run_lanes):
-     * one sum for the whole triangle */
-    wd_backend_allsum(be, tri, nres);
-    for (int j = 0; j < k; ++j)
-        for (int i = 0; i <= j; ++i) {
-            g[i * k + j].re = tri[j * (j + 1) + 2 * i];
-            g[i * k + j].im = tri[j * (j + 1) + 2 * i + 1];
-        }
-}
-
 extern "C" {
 
 void wd_cuda_be_blas_lanes(wd_backend *be, wd_lane_op op, const wd_lanes *l, const wd_field *x,
@@ -1575,10 +1326,6 @@ void wd_cuda_be_close(wd_backend *be)
         wd_cuda_free(c->warp_partial);
         if (c->result)
             cudaFreeHost(c->result);
-        wd_cuda_free(c->gram_partial);
-        wd_cuda_free(c->gram_count);
-        if (c->gram_result)
-            cudaFreeHost(c->gram_result);
         wd_cuda_free(c->raw);
         wd_cuda_free(c->bad);
         if (c->staging)

@@ -98,7 +98,6 @@ void wd_cuda_be_multi_cdot(wd_backend *be, int k, const wd_field *const *x, cons
                            double *res);
 void wd_cuda_be_multi_caxpy(wd_backend *be, int k, const wd_complex *a, const wd_field *const *x,
                             wd_field *y);
-void wd_cuda_be_gram(wd_backend *be, int k, const wd_field *const *p, wd_complex *g);
 
 static wd_status field_alloc(wd_backend *be, wd_field *f)
 {
@@ -493,7 +492,6 @@ static const wd_backend_ops cuda_ops = {
     .caxpy_norm2_cdot = wd_cuda_be_caxpy_norm2_cdot,
     .multi_cdot = wd_cuda_be_multi_cdot,
     .multi_caxpy = wd_cuda_be_multi_caxpy,
-    .gram = wd_cuda_be_gram,
     .blas_lanes = wd_cuda_be_blas_lanes,
 };
 

@@ -7,8 +7,6 @@
  *                     documents each operation); every operand precision P
  *   wd_blas_load_P    one site as 24 doubles (internal basis), exactly
  *   wd_blas_store_P   24 doubles into one site
- *   wd_blas_gram_P    this rank's sums of the gram entry (wd_backend.h),
- *                     packed: <p_i, p_j> at 2 (j (j + 1) / 2 + i), i <= j
  *
  * Arithmetic in real_t: double for d, float for s and h.  Half precision
  * loads short * (norm * WD_HALF_INV_SCALE) and stores round(v * 32767 / m)
@@ -477,39 +475,6 @@ static void op_multi_caxpy(wd_backend *be, int k, const wd_complex *a, const wd_
             cmadd(v, ar[i], ai[i], u);
         }
         store(y, cb, v););
-}
-
-/* Every field's site loaded once and all its pairs' products taken
- * (each field read once).  REDUCE's order with a count of sums known only
- * at run time: each block's sites in order into k (k + 1) doubles (part:
- * that many a block), then the blocks in order, each entry as cdot sums
- * it (the same bits); no sum over the ranks (the caller's: one for the
- * whole triangle). */
-void PFN(wd_blas_gram)(int k, const wd_field *const *p, double *part, double *tri)
-{
-    const int nres = k * (k + 1), n = p[0]->volume_cb;
-    const int nblk = (n + WD_REDUCE_BLOCK - 1) / WD_REDUCE_BLOCK;
-#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN)
-    for (int b = 0; b < nblk; ++b) {
-        double acc[WD_BLAS_GRAM_MAX * (WD_BLAS_GRAM_MAX + 1)];
-        real_t v[WD_BLAS_GRAM_MAX][NR];
-        memset(acc, 0, (size_t)nres * sizeof *acc);
-        const int lo = b * WD_REDUCE_BLOCK;
-        const int hi = lo + WD_REDUCE_BLOCK < n ? lo + WD_REDUCE_BLOCK : n;
-        for (int cb = lo; cb < hi; ++cb) {
-            for (int i = 0; i < k; ++i)
-                load(p[i], cb, v[i]);
-            for (int j = 0; j < k; ++j)
-                for (int i = 0; i <= j; ++i)
-                    site_cdot(acc + j * (j + 1) + 2 * i, v[i], v[j]);
-        }
-        memcpy(part + (size_t)nres * b, acc, (size_t)nres * sizeof *acc);
-    }
-    for (int r = 0; r < nres; ++r) {
-        tri[r] = 0;
-        for (int b = 0; b < nblk; ++b)
-            tri[r] += part[(size_t)nres * b + r];
-    }
 }
 
 const wd_backend_ops PFN(wd_blas_ops) = {

@@ -41,9 +41,6 @@
  *                                        output (where the backend can)
  *   wd_blas_lanes[5]                     one of those BLAS operations on many
  *                                        lock-step lanes at once
- *   wd_blas_gram                         the upper triangle of the Gram matrix
- *                                        of up to WD_BLAS_GRAM_MAX fields in
- *                                        one pass over them
  *
  * Fields.  A wd_field is one parity of a spinor in the layout of wd_kernel.h
  * (element k of site cb at k * stride + cb, internal UKQCD basis); the
@@ -158,8 +155,6 @@ typedef struct wd_backend wd_backend;
 #define WD_LANES_MAX 16
 /* the fields of one multi_cdot / multi_caxpy */
 #define WD_BLAS_MULTI 8
-/* the fields of one gram: the CA-GCR smoother's basis p_0 .. p_s */
-#define WD_BLAS_GRAM_MAX (WD_MG_MAX_SMOOTH + 1)
 typedef enum wd_lane_op {
     WD_LANE_AXPY,             /* axpy(a.re, x, y) */
     WD_LANE_XPAY,             /* xpay(x, a.re, y) */
@@ -315,15 +310,6 @@ typedef struct wd_backend_ops {
                        double *res);
     void (*multi_caxpy)(wd_backend *be, int k, const wd_complex *a, const wd_field *const *x,
                         wd_field *y);
-    /* CA-GCR's Gram matrix in one pass over its fields (each read once
-     * from memory; on a GPU one launch, one synchronisation): g[i k + j] = <p[i], p[j]> for i <= j
-     * < k, 1 <= k <= WD_BLAS_GRAM_MAX fields of one precision (wd_blas_gram
-     * checks), each entry reduced as cdot reduces it (the same bits), the
-     * whole triangle summed over the ranks in one wd_backend_allsum (its
-     * k (k + 1) values: one collective up to k = 7, more pieces of 64
-     * beyond, wd_comm_sum's limit); the entries below the diagonal are
-     * not written; NaN where the backend has failed. */
-    void (*gram)(wd_backend *be, int k, const wd_field *const *p, wd_complex *g);
     /* The fused steps of wd_lane_op on one lane, in one pass (each the
      * arithmetic of the table entries it fuses, the same bits); optional
      * (NULL: wd_blas_lanes runs the entries in turn).  bicgstab_update's z
@@ -382,8 +368,7 @@ wd_status wd_backend_open_lattice(wd_backend *be, wd_backend_kind kind, const wd
  * that all take the same branch before the next collective call. */
 wd_status wd_backend_agree(wd_status st);
 /* For backends: the global sum over ranks of a reduction's n local values
- * (a no-op on one rank; one collective a piece of wd_comm_sum's 64
- * values); a failure is recorded in be->error.  A rank whose
+ * (a no-op on one rank); a failure is recorded in be->error.  A rank whose
  * be->error is set contributes NaN, so every rank's result is NaN at the
  * same reduction (a failure of the sum itself gives NaN on this rank):
  * the solvers agree on be->error only where a reduction is not finite. */
@@ -665,13 +650,6 @@ void wd_blas_multi_cdot(wd_backend *be, int k, const wd_field *const *x, const w
                         double *res);
 void wd_blas_multi_caxpy(wd_backend *be, int k, const wd_complex *a, const wd_field *const *x,
                          wd_field *y);
-
-/* The upper triangle of the Gram matrix of p[0] .. p[k - 1] (the table's
- * gram: g[i k + j] = <p[i], p[j]>, i <= j), checked: k outside 1 ..
- * WD_BLAS_GRAM_MAX or fields of different precisions record
- * WD_ERR_INTERNAL and give NaN without a collective (every rank has the
- * same arguments) */
-void wd_blas_gram(wd_backend *be, int k, const wd_field *const *p, wd_complex *g);
 
 /* op on the lanes of l (wd_lane_op), flops counted per lane as the
  * one-lane wrappers above count them; res (3 doubles a lane) may be NULL

@@ -484,17 +484,15 @@ int wd_mg_ca_gcr_coeffs(int s, const wd_complex *gram, wd_complex *a)
 }
 
 /* es.e = CA-GCR(steps) on Mhat es.e = h: the basis p_0 = h, p_{j+1} = Mhat
- * p_j (pb) built first, then its whole Gram matrix (the upper triangle,
- * gram[i (steps + 1) + j]) in one pass over the steps + 1 fields and one
- * reduction (wd_blas_gram, up to WD_MG_MAX_SMOOTH + 1 fields: at 8
- * steps 9 reads of a field from memory and one synchronisation, where a
- * column a step, a multi-dot over p_0..p_j reading p_j once a piece of
- * WD_BLAS_MULTI, took 53 and 9), then es.e = sum a_i p_i */
+ * p_j (pb), its Gram matrix a column per step (one multi-dot over p_0..p_j
+ * with p_j read once a piece), then es.e = sum a_i p_i */
 static wd_status smooth_ca_gcr(wd_mg_fine *f, int steps)
 {
     wd_backend *be = f->be;
     const wd_field *p[WD_MG_MAX_SMOOTH + 1];
     wd_complex gram[(WD_MG_MAX_SMOOTH + 1) * (WD_MG_MAX_SMOOTH + 1)], a[WD_MG_MAX_SMOOTH];
+    double res[2 * (WD_MG_MAX_SMOOTH + 1)];
+    const int ld = steps + 1;
     wd_status st;
     if (steps > f->nbasis)
         return wd_fail(WD_ERR_INVALID, "multigrid: %d CA-GCR steps, the setup's basis has %d",
@@ -504,8 +502,10 @@ static wd_status smooth_ca_gcr(wd_mg_fine *f, int steps)
         p[j] = &f->pb[j - 1];
         if ((st = wd_eo_mhat(&f->op, &f->pb[j - 1], p[j - 1], 0)) != WD_OK)
             return st;
+        wd_blas_multi_cdot(be, j + 1, p, p[j], res);
+        for (int i = 0; i <= j; ++i)
+            gram[i * ld + j] = (wd_complex){res[2 * i], res[2 * i + 1]};
     }
-    wd_blas_gram(be, steps + 1, p, gram);
     const int m = wd_mg_ca_gcr_coeffs(steps, gram, a);
     wd_blas_zero(be, &f->es.e);
     wd_blas_multi_caxpy(be, m, a, p, &f->es.e);
