@@ -2392,9 +2392,9 @@ static wd_status cycle_eo_post(wd_mg *mg, mg_col *c, wd_field *e, const wd_field
 /*
  * The n columns' outer GCRs in lock step: each pass gives every column
  * that wants a direction its cycle, the next level's solves of all of
- * them in one batch (coarse_solve_lanes) where lanes_ok and more than one
- * wants it, else one after another (coarse_solve on the level's own
- * fields), then each column's GCR step.  A column's cycle that fails with
+ * them in one batch (coarse_solve_lanes) where lanes_ok, the batch's
+ * fields fit and more than one wants it, else one after another
+ * (coarse_solve on the level's own fields), then each column's GCR step.  A column's cycle that fails with
  * WD_ERR_NAN ends that column (a batch's: every column in it); any other
  * failure is returned (the solve stops).
  */
@@ -2402,10 +2402,16 @@ static wd_status run_cols(wd_mg *mg, mg_col *cols, int n, double tol, int max_it
 {
     int need[WD_MG_DEV_LANES], idx[WD_MG_DEV_LANES], its[WD_MG_DEV_LANES];
     mg_level *c1 = &mg->lv[1];
-    const int batched = n > 1 && lanes_ok(mg);
-    wd_status st = batched ? lanes_alloc(mg, n) : WD_OK;
-    if (st != WD_OK)
-        return st;
+    /* the batch's fields where they fit (else the solves one after another) */
+    int batched = n > 1 && lanes_ok(mg);
+    wd_status st = batched ? agreed(mg, lanes_alloc(mg, n)) : WD_OK;
+    if (st != WD_OK) {
+        if (mg->set.verbosity >= 1 && (mg->ranks == 1 || wd_comm_rank() == 0))
+            fprintf(stderr, "wdirac multigrid: the last level's solves one after another (the "
+                    "batch's fields do not fit: %s)\n", wd_last_error());
+        batched = 0;
+        st = WD_OK;
+    }
     for (int i = 0; i < n; ++i) {
         col_start(mg, &cols[i], tol);
         need[i] = col_next(mg, &cols[i], tol, max_iter, verbose);
