@@ -403,7 +403,7 @@ static void test_many(wd_solver *sv, wd_solver_settings *s, const fine_ref *ref,
     const size_t n = wd_volume(ref->dims) * 12;
     double complex *bs[NMANY], *xs[NMANY], *x1[NMANY];
     wd_solver_stats ms[NMANY], m1[NMANY];
-    char name[192], detail[200];
+    char name[320], detail[200];
     s->solver = WD_SOLVER_MG;
     wd_status st = WD_OK;
     for (int i = 0; i < NMANY; ++i) {
