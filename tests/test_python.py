@@ -20,8 +20,9 @@ Checks, on fresh random data:
     vectors): its setup stats (coarse extents, ||P^dag P - 1||, the coarse
     operator against P^dag A P); a solve within 1e-8 of a BiCGstab solve
     on the same solver, numpy's residual <= tol, the outer and per-level
-    iterations reported; two sources in one batch = one solve each, bit
-    for bit; propagator() on one setup, every column M x = b by numpy; a
+    iterations reported; two sources in one batch (their outer GCRs in
+    lock step) = one solve each, bit for bit, and = lock_step=1's;
+    propagator() on one setup, every column M x = b by numpy; a
     block that does not divide raises Error naming it; smoother='ca-gcr'
     reaches the tolerance, an unknown smoother raises ValueError; outer_eo=1
     (the outer GCR on the even-odd system) reaches it too; the null
@@ -331,6 +332,11 @@ def mg_checks(u, b, mass, krylov, rng):
           np.array_equal(xs[0], xm) and np.array_equal(xs[1], x1)
           and [t.iterations for t in sts] == [stm.iterations, st1.iterations]
           and all(t.mg_iterations for t in sts))
+    s1 = wdirac.Solver(u, mass=mass, backend="cpu", tol=1e-11,
+                       mg=dict(block=2, nvec=8, setup_max_iter=30, lock_step=1))
+    xs1, sts1 = s1.solve(bs)
+    check("mg: lock_step=1 (one source at a time) = the lock-step batch, bit for bit",
+          np.array_equal(xs1, xs) and [t.iterations for t in sts1] == [t.iterations for t in sts])
     prop, pstats = wdirac.propagator(smg, "point", (1, 2, 3, 5))
     worst = 0.0
     for k in range(12):
