@@ -760,8 +760,9 @@ static wd_status run_lanes(wd_solver *sv, double *const x[], const double *const
     return WD_OK;
 }
 
-/* run_lanes for WD_SOLVER_MG: the multigrid's solves one right-hand side
- * after another, on host arrays (the multigrid runs on the host) */
+/* run_lanes for WD_SOLVER_MG, on host arrays: the n right-hand sides
+ * through the multigrid's solve_many (its lock step, mg_solve.c), or one
+ * after another where the hook has none */
 static wd_status run_mg(wd_solver *sv, double *const x[], const double *const b[], int n,
                         int on_device, const wd_solver_settings *s, wd_solver_stats *stats[],
                         wd_status lane_st[], wd_krylov *ks, const int label[])
