@@ -10,6 +10,7 @@
  *   wd_mg_dev_transfer_check  a transfer's null vectors' precision (both
  *                       backends' P and P^dag)
  *   wd_mg_dev_apply_multi_plan  apply_multi's kernel calls (both backends)
+ *   wd_mg_dev_lanes_check       the lanes_ operations' limits (both backends)
  * Reductions: each site's terms in component order summed in double into
  * chunks of WD_REDUCE_BLOCK sites, the chunks in chunk order (the same
  * bits for any thread count); lanes_cdot those chunks on each lane.
@@ -323,8 +324,8 @@ static wd_status cpu_multi_cdot(int volume, int n, int k, const float *const *x,
     return WD_OK;
 }
 
-/* the lanes_ operations' limits (wd_mg_dev.h) */
-static wd_status lanes_check(const char *what, int volume, int n, int lanes, size_t stride, int k)
+wd_status wd_mg_dev_lanes_check(const char *what, int volume, int n, int lanes, size_t stride,
+                                int k)
 {
     const size_t field = (size_t)volume * 2 * n;
     if (k < 1 || k > WD_MG_DEV_MULTI || lanes < 1 || lanes > WD_MG_DEV_LANES || stride < field)
@@ -340,7 +341,7 @@ static wd_status lanes_check(const char *what, int volume, int n, int lanes, siz
 static wd_status cpu_lanes_cdot(int volume, int n, int lanes, size_t stride, int k,
                                 const float *const *x, const float *y, double *res)
 {
-    wd_status st = lanes_check("lanes_cdot", volume, n, lanes, stride, k);
+    wd_status st = wd_mg_dev_lanes_check("lanes_cdot", volume, n, lanes, stride, k);
     if (st != WD_OK)
         return st;
     const float *xl[WD_MG_DEV_LANES][WD_MG_DEV_MULTI];
@@ -374,7 +375,7 @@ static wd_status cpu_lanes_cdot(int volume, int n, int lanes, size_t stride, int
 static wd_status cpu_lanes_caxpy(int volume, int n, int lanes, size_t stride, int k,
                                  const wd_complex *a, const float *const *x, float *y)
 {
-    wd_status st = lanes_check("lanes_caxpy", volume, n, lanes, stride, k);
+    wd_status st = wd_mg_dev_lanes_check("lanes_caxpy", volume, n, lanes, stride, k);
     if (st != WD_OK)
         return st;
     float ar[WD_MG_DEV_LANES][WD_MG_DEV_MULTI], ai[WD_MG_DEV_LANES][WD_MG_DEV_MULTI];

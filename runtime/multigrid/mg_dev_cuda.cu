@@ -647,22 +647,10 @@ wd_status cuda_multi_caxpy(int volume, int n, int k, const wd_complex *a, const 
     return launched("multi_caxpy");
 }
 
-/* the lanes_ operations' limits (wd_mg_dev.h) */
-wd_status lanes_check(const char *what, int volume, int n, int lanes, size_t stride, int k)
-{
-    const size_t field = (size_t)volume * 2 * n;
-    if (k < 1 || k > WD_MG_DEV_MULTI || lanes < 1 || lanes > WD_MG_DEV_LANES || stride < field)
-        return wd_fail(WD_ERR_INTERNAL,
-                       "multigrid %s of %d fields on %d lanes %zu floats apart (1 to %d "
-                       "fields, 1 to %d lanes, at least the field's %zu floats apart)",
-                       what, k, lanes, stride, WD_MG_DEV_MULTI, WD_MG_DEV_LANES, field);
-    return WD_OK;
-}
-
 wd_status cuda_lanes_caxpy(int volume, int n, int lanes, size_t stride, int k,
                            const wd_complex *a, const float *const *x, float *y)
 {
-    wd_status st = lanes_check("lanes_caxpy", volume, n, lanes, stride, k);
+    wd_status st = wd_mg_dev_lanes_check("lanes_caxpy", volume, n, lanes, stride, k);
     if (st != WD_OK)
         return st;
     lanes_multi m = {};
@@ -754,7 +742,7 @@ wd_status cuda_lanes_cdot(int volume, int n, int lanes, size_t stride, int k,
                           const float *const *x, const float *y, double *res)
 {
     multi m;
-    wd_status st = lanes_check("lanes_cdot", volume, n, lanes, stride, k);
+    wd_status st = wd_mg_dev_lanes_check("lanes_cdot", volume, n, lanes, stride, k);
     if (st == WD_OK)
         st = multi_of(k, x, &m, "lanes_cdot");
     return st == WD_OK ? reduce_cdot("lanes_cdot", volume, n, lanes, stride, m, y, res) : st;

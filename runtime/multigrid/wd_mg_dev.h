@@ -245,6 +245,11 @@ wd_status wd_mg_dev_apply_multi_plan(const wd_mg_dev_level *lv, int nrhs, void *
 /* apply_multi's argument checks on both backends: 1 <= nrhs <= max_nrhs,
  * and with half links the level's 16-bit multi-fields for nrhs */
 wd_status wd_mg_dev_apply_multi_check(const wd_mg_dev_level *lv, int nrhs, int max_nrhs);
+/* the lanes_ operations' argument checks on both backends: 1 <= k <=
+ * WD_MG_DEV_MULTI, 1 <= lanes <= WD_MG_DEV_LANES, stride >= 2 n volume
+ * (WD_ERR_INTERNAL naming `what` and the limits otherwise) */
+wd_status wd_mg_dev_lanes_check(const char *what, int volume, int n, int lanes, size_t stride,
+                                int k);
 /* the CUDA implementation, or NULL in a build without CUDA */
 const wd_mg_dev_ops *wd_mg_dev_cuda_ops(void);
 
