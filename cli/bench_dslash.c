@@ -722,10 +722,13 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
                "exchange overlapping the interior where T alone is split (serial us: not\n"
                "overlapped; hidden: the share of the serial exchange saved); the slowest rank;\n"
                "GB/s and copy: the kernel's bytes model on one rank's block; pack/unpack: the\n"
-               "gather and scatter kernel launches of one call's exchange (all faces)\n\n");
-        printf("%-28s %-14s %-8s %-13s %5s %10s %9s %9s %8s %6s %10s %8s %10s %6s %11s\n",
+               "gather and scatter kernel launches of one call's exchange (all faces); route:\n"
+               "each split dimension's halo route (kernel / copy: peer to peer, written by the\n"
+               "gather or copied by the copy engine; nccl; WDIRAC_HALO=auto|nccl|copy|kernel)\n\n");
+        printf("%-28s %-14s %-8s %-13s %5s %10s %9s %9s %8s %6s %10s %8s %10s %6s %11s  %s\n",
                "variant", "lattice", "grid", "local", "ranks", "us/call", "halo us", "Gflops",
-               "GB/s", "copy", "halo KiB", "halo GB/s", "serial us", "hidden", "pack/unpack");
+               "GB/s", "copy", "halo KiB", "halo GB/s", "serial us", "hidden", "pack/unpack",
+               "route");
     }
     json_t *root = wd_bench_json_run("dslash-grid", "cuda", device, seed);
     json_t *res = json_array(), *sweep_arr = json_array();
@@ -756,6 +759,9 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
             host_free(&h);
             return wd_cli_exit_code(st);
         }
+        /* each exchanged dimension's route (WDIRAC_HALO, else auto) */
+        char route[64];
+        wd_backend_cuda_halo_route(&be, route, sizeof route);
         size_t faces[8];
         int nfaces = 0;
         for (int k = 0; k < wd_variant_count; ++k) {
@@ -797,9 +803,9 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
                 }
                 snprintf(launches, sizeof launches, "%d/%d", r.pack, r.unpack);
                 printf("%-28s %-14s %-8s %-13s %5d %10.2f %9.2f %9.1f %8.1f %5.0f%% %10.1f %8.1f %10s "
-                       "%6s %11s\n", v->name, latb, gridb, local, lat.size, r.us, r.halo_us,
+                       "%6s %11s  %s\n", v->name, latb, gridb, local, lat.size, r.us, r.halo_us,
                        r.gflops, r.gbps, 100 * r.gbps / copy, r.halo_bytes / 1024, r.halo_gbps,
-                       serial, hidden, launches);
+                       serial, hidden, launches, route);
                 fflush(stdout);
             }
             json_t *ranks = json_array();
@@ -807,7 +813,7 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
                 json_array_append_new(ranks, json_real(r.rank_us[q]));
             json_array_append_new(
                 res, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:[iiii], s:[iiii], s:[iiii], "
-                               "s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:o}",
+                               "s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:s, s:o}",
                                "variant", v->name, "precision", v->precision, "recon", v->recon,
                                "gauge_fix", v->gauge_fix, "dagger", v->dagger, "xpay", v->xpay,
                                "dims", lat.dims[0], lat.dims[1], lat.dims[2], lat.dims[3],
@@ -818,7 +824,8 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
                                r.gbps / copy, "halo_bytes_sent_per_rank", r.halo_bytes,
                                "halo_GBps", r.halo_gbps, "us_serial_exchange", r.serial_us,
                                "fraction_of_exchange_hidden", r.hidden, "pack_launches_per_call",
-                               r.pack, "unpack_launches_per_call", r.unpack, "us_per_rank", ranks));
+                               r.pack, "unpack_launches_per_call", r.unpack, "halo_route", route,
+                               "us_per_rank", ranks));
         }
         if (sweep_nccl && l == nlat - 1)
             nccl_sweep(&be, faces, nfaces, reps, sweep_arr);

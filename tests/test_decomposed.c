@@ -2,8 +2,10 @@
  * test_decomposed: the Dslash and the reductions of a backend on a process
  * grid against the same backend on one process.
  *
- *   mpirun -n N test_decomposed [--backend cpu|cuda] [--seed N]
- *                                 (default cpu; seed: the time, printed)
+ *   mpirun -n N test_decomposed [--backend cpu|cuda] [--seed N] [--halo P]
+ *                                 (default cpu; seed: the time, printed;
+ *                                 P: the CUDA halo policy, auto, nccl,
+ *                                 copy or kernel, forced on every grid)
  *
  * On CUDA each rank runs on its own GPU (wd_backend_cuda_select) and the
  * halos travel through NCCL; the reference is the same lattice on one GPU
@@ -31,7 +33,10 @@
  * T; 1x1x2x2 with Y).  On CUDA every call on a grid must pack all its
  * faces (every partitioned dimension, both directions, every right-hand
  * side) in one launch and unpack them in one
- * (wd_backend_cuda_halo_launches).
+ * (wd_backend_cuda_halo_launches).  With --halo every grid's exchanges
+ * must take the policy's route in every exchanged dimension (peer to peer
+ * by copies or kernel writes, or NCCL; wd_backend_cuda_halo_route), and
+ * a route that cannot be fails the grid.
  * Global reductions (norm2, cdot) must agree with one process to 1e-13
  * relative (they add in another order) and be bitwise equal on every rank.
  * One line per case on rank 0 (every rank's failures printed with its
@@ -55,6 +60,8 @@
 
 static int rank, nranks, checks_run, checks_failed;
 static wd_backend_kind kind = WD_BACKEND_CPU;
+static wd_halo_policy halo = WD_HALO_AUTO;
+static int halo_forced;
 
 static void *xalloc(size_t n)
 {
@@ -143,6 +150,27 @@ static int one_launch_halo(const wd_backend *be)
     printf("rank %d: the halo exchange made %d pack and %d unpack launches, not 1 and 1\n", rank,
            pack, unpack);
     return 0;
+}
+
+/* --halo: be's exchanges take the policy's route in every dimension */
+static void force_halo(wd_backend *be, const int procs[4], int self)
+{
+    char what[200], route[64];
+    wd_status st = wd_backend_cuda_set_halo(be, halo);
+    wd_backend_cuda_halo_route(be, route, sizeof route);
+    const char *want = halo == WD_HALO_COPY ? "copy" : halo == WD_HALO_NCCL ? "nccl" : "kernel";
+    int ok = st == WD_OK && route[0];
+    for (const char *r = route; ok && *r;) {  /* "T:kernel Z:kernel" */
+        const char *colon = strchr(r, ':'), *end = strchr(r, ' ');
+        const size_t len = end ? (size_t)(end - colon - 1) : strlen(colon + 1);
+        ok = colon && len == strlen(want) && !strncmp(colon + 1, want, len);
+        r = end ? end + 1 : r + strlen(r);
+    }
+    snprintf(what, sizeof what, "halo %s on grid %d%d%d%d%s: routes %s%s%s",
+             wd_halo_policy_name(halo), procs[0], procs[1], procs[2], procs[3],
+             self ? " self" : "", route, st == WD_OK ? "" : ": ",
+             st == WD_OK ? "" : wd_last_error());
+    check(ok, what);
 }
 
 /* whether the last apply / apply_multi's exchange was one launch each way */
@@ -376,6 +404,8 @@ static void run_grid(const int procs[4], const fields *fs, const int local[4], i
         check(0, wd_last_error());
         exit(1);
     }
+    if (halo_forced && kind == WD_BACKEND_CUDA && dec.halo.ghost_sites > 0)
+        force_halo(&dec, procs, self);
     /* the one-RHS Wilson variants here, the multi-RHS ones in run_multi;
      * the clover ones add a site-local epilogue to the same hops
      * (test_solver_grid runs them on grids through the solver) */
@@ -487,7 +517,13 @@ int main(int argc, char **argv)
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--seed"))
             seed = strtoull(argv[i + 1], NULL, 10);
-        else if (!strcmp(argv[i], "--backend"))
+        else if (!strcmp(argv[i], "--halo")) {
+            if (wd_halo_policy_parse(argv[i + 1], &halo) != WD_OK) {
+                fprintf(stderr, "test_decomposed: %s\n", wd_last_error());
+                return 2;
+            }
+            halo_forced = 1;
+        } else if (!strcmp(argv[i], "--backend"))
             kind = !strcmp(argv[i + 1], "cuda") || !strcmp(argv[i + 1], "gpu") ? WD_BACKEND_CUDA
                                                                                  : WD_BACKEND_CPU;
     if (kind == WD_BACKEND_CUDA) {

@@ -24,6 +24,7 @@
  *                                        pieces reading y once each where the
  *                                        backend has them
  *   wd_variant_flops                     nominal flops a site of a variant
+ *   wd_halo_policy_parse / _name         a halo policy from and to its name
  *   wd_backend_dslash_args               check a Dslash call against its variant
  *                                        and fill the kernel arguments (both
  *                                        backends' dslash entries use it)
@@ -38,6 +39,24 @@
 #include "wd_core.h"
 #include "wd_layout.h"
 #include "wd_operator.h"
+
+static const char *const halo_names[] = {"auto", "nccl", "copy", "kernel"};
+
+wd_status wd_halo_policy_parse(const char *name, wd_halo_policy *policy)
+{
+    for (int k = 0; k < 4; ++k)
+        if (name && !strcmp(name, halo_names[k])) {
+            *policy = (wd_halo_policy)k;
+            return WD_OK;
+        }
+    return wd_fail(WD_ERR_INVALID, "no halo policy '%s' (auto, nccl, copy or kernel)",
+                   name ? name : "(null)");
+}
+
+const char *wd_halo_policy_name(wd_halo_policy policy)
+{
+    return policy >= WD_HALO_AUTO && policy <= WD_HALO_KERNEL ? halo_names[policy] : "?";
+}
 
 wd_status wd_backend_open_grid(wd_backend *be, wd_backend_kind kind, const wd_grid *grid,
                                int pad)

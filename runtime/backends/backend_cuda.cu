@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "cuda_rt.h"
+#include "halo_p2p.h"
 #include "wd_backend.h"
 #include "wd_core.h"
 #include "wd_kernel.h"
@@ -864,6 +865,8 @@ typedef struct cuda_ctx {
     cudaEvent_t ev_start, ev_halo;  /* input ready; exchange done (timed) */
     int overlap;               /* overlap the exchange with the interior where possible */
     int pack_launches, unpack_launches;  /* the last exchange's gather and scatter launches */
+    int halo_policy;           /* wd_halo_policy asked for */
+    wd_p2p *p2p;               /* the dimensions that go peer to peer (NULL: none) */
 } cuda_ctx;
 
 static int grid_for(int n)
@@ -1312,6 +1315,7 @@ void wd_cuda_be_close(wd_backend *be)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     if (c) {
+        wd_p2p_close(c->p2p);
         wd_nccl_close(c->nccl);
         if (c->comm)
             cudaStreamDestroy(c->comm);
@@ -1647,8 +1651,27 @@ static wd_status grid_agree(const wd_backend *be, wd_status st)
  * index tables of every partitioned dimension (idx, `total` entries, from
  * the host half: wd_face_site), [mu][last][parity] starting at off.  The
  * caller has selected this rank's device. */
+/* Collective: the halo routes of policy (wd_halo_policy): peer to peer
+ * where it may and can go (WD_HALO_AUTO, COPY, KERNEL; the latter two fail
+ * where a partitioned dimension cannot), NCCL elsewhere; the halo buffer
+ * mapped when it exists.  Any earlier routes are closed: the device and
+ * the ranks are idle. */
+static wd_status halo_routes(wd_backend *be, int policy)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    wd_p2p_close(c->p2p);
+    c->p2p = NULL;
+    c->halo_policy = policy;
+    if (policy == WD_HALO_NCCL)
+        return WD_OK;
+    wd_status st = wd_p2p_open(&c->p2p, &be->grid, be->halo.part, policy != WD_HALO_AUTO);
+    if (st == WD_OK && c->p2p && c->halo)
+        st = wd_p2p_map(c->p2p, c->halo);
+    return st;
+}
+
 wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
-                               const long off[4][2][2])
+                               const long off[4][2][2], int policy)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     wd_status st = wd_nccl_open(&c->nccl, be->grid.size, be->grid.rank);
@@ -1673,7 +1696,38 @@ wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
         st = wd_cuda_malloc((void **)&c->face_idx, (size_t)total * sizeof(int), "the face index tables");
     if (st == WD_OK)
         st = wd_cuda_h2d(c->face_idx, idx, (size_t)total * sizeof(int));
-    return grid_agree(be, st);
+    if ((st = grid_agree(be, st)) != WD_OK)
+        return st;
+    return halo_routes(be, policy);
+}
+
+/* Collective: new halo routes (halo_routes), once every rank's device is
+ * idle, so that no neighbour still writes into this rank's flags */
+wd_status wd_cuda_be_set_halo(wd_backend *be, int policy)
+{
+    const cudaError_t err = cudaDeviceSynchronize();
+    wd_status st = err == cudaSuccess
+                       ? WD_OK
+                       : wd_fail(WD_ERR_CUDA, "CUDA backend: synchronising before new halo routes: %s",
+                                 cudaGetErrorString(err));
+    if ((st = grid_agree(be, st)) != WD_OK)
+        return st;
+    return halo_routes(be, policy);
+}
+
+/* "T:kernel Z:nccl": each exchanged dimension's route */
+void wd_cuda_be_halo_route(const wd_backend *be, char *buf, size_t n)
+{
+    const cuda_ctx *c = (const cuda_ctx *)be->ctx;
+    int p2p[4];
+    wd_p2p_routes(c ? c->p2p : NULL, p2p);
+    size_t len = 0;
+    buf[0] = 0;
+    for (int mu = 3; mu >= 0 && c; --mu)
+        if (be->halo.part[mu] && len < n)
+            len += (size_t)snprintf(buf + len, n - len, "%s%c:%s", len ? " " : "", "XYZT"[mu],
+                                    !p2p[mu] ? "nccl"
+                                    : c->halo_policy == WD_HALO_COPY ? "copy" : "kernel");
 }
 
 /* wd_face_bytes: one face's elements, then its norms (half precision) */
@@ -1721,11 +1775,15 @@ static wd_status after_agreement(wd_backend *be, wd_status st)
 /* Enqueue on stream s the exchange of the ghost faces of right-hand sides
  * 0 .. nrhs - 1 of `in` (the parity opposite out_parity) with the
  * neighbours: one gather launch packing every face of every partitioned
- * dimension and right-hand side, the NCCL group, one scatter launch
+ * dimension and right-hand side, the transfers, one scatter launch
  * unpacking them all; per dimension one message each way holding every
- * right-hand side's face.  Collective over the ranks of the grid;
- * `pending`, a failure of the caller's, is agreed with the others before
- * the exchange (and stops it). */
+ * right-hand side's face.  A dimension that goes peer to peer (c->p2p)
+ * has its faces written by the gather straight into the neighbour's
+ * receive slots (policy kernel) or copied there by the copy engine (copy),
+ * ordered by the flags of halo_p2p.h; the others go through one NCCL
+ * group.  Collective over the ranks of the grid; `pending`, a failure of
+ * the caller's, is agreed with the others before the exchange (and stops
+ * it). */
 static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_parity,
                          wd_status pending, cudaStream_t s)
 {
@@ -1739,50 +1797,74 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
     }
     c->pack_launches = c->unpack_launches = 0;
     /* every rank has the same local volume and runs the same calls: all
-     * grow here together */
-    if (st == WD_OK && need > c->halo_bytes) {
+     * grow here together (peer to peer: all unmap, agree, grow, map) */
+    if (need > c->halo_bytes && (st == WD_OK || c->p2p)) {
+        if (c->p2p) {
+            wd_p2p_unmap(c->p2p);
+            if ((st = grid_agree(be, st)) != WD_OK)
+                return st;
+        }
         wd_cuda_free(c->halo);
         c->halo = NULL;
         c->halo_bytes = 0;
         st = wd_cuda_malloc(&c->halo, need, "the halo buffers");
         if (st == WD_OK)
             c->halo_bytes = need;
+        if (c->p2p) {
+            if ((st = grid_agree(be, st)) != WD_OK)
+                return st;
+            if ((st = wd_p2p_map(c->p2p, c->halo)) != WD_OK)
+                return st;
+        }
     }
+    int p2p[4];
+    wd_p2p_routes(c->p2p, p2p);
+    const int kernel_write = c->halo_policy != WD_HALO_COPY;
+    /* the neighbours have read what this rank wrote into them last time:
+     * before the gather writes into them (kernel), before the copies (copy) */
+    if (st == WD_OK && c->p2p && kernel_write)
+        st = wd_p2p_begin(c->p2p, s);
     const int in_parity = 1 - out_parity;
     const size_t eb = (size_t)in->width * in->precision;
     const long rhs_elems = (long)(in->bytes / eb), rhs_norms = (long)(in->norm_bytes / sizeof(float));
     /* face 2k + d of the k-th partitioned dimension: d = 0 forward, 1
      * backward; the gather's send[FWD] is my last slice, the forward
-     * neighbour's backward ghost */
-    wd_nccl_face faces[4];
+     * neighbour's backward ghost, which lands in its recv[BWD] */
+    wd_nccl_face faces[4], copies[4];
     face_set pack, unpack;
     memset(&pack, 0, sizeof pack);
     memset(&unpack, 0, sizeof unpack);
     pack.rhs_elems = unpack.rhs_elems = rhs_elems;
     pack.rhs_norms = unpack.rhs_norms = rhs_norms;
-    int nf = 0, blocks = 0;
+    int nf = 0, nnccl = 0, ncopy = 0, blocks = 0;
     for (int mu = 0; mu < 4 && st == WD_OK; ++mu) {
         if (!be->halo.part[mu])
             continue;
         const size_t slot = face_slot(be, in, mu, nrhs), rb = face_rhs(be, in, mu);
         char *b = (char *)c->halo + off[mu];
         const int n = be->halo.face_cb[mu];
-        wd_nccl_face *f = &faces[nf];
-        f->mu = mu;
-        f->bytes = (size_t)nrhs * rb;
-        f->send[WD_FWD] = b;
-        f->send[WD_BWD] = b + slot;
-        f->recv[WD_FWD] = b + 2 * slot;
-        f->recv[WD_BWD] = b + 3 * slot;
+        wd_nccl_face f;
+        f.mu = mu;
+        f.bytes = (size_t)nrhs * rb;
+        f.send[WD_FWD] = b;
+        f.send[WD_BWD] = b + slot;
+        f.recv[WD_FWD] = b + 2 * slot;
+        f.recv[WD_BWD] = b + 3 * slot;
         for (int d = 0; d < 2; ++d) {
             const int j = 2 * nf + d, dir = d ? WD_BWD : WD_FWD;
             pack.idx[j] = c->face_idx + c->face_off[mu][d ? 0 : 1][in_parity];
-            pack.buf[j] = (char *)f->send[dir];
+            pack.buf[j] = (char *)f.send[dir];
+            if (p2p[mu] && kernel_write)  /* the neighbour's recv[1 - dir] */
+                pack.buf[j] = wd_p2p_peer(c->p2p, mu, dir) + off[mu] + (dir == WD_FWD ? 3 : 2) * slot;
             unpack.ghost[j] = be->halo.ghost[mu][dir];
-            unpack.buf[j] = (char *)f->recv[dir];
+            unpack.buf[j] = (char *)f.recv[dir];
             pack.n[j] = unpack.n[j] = n;
             pack.rhs_buf[j] = unpack.rhs_buf[j] = rb;
         }
+        if (!p2p[mu])
+            faces[nnccl++] = f;
+        else if (!kernel_write)
+            copies[ncopy++] = f;
         blocks = std::max(blocks, (n * in->elements + 255) / 256);
         nf++;
     }
@@ -1801,12 +1883,37 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
         else
             c->pack_launches = 1;
     }
+    if (st == WD_OK && c->p2p && !kernel_write)
+        st = wd_p2p_begin(c->p2p, s);
     /* every rank enters the exchange, or none */
     if ((st = grid_agree(be, st)) != WD_OK)
         return st;
-    if ((st = wd_nccl_halo(c->nccl, &be->grid, faces, nf, s)) != WD_OK)
-        return after_agreement(be, st);
-    if (nf > 0) {
+    /* from here a failure is this rank's alone: it still signals its
+     * neighbours, so that none waits for ever (after_agreement) */
+    for (int k = 0; k < ncopy && st == WD_OK; ++k) {
+        const wd_nccl_face *f = &copies[k];
+        const size_t slot = face_slot(be, in, f->mu, nrhs);
+        for (int d = 0; d < 2 && st == WD_OK; ++d) {
+            const int dir = d ? WD_BWD : WD_FWD;
+            char *to = wd_p2p_peer(c->p2p, f->mu, dir) + off[f->mu] + (dir == WD_FWD ? 3 : 2) * slot;
+            const cudaError_t err = cudaMemcpyAsync(to, f->send[dir], f->bytes,
+                                                    cudaMemcpyDeviceToDevice, s);
+            if (err != cudaSuccess)
+                st = wd_fail(WD_ERR_CUDA, "CUDA backend: the peer-to-peer copy of dimension %d's "
+                             "face: %s", f->mu, cudaGetErrorString(err));
+        }
+    }
+    if (c->p2p) {
+        const wd_status l = wd_p2p_landed(c->p2p, s);
+        if (st == WD_OK)
+            st = l;
+    }
+    if (nnccl > 0) {
+        const wd_status n = wd_nccl_halo(c->nccl, &be->grid, faces, nnccl, s);
+        if (st == WD_OK)
+            st = n;
+    }
+    if (st == WD_OK && nf > 0) {
         if (eb == 16)
             ghost_scatter_kernel<uint4><<<grid, 256, 0, s>>>((uint4 *)in->data, in->norm, in->stride,
                                                             in->elements, unpack);
@@ -1819,6 +1926,11 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
                          "sides): %s", 2 * nf, nrhs, cudaGetErrorString(err));
         else
             c->unpack_launches = 1;
+    }
+    if (c->p2p) {
+        const wd_status r = wd_p2p_read(c->p2p, s);
+        if (st == WD_OK)
+            st = r;
     }
     return after_agreement(be, st);
 }

@@ -30,6 +30,10 @@
  *                           (the default) or not
  *   wd_backend_cuda_halo_launches  the gather and scatter launches of the
  *                           last exchange
+ *   wd_backend_cuda_set_halo  collective: the halo routes (peer to peer
+ *                           within a node, NCCL; WDIRAC_HALO sets them at
+ *                           the open)
+ *   wd_backend_cuda_halo_route  each exchanged dimension's route
  * Compiled only in builds with CUDA; cuda_rt_none.c answers otherwise.
  */
 #include <complex.h>
@@ -68,7 +72,9 @@ wd_status wd_cuda_be_to_host_layout(wd_backend *be, double *raw, const wd_field 
 wd_status wd_cuda_be_scan_host_layout(wd_backend *be, const double *raw, long n, double *norm2,
                                       long *bad);
 wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
-                               const long off[4][2][2]);
+                               const long off[4][2][2], int policy);
+wd_status wd_cuda_be_set_halo(wd_backend *be, int policy);
+void wd_cuda_be_halo_route(const wd_backend *be, char *buf, size_t n);
 wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_args *args,
                                  int block, const wd_field *in, int parity, wd_status pending);
 void wd_cuda_be_set_overlap(wd_backend *be, int on);
@@ -425,6 +431,28 @@ void wd_backend_cuda_set_overlap(wd_backend *be, int on)
         wd_cuda_be_set_overlap(be, on);
 }
 
+wd_status wd_backend_cuda_set_halo(wd_backend *be, wd_halo_policy policy)
+{
+    wd_status st = be->ops && !strcmp(be->ops->name, "cuda") && be->halo.ghost_sites > 0
+                       ? WD_OK
+                       : wd_fail(WD_ERR_INVALID, "wd_backend_cuda_set_halo: not a CUDA backend on "
+                                 "a grid");
+    if (st == WD_OK && (policy < WD_HALO_AUTO || policy > WD_HALO_KERNEL))
+        st = wd_fail(WD_ERR_INVALID, "wd_backend_cuda_set_halo: no halo policy %d", (int)policy);
+    if (be->grid.size > 1)
+        st = wd_comm_agree(st);
+    return st == WD_OK ? wd_cuda_be_set_halo(be, (int)policy) : st;
+}
+
+void wd_backend_cuda_halo_route(const wd_backend *be, char *buf, size_t n)
+{
+    if (n == 0)
+        return;
+    buf[0] = 0;
+    if (be->ops && !strcmp(be->ops->name, "cuda") && be->halo.ghost_sites > 0)
+        wd_cuda_be_halo_route(be, buf, n);
+}
+
 void wd_backend_cuda_halo_launches(const wd_backend *be, int *pack, int *unpack)
 {
     *pack = *unpack = 0;
@@ -536,10 +564,15 @@ static wd_status grid_open(wd_backend *be)
                 for (int f = 0; f < be->halo.face_cb[mu]; ++f)
                     p[f] = wd_face_site(be->dims, mu, coord, parity, f);
             }
+    /* the halo routes: WDIRAC_HALO, else auto */
+    wd_halo_policy policy = WD_HALO_AUTO;
+    const char *env = getenv("WDIRAC_HALO");
+    if (st == WD_OK && env && *env && wd_halo_policy_parse(env, &policy) != WD_OK)
+        st = wd_fail(WD_ERR_INVALID, "WDIRAC_HALO=%s: %s", env, wd_last_error());
     if (be->grid.size > 1)
         st = wd_comm_agree(st);
     if (st == WD_OK)
-        st = wd_cuda_be_grid_open(be, idx, total, (const long(*)[2][2])off);
+        st = wd_cuda_be_grid_open(be, idx, total, (const long(*)[2][2])off, (int)policy);
     free(idx);
     return st;
 }

@@ -81,6 +81,17 @@ wd_status wd_backend_cuda_time_exchange(wd_backend *be, int mu, size_t bytes, in
     return none();
 }
 void wd_backend_cuda_set_overlap(wd_backend *be, int on) { (void)be, (void)on; }
+wd_status wd_backend_cuda_set_halo(wd_backend *be, wd_halo_policy policy)
+{
+    (void)be, (void)policy;
+    return wd_fail(WD_ERR_NO_DEVICE, "wd_backend_cuda_set_halo: this build has no CUDA");
+}
+void wd_backend_cuda_halo_route(const wd_backend *be, char *buf, size_t n)
+{
+    (void)be;
+    if (n)
+        buf[0] = 0;
+}
 void wd_backend_cuda_halo_launches(const wd_backend *be, int *pack, int *unpack)
 {
     (void)be;

@@ -21,6 +21,9 @@
  *   wd_backend_cuda_select               one GPU per rank (collective)
  *   wd_backend_cuda_time_dslash / _time_exchange   GPU timings on a grid
  *   wd_backend_cuda_halo_launches        the last exchange's pack / unpack launches
+ *   wd_backend_cuda_set_halo / _halo_route  the halo routes of a CUDA grid
+ *                                        (peer to peer, NCCL) and what they are
+ *   wd_halo_policy_parse / _name         a halo policy from and to its name
  *   wd_backend_agree / wd_backend_allsum collective status and sums
  *   wd_field_create / wd_field_destroy   a one-parity spinor field of a precision
  *   wd_field_create_multi, wd_field_view  N right-hand sides back to back (what
@@ -421,6 +424,37 @@ wd_status wd_backend_cuda_time_dslash(wd_backend *be, int variant, wd_field *out
  * with the interior sites' kernel (on, the default) or run it before the
  * whole kernel (off); the results are the same bits.  No-op elsewhere. */
 void wd_backend_cuda_set_overlap(wd_backend *be, int on);
+
+/* How a CUDA backend's grid exchanges its halos.  Between the GPUs of
+ * one node the faces can go peer to peer (CUDA IPC, ordered on the streams
+ * by flags, no host in the loop): written by the gather kernel straight
+ * into the neighbour's receive buffer (KERNEL) or packed here and copied
+ * there by the copy engine (COPY).  NCCL everywhere else.  AUTO, the
+ * default: peer to peer by kernel writes for every dimension that can go
+ * so (both neighbours on this node, with peer access, on every rank),
+ * NCCL for the rest.  COPY and KERNEL fail where a partitioned dimension
+ * cannot go peer to peer.  The results are the same bits whichever the
+ * route. */
+typedef enum wd_halo_policy {
+    WD_HALO_AUTO = 0,
+    WD_HALO_NCCL = 1,
+    WD_HALO_COPY = 2,
+    WD_HALO_KERNEL = 3,
+} wd_halo_policy;
+
+/* "auto", "nccl", "copy", "kernel"; WD_ERR_INVALID naming them otherwise */
+wd_status wd_halo_policy_parse(const char *name, wd_halo_policy *policy);
+const char *wd_halo_policy_name(wd_halo_policy policy);
+
+/* Collective on a CUDA backend's grid: use policy's routes from the next
+ * exchange on (the environment's WDIRAC_HALO=name sets them when the
+ * backend opens).  WD_ERR_INVALID off a CUDA grid, or where COPY or KERNEL
+ * cannot be, on every rank with the reason. */
+wd_status wd_backend_cuda_set_halo(wd_backend *be, wd_halo_policy policy);
+
+/* buf = each exchanged dimension's route, "T:kernel", "Z:nccl T:copy";
+ * empty off a CUDA grid */
+void wd_backend_cuda_halo_route(const wd_backend *be, char *buf, size_t n);
 
 /* The kernel launches of a CUDA backend's last halo exchange: *pack the
  * gathers of the faces into the send buffers, *unpack the scatters into
