@@ -35,8 +35,12 @@
  * launches over every right-hand side (blockIdx.z) and one message each
  * way per dimension holding their faces back to back.
  * wd_cuda_be_dslash_grid runs it on the exchange's stream while the main
- * stream computes the interior sites, then the boundary slices (T alone
- * partitioned), or before the whole kernel on the main stream (otherwise).
+ * stream computes the interior sites, then the boundary slices on the
+ * exchange's stream (T alone partitioned), or before the whole kernel on
+ * the main stream (otherwise).  Between the GPUs of one node the faces go
+ * peer to peer where they can (halo_p2p.h; written into the neighbour's
+ * receive buffer by the copy engine, or by the gather kernel), NCCL
+ * elsewhere.
  */
 #define WD_PHYSICS_HOST_TABLES /* wd_physics.h's basis change, copied to c_basis */
 #include <algorithm>
@@ -863,6 +867,7 @@ typedef struct cuda_ctx {
     size_t halo_bytes;
     cudaStream_t comm;         /* the exchange's stream, when it overlaps the interior */
     cudaEvent_t ev_start, ev_halo;  /* input ready; exchange done (timed) */
+    cudaEvent_t ev_bound;      /* the boundary's kernels done (overlapped) */
     int overlap;               /* overlap the exchange with the interior where possible */
     int pack_launches, unpack_launches;  /* the last exchange's gather and scatter launches */
     int halo_policy;           /* wd_halo_policy asked for */
@@ -1323,6 +1328,8 @@ void wd_cuda_be_close(wd_backend *be)
             cudaEventDestroy(c->ev_start);
         if (c->ev_halo)
             cudaEventDestroy(c->ev_halo);
+        if (c->ev_bound)
+            cudaEventDestroy(c->ev_bound);
         wd_cuda_free(c->face_idx);
         wd_cuda_free(c->halo);
         wd_cuda_free(c->partial);
@@ -1689,6 +1696,8 @@ wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
         err = cudaEventCreateWithFlags(&c->ev_start, cudaEventDisableTiming);
     if (err == cudaSuccess)
         err = cudaEventCreate(&c->ev_halo);
+    if (err == cudaSuccess)
+        err = cudaEventCreateWithFlags(&c->ev_bound, cudaEventDisableTiming);
     st = err == cudaSuccess ? WD_OK
                             : wd_fail(WD_ERR_CUDA, "CUDA backend: the exchange's stream and events: %s",
                                       cudaGetErrorString(err));
@@ -1727,7 +1736,7 @@ void wd_cuda_be_halo_route(const wd_backend *be, char *buf, size_t n)
         if (be->halo.part[mu] && len < n)
             len += (size_t)snprintf(buf + len, n - len, "%s%c:%s", len ? " " : "", "XYZT"[mu],
                                     !p2p[mu] ? "nccl"
-                                    : c->halo_policy == WD_HALO_COPY ? "copy" : "kernel");
+                                    : c->halo_policy == WD_HALO_KERNEL ? "kernel" : "copy");
 }
 
 /* wd_face_bytes: one face's elements, then its norms (half precision) */
@@ -1819,7 +1828,7 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
     }
     int p2p[4];
     wd_p2p_routes(c->p2p, p2p);
-    const int kernel_write = c->halo_policy != WD_HALO_COPY;
+    const int kernel_write = c->halo_policy == WD_HALO_KERNEL;
     /* the neighbours have read what this rank wrote into them last time:
      * before the gather writes into them (kernel), before the copies (copy) */
     if (st == WD_OK && c->p2p && kernel_write)
@@ -1963,10 +1972,11 @@ static int overlappable(const wd_backend *be)
 /* The decomposed Dslash, enqueued: the exchange of in's ghosts and the
  * kernel.  Overlapped where overlappable(): the exchange on the comm
  * stream (after the input is ready on the main stream) while the main
- * stream computes the interior sites, which read no ghost; then the two
- * boundary slices once the exchange is done.  Otherwise the exchange, then
- * the whole kernel, on the main stream.  Either way c->ev_halo marks the
- * end of the exchange and every site's arithmetic is the same.  `pending`
+ * stream computes the interior sites, which read no ghost; the two
+ * boundary slices follow the exchange on the comm stream, and the main
+ * stream waits for them.  Otherwise the exchange, then the whole kernel,
+ * on the main stream.  Either way c->ev_halo marks the end of the
+ * exchange and every site's arithmetic is the same.  `pending`
  * (a failure of the caller's) is agreed with the other ranks before the
  * exchange and stops it.  Collective over the ranks of the grid. */
 wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_args *args,
@@ -2000,15 +2010,23 @@ wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_ar
     st = halo_on(be, in, nrhs, parity, pending, c->comm);
     if (st != WD_OK)
         return st;
+    /* the boundary slices on the exchange's stream, at its high priority,
+     * as soon as their ghosts are in: their blocks take the SMs the
+     * interior's last blocks leave, rather than starting after the
+     * interior's tail (they write other sites than the interior) */
     err = cudaEventRecord(c->ev_halo, c->comm);
-    if (err == cudaSuccess)
-        err = cudaStreamWaitEvent(s, c->ev_halo, 0);
     if (err != cudaSuccess)
-        return after_agreement(be, wd_fail(WD_ERR_CUDA, "CUDA backend: waiting for the exchange: %s",
-                                           cudaGetErrorString(err)));
-    st = wd_cuda_dslash_range_async(variant, args, block, 0, slice, s);
+        return after_agreement(be, wd_fail(WD_ERR_CUDA, "CUDA backend: marking the exchange's "
+                                           "end: %s", cudaGetErrorString(err)));
+    st = wd_cuda_dslash_range_async(variant, args, block, 0, slice, c->comm);
     if (st == WD_OK)
-        st = wd_cuda_dslash_range_async(variant, args, block, n - slice, n, s);
+        st = wd_cuda_dslash_range_async(variant, args, block, n - slice, n, c->comm);
+    err = cudaEventRecord(c->ev_bound, c->comm);
+    if (err == cudaSuccess)
+        err = cudaStreamWaitEvent(s, c->ev_bound, 0);
+    if (err != cudaSuccess && st == WD_OK)
+        st = wd_fail(WD_ERR_CUDA, "CUDA backend: waiting for the boundary: %s",
+                     cudaGetErrorString(err));
     return after_agreement(be, st);
 }
 

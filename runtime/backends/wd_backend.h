@@ -430,8 +430,9 @@ void wd_backend_cuda_set_overlap(wd_backend *be, int on);
  * by flags, no host in the loop): written by the gather kernel straight
  * into the neighbour's receive buffer (KERNEL) or packed here and copied
  * there by the copy engine (COPY).  NCCL everywhere else.  AUTO, the
- * default: peer to peer by kernel writes for every dimension that can go
- * so (both neighbours on this node, with peer access, on every rank),
+ * default: peer to peer by the copy engine (the faster of the two on two
+ * H100s, bench/results/h100x2-2026-11-27-p2p) for every dimension that can
+ * go so (both neighbours on this node, with peer access, on every rank),
  * NCCL for the rest.  COPY and KERNEL fail where a partitioned dimension
  * cannot go peer to peer.  The results are the same bits whichever the
  * route. */
