@@ -9,7 +9,8 @@
  * Checks, each with its tolerance (float arithmetic: relative 1e-5 for
  * sums of a few terms, more for long sums), outputs poisoned with NaN
  * before each call:
- *   blas      zero, copy, scale, xmy, gather (random sites, exact),
+ *   blas      zero, copy, scale, xmy, g5 (the chirality-1 half of
+ *             every site negated, exact), gather (random sites, exact),
  *             scatter (distinct random sites, the rest untouched, exact),
  *             block_apply (a random n x n block a site, 1e-5),
  *             multi_caxpy (k = 1, 5, 16),
@@ -208,6 +209,17 @@ static void test_blas(int volume, int n)
         want[i] = (double)hx[1][i] - hy[i];
     snprintf(name, sizeof name, "blas %dx%d: xmy", volume, n);
     check(name, rel_diff_f(out, want, len), 1e-6);
+    /* g5 in place: a site's components i >= n / 2, real (at s 2n + i) and
+     * imaginary (at s 2n + n + i) parts, negated; the rest as they were */
+    up(dy, hy, bytes);
+    ops->g5(volume, n, dy);
+    down(out, dy, bytes);
+    for (size_t i = 0; i < len; ++i) {
+        const size_t c = i % (size_t)(2 * n), comp = c < (size_t)n ? c : c - n;
+        want[i] = comp >= (size_t)n / 2 ? -(double)hy[i] : hy[i];
+    }
+    snprintf(name, sizeof name, "blas %dx%d: g5", volume, n);
+    check(name, rel_diff_f(out, want, len), 0);
 
     /* gather: random whole sites (repeats allowed, as a site on two faces)
      * into the first `sites` sites of a poisoned field */

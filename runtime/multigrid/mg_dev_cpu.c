@@ -232,6 +232,18 @@ static wd_status cpu_scale(int volume, int n, float a, float *x)
     return WD_OK;
 }
 
+static wd_status cpu_g5(int volume, int n, float *x)
+{
+    const int h = n / 2;
+#pragma omp parallel for schedule(static) if (threaded(volume, n))
+    for (long s = 0; s < volume; ++s)
+        for (int i = h; i < n; ++i) {
+            x[(size_t)s * 2 * n + i] = -x[(size_t)s * 2 * n + i];
+            x[(size_t)s * 2 * n + n + i] = -x[(size_t)s * 2 * n + n + i];
+        }
+    return WD_OK;
+}
+
 static wd_status cpu_xmy(int volume, int n, const float *x, float *y)
 {
     const size_t len = (size_t)volume * 2 * n;
@@ -609,4 +621,5 @@ const wd_mg_dev_ops wd_mg_dev_cpu_ops = {
     .apply_multi = cpu_apply_multi,
     .lanes_cdot = cpu_lanes_cdot,
     .lanes_caxpy = cpu_lanes_caxpy,
+    .g5 = cpu_g5,
 };

@@ -64,6 +64,19 @@ __global__ void k_scale(size_t len, float a, float *x)
         x[i] *= a;
 }
 
+/* the n / 2 chirality-1 components of every site negated, real and
+ * imaginary parts: count = volume n threads */
+__global__ void k_g5(size_t count, int n, float *x)
+{
+    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i >= count)
+        return;
+    const size_t s = i / n;
+    const int j = (int)(i - s * n), h = n / 2;
+    const size_t at = s * 2 * n + (j < h ? h + j : n + j);
+    x[at] = -x[at];
+}
+
 __global__ void k_xmy(size_t len, const float *x, float *y)
 {
     const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
@@ -614,6 +627,13 @@ wd_status cuda_scale(int volume, int n, float a, float *x)
     return launched("scale");
 }
 
+wd_status cuda_g5(int volume, int n, float *x)
+{
+    const size_t count = (size_t)volume * n;
+    k_g5<<<grid_for(count), THREADS, 0, stream_of()>>>(count, n, x);
+    return launched("g5");
+}
+
 wd_status cuda_xmy(int volume, int n, const float *x, float *y)
 {
     const size_t len = reals(volume, n);
@@ -803,7 +823,7 @@ const wd_mg_dev_ops ops = {
     cuda_multi_caxpy, cuda_multi_cdot, cuda_cdot_norm2, cuda_caxpy_norm2, cuda_gather,
     cuda_restrict,   cuda_prolong,    cuda_scatter,     cuda_block_apply, cuda_apply_half,
     cuda_pack_half,  cuda_move_half,  cuda_xmy_half,   cuda_tune,       cuda_apply_multi,
-    cuda_lanes_cdot, cuda_lanes_caxpy,
+    cuda_lanes_cdot, cuda_lanes_caxpy, cuda_g5,
 };
 
 } // namespace

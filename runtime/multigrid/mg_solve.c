@@ -50,7 +50,8 @@
  * relaxed on the homogeneous system A v = 0 by CG on the normal equations
  * (the fine level: of the Schur operator on the backend, the odd sites from
  * A v = 0; a coarse level: of A, with A^dag = g5 A g5 since P preserves
- * chirality), stopped when |A^dag A v| <= setup_tol |A^dag A v_0| (CG's
+ * chirality, on the backend in single precision with the generated coarse
+ * kernel, the level's operator uploaded there for it), stopped when |A^dag A v| <= setup_tol |A^dag A v_0| (CG's
  * own residual, QUDA's criterion) or after
  * setup_max_iter iterations; or read from a file (mg_file.c), and written
  * to one, as relaxed.
@@ -319,10 +320,6 @@ static wd_status level_alloc(wd_mg *mg, int l)
 
 /* ---- host vector helpers on n complex numbers (the setup) ---- */
 
-static void vcopy(double complex *y, const double complex *x, size_t n)
-{
-    memcpy(y, x, n * sizeof *y);
-}
 
 /* y += a x */
 static void vaxpy(double complex a, const double complex *x, double complex *y, size_t n)
@@ -1053,25 +1050,33 @@ static wd_status dev_schur(wd_mg *mg, int l)
     return st;
 }
 
+/* Before the setup (collective): GPUs on a grid exchange the coarse
+ * faces through NCCL, when the build has it (else through the host) */
+static wd_status dev_open(wd_mg *mg)
+{
+    wd_status st = WD_OK;
+    if (mg->on_device && mg->ranks > 1 && wd_comm_has_nccl()) {
+        if ((st = wd_nccl_open(&mg->nccl, mg->ranks, wd_comm_rank())) == WD_OK &&
+            !(mg->stream = wd_cuda_stream()))
+            st = wd_fail(WD_ERR_CUDA, "multigrid: no CUDA stream for the coarse faces");
+        st = wd_comm_agree(st);
+    }
+    return st;
+}
+
+/* After the setup: the transfers and the coarse levels on the backend
+ * (those whose null vectors the setup relaxed there are there already) */
 static wd_status dev_setup(wd_mg *mg)
 {
     wd_status st = mg->stage ? WD_OK
                              : dev_alloc(mg, &mg->stage, mg->lv[0].len * sizeof(double complex),
                                          "the fine level's transfer field");
-    /* GPUs on a grid: the coarse faces through NCCL (collective), when
-     * the build has it; else through the host */
-    if (mg->on_device && mg->ranks > 1 && wd_comm_has_nccl()) {
-        st = wd_comm_agree(st);
-        if (st == WD_OK && (st = wd_nccl_open(&mg->nccl, mg->ranks, wd_comm_rank())) == WD_OK &&
-            !(mg->stream = wd_cuda_stream()))
-            st = wd_fail(WD_ERR_CUDA, "multigrid: no CUDA stream for the coarse faces");
-    }
     for (int l = 0; st == WD_OK && l < mg->levels; ++l) {
         if (l + 1 < mg->levels)
             st = dev_transfer(mg, l);
         const int eo = l > 0 && l + 1 == mg->levels && mg->set.coarse_eo &&
                        eo_possible(&mg->lv[l].op);
-        if (st == WD_OK && l > 0)
+        if (st == WD_OK && l > 0 && !mg->lv[l].dlinks)
             st = dev_level(mg, l, eo);
         if (st == WD_OK && eo)
             st = dev_schur(mg, l);
@@ -2484,46 +2489,79 @@ static wd_status run_cols(wd_mg *mg, mg_col *cols, int n, double tol, int max_it
 
 /* ---- the setup ---- */
 
-/* |A^dag A v| / |A^dag A v_0| after CG on the normal equations of
- * A v = 0 from v, stopped at tol or max_iter (w[0..3] scratch); *iters
- * the iterations */
-static double relax(wd_mg *mg, int l, double complex *v, double tol, int max_iter, int *iters)
+/* A coarse level l's (l > 0) null vector relaxed on the backend: CG on
+ * the normal equations of A v = 0 (A^dag = g5 A g5) from v, stopped at
+ * |A^dag A v| <= tol |A^dag A v_0| or max_iter, in single precision with
+ * the level's operator there (dev_level; ghosts through dev_apply, the
+ * sums over the ranks).  v (host, complex double) goes into the level's
+ * dx and comes back rounded to float; dr, dw[0..2] scratch, buf the
+ * host's packed copy (the level's volume x 2n floats).  *res = |A^dag A
+ * v| / |A^dag A v_0| of the recursion, *iters its iterations. */
+static wd_status dev_relax(wd_mg *mg, int l, double complex *v, float *buf, double tol,
+                           int max_iter, double *res, int *iters)
 {
+    const wd_mg_dev_ops *d = mg->dev;
     mg_level *lv = &mg->lv[l];
-    const size_t n = lv->len;
-    double complex *r = lv->w[0], *z = lv->w[1], *p = lv->w[2], *q = lv->w[3];
-    /* r = -A v; z = A^dag r = g5 A g5 r (each input's ghosts first) */
-    hexchange(mg, l, v);
-    wd_mg_op_apply(&lv->op, r, v);
-    for (size_t i = 0; i < n; ++i)
-        r[i] = -r[i];
-    wd_mg_g5(&lv->op, q, r);
-    hexchange(mg, l, q);
-    wd_mg_op_apply(&lv->op, z, q);
-    wd_mg_g5(&lv->op, z, z);
-    vcopy(p, z, n);
-    double zz = gnorm2(mg, z, n);
-    const double zz0 = zz;
+    const int vol = lv->dop.layout.volume, n = lv->dop.layout.ncomp;
+    const size_t bytes = (size_t)vol * 2 * n * sizeof *buf;
+    float *x = lv->dx, *r = lv->dr, *z = lv->dw[0], *p = lv->dw[1], *q = lv->dw[2];
+#pragma omp parallel for schedule(static) if ((size_t)vol * n >= WD_MG_PARALLEL_MIN)
+    for (long s = 0; s < vol; ++s)
+        for (int i = 0; i < n; ++i) {
+            buf[(size_t)s * 2 * n + i] = (float)creal(v[(size_t)s * n + i]);
+            buf[(size_t)s * 2 * n + n + i] = (float)cimag(v[(size_t)s * n + i]);
+        }
+    double zz = 0, zz0 = 0, nrm[3];
     int it = 0;
-    for (; it < max_iter && zz > tol * tol * zz0 && zz > 0 && mg->error == WD_OK; ++it) {
-        hexchange(mg, l, p);
-        wd_mg_op_apply(&lv->op, q, p);
-        const double alpha = zz / gnorm2(mg, q, n);
-        vaxpy(alpha, p, v, n);
-        vaxpy(-alpha, q, r, n);
-        wd_mg_g5(&lv->op, q, r);
-        hexchange(mg, l, q);
-        wd_mg_op_apply(&lv->op, z, q);
-        wd_mg_g5(&lv->op, z, z);
-        const double zz1 = gnorm2(mg, z, n);
-        const double beta = zz1 / zz;
-        zz = zz1;
-#pragma omp parallel for schedule(static) if (n >= WD_MG_PARALLEL_MIN)
-        for (size_t i = 0; i < n; ++i)
-            p[i] = z[i] + beta * p[i];
+    const float *one[1];
+    /* r = -A x; z = A^dag r = g5 A g5 r */
+    wd_status st = d->h2d(x, buf, bytes);
+    if (st == WD_OK && (st = dev_apply(mg, l, r, x)) == WD_OK)
+        st = d->scale(vol, n, -1.0f, r);
+    if (st == WD_OK && (st = d->copy(vol, n, q, r)) == WD_OK && (st = d->g5(vol, n, q)) == WD_OK &&
+        (st = dev_apply(mg, l, z, q)) == WD_OK && (st = d->g5(vol, n, z)) == WD_OK &&
+        (st = d->copy(vol, n, p, z)) == WD_OK && (st = dev_cdot_norm2(mg, vol, n, z, z, nrm)) == WD_OK)
+        zz = zz0 = nrm[2];
+    for (; st == WD_OK && it < max_iter && zz > tol * tol * zz0 && zz > 0; ++it) {
+        if ((st = dev_apply(mg, l, q, p)) != WD_OK ||
+            (st = dev_cdot_norm2(mg, vol, n, q, q, nrm)) != WD_OK)
+            break;
+        if (!isfinite(nrm[2]) || !isfinite(zz)) {
+            st = wd_fail(WD_ERR_NAN, "multigrid level %d: a null vector's relaxation met %g "
+                         "(|A p|^2) at iteration %d", l, nrm[2], it);
+            break;
+        }
+        if (nrm[2] == 0)  /* p is in A's null space already */
+            break;
+        const double alpha = zz / nrm[2];
+        const wd_complex a = {alpha, 0}, ma = {-alpha, 0}, unit = {1, 0};
+        one[0] = p;
+        if ((st = d->multi_caxpy(vol, n, 1, &a, one, x)) != WD_OK)
+            break;
+        one[0] = q;
+        if ((st = d->multi_caxpy(vol, n, 1, &ma, one, r)) != WD_OK ||
+            (st = d->copy(vol, n, q, r)) != WD_OK || (st = d->g5(vol, n, q)) != WD_OK ||
+            (st = dev_apply(mg, l, z, q)) != WD_OK || (st = d->g5(vol, n, z)) != WD_OK ||
+            (st = dev_cdot_norm2(mg, vol, n, z, z, nrm)) != WD_OK)
+            break;
+        const double beta = nrm[2] / zz;
+        zz = nrm[2];
+        one[0] = z;
+        if ((st = d->scale(vol, n, (float)beta, p)) != WD_OK ||
+            (st = d->multi_caxpy(vol, n, 1, &unit, one, p)) != WD_OK)
+            break;
     }
+    if (st == WD_OK)
+        st = d->d2h(buf, x, bytes);
+    if (st != WD_OK)
+        return st;
+#pragma omp parallel for schedule(static) if ((size_t)vol * n >= WD_MG_PARALLEL_MIN)
+    for (long s = 0; s < vol; ++s)
+        for (int i = 0; i < n; ++i)
+            v[(size_t)s * n + i] = CMPLX(buf[(size_t)s * 2 * n + i], buf[(size_t)s * 2 * n + n + i]);
     *iters = it;
-    return zz0 > 0 ? sqrt(zz / zz0) : 0;
+    *res = zz0 > 0 ? sqrt(zz / zz0) : 0;
+    return WD_OK;
 }
 
 /* max |P^dag P - 1| over aggregates and chiralities (this rank's) */
@@ -2685,6 +2723,20 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
             (st = agreed(mg, dev_alloc(mg, &f->dvd, vbytes, "the null vectors in float64"))) !=
                 WD_OK)
             break;
+        /* a coarse level's null vectors relax on the backend, its
+         * operator there from now on (dev_setup keeps it) */
+        float *relax_buf = NULL;
+        if (l > 0 && !io->in) {
+            if (!f->dlinks)
+                st = dev_level(mg, l, 0);
+            if (st == WD_OK && !(relax_buf = malloc(f->op.volume * 2 * (size_t)f->op.n *
+                                                    sizeof *relax_buf)))
+                st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: the null vectors' host copy", l);
+            if ((st = agreed(mg, st)) != WD_OK) {
+                free(relax_buf);
+                break;
+            }
+        }
         for (int k = 0; !io->in && k < m->nvec[l]; ++k) {
             /* relaxed in a field of its own (the fine level's w[1] is free
              * until the coarse error below; a coarse level's x, where
@@ -2692,8 +2744,10 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
             double complex *v = l ? f->x : f->w[1];
             double t_part = now_s();
             int on_device = 0;
-            if ((st = agreed(mg, random_start(mg, l, k, v, &on_device))) != WD_OK)
+            if ((st = agreed(mg, random_start(mg, l, k, v, &on_device))) != WD_OK) {
+                free(relax_buf);
                 return st;
+            }
             t_random += now_s() - t_part;
             t_part = now_s();
             int its;
@@ -2708,10 +2762,13 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
                     return st;
                 stats->fine_applies += 2.5 + 2.0 * its;
             } else {
-                res = relax(mg, l, v, m->setup_tol, m->setup_max_iter, &its);
+                st = agreed(mg, dev_relax(mg, l, v, relax_buf, m->setup_tol, m->setup_max_iter,
+                                          &res, &its));
                 stats->fine_applies += cost * (3.0 + 2.0 * its);
-                if (mg->error != WD_OK)
-                    return mg->error;
+                if (st != WD_OK) {
+                    free(relax_buf);
+                    return st;
+                }
             }
             t_relax += now_s() - t_part;
             t_part = now_s();
@@ -2728,6 +2785,7 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
                 fprintf(stderr, "wdirac multigrid: level %d null vector %d: %d iterations, "
                         "|A^dag A v| / |A^dag A v0| = %.3e\n", l, k, its, res);
         }
+        free(relax_buf);
         stats->setup_residual[l] = worst;
         stats->setup_unconverged[l] = unconverged;
         if (io->saving && f->dvd && (st = wd_mg_download_cuda(f->t.v, f->dvd, vbytes)) != WD_OK)
@@ -2818,7 +2876,7 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
                     "starts %.3f s, relaxation with the moves %.3f s, stored %.3f s), "
                     "orthonormalisation %.3f s, coarse operator %.3f s (%s), diagnostics %.3f s\n",
                     l, t_vectors,
-                    io->in ? "read" : l ? "relaxed on the host" : "relaxed on the backend",
+                    io->in ? "read" : l ? "relaxed on the backend in single" : "relaxed on the backend",
                     gpu_first && vectors_kept ? ", kept there" : "",
                     t_random, t_relax, t_store, t_orth, t_build, gpu_first ? "GPU" : "host",
                     now_s() - t_step);
@@ -2935,6 +2993,8 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
             st = level_alloc(mg, 0);
         st = agreed(mg, st);
         memcpy(stats->coarse_dims[0], h.grid->dims, sizeof stats->coarse_dims[0]);
+        if (st == WD_OK)
+            st = agreed(mg, dev_open(mg));
         if (st == WD_OK)
             st = setup_levels(mg, m, stats, &io);
         const double t_dev = now_s();

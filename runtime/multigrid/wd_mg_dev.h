@@ -215,6 +215,11 @@ typedef struct wd_mg_dev_ops {
                             const float *const *x, const float *y, double *res);
     wd_status (*lanes_caxpy)(int volume, int n, int lanes, size_t stride, int k,
                              const wd_complex *a, const float *const *x, float *y);
+    /* x = gamma5 x in place on `volume` sites of n components: the
+     * components of chirality 1 (i >= n / 2; real and imaginary parts)
+     * negated, as wd_mg_g5 (the setup's relaxation of a coarse level's
+     * null vectors on the normal equations, A^dag = g5 A g5) */
+    wd_status (*g5)(int volume, int n, float *x);
 } wd_mg_dev_ops;
 
 extern const wd_mg_dev_ops wd_mg_dev_cpu_ops;
