@@ -1320,6 +1320,9 @@ void wd_cuda_be_close(wd_backend *be)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     if (c) {
+        /* nothing of this rank's still writes into a neighbour's mapping */
+        if (c->p2p)
+            cudaDeviceSynchronize();
         wd_p2p_close(c->p2p);
         wd_nccl_close(c->nccl);
         if (c->comm)
@@ -1806,25 +1809,35 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
     }
     c->pack_launches = c->unpack_launches = 0;
     /* every rank has the same local volume and runs the same calls: all
-     * grow here together (peer to peer: all unmap, agree, grow, map) */
+     * grow here together.  Peer to peer, whatever is pending: all unmap,
+     * agree, grow, agree, map; a failure there is every rank's, and
+     * leaves every rank with no buffer, to grow and map at the next call */
     if (need > c->halo_bytes && (st == WD_OK || c->p2p)) {
+        wd_status g = WD_OK;
         if (c->p2p) {
             wd_p2p_unmap(c->p2p);
-            if ((st = grid_agree(be, st)) != WD_OK)
-                return st;
+            g = grid_agree(be, WD_OK);  /* no rank maps the old buffer any more */
         }
-        wd_cuda_free(c->halo);
-        c->halo = NULL;
-        c->halo_bytes = 0;
-        st = wd_cuda_malloc(&c->halo, need, "the halo buffers");
-        if (st == WD_OK)
-            c->halo_bytes = need;
+        if (g == WD_OK) {
+            wd_cuda_free(c->halo);
+            c->halo = NULL;
+            c->halo_bytes = 0;
+            if ((g = wd_cuda_malloc(&c->halo, need, "the halo buffers")) == WD_OK)
+                c->halo_bytes = need;
+        }
         if (c->p2p) {
-            if ((st = grid_agree(be, st)) != WD_OK)
-                return st;
-            if ((st = wd_p2p_map(c->p2p, c->halo)) != WD_OK)
-                return st;
+            if ((g = grid_agree(be, g)) == WD_OK)
+                g = wd_p2p_map(c->p2p, c->halo);
+            if (g != WD_OK) {
+                wd_p2p_unmap(c->p2p);
+                wd_cuda_free(c->halo);
+                c->halo = NULL;
+                c->halo_bytes = 0;
+                return g;
+            }
         }
+        if (st == WD_OK)
+            st = g;
     }
     int p2p[4];
     wd_p2p_routes(c->p2p, p2p);
