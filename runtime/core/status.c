@@ -5,6 +5,8 @@
  *   wd_status_string   short text of a status code
  *   wd_last_error      the message of the last failure on this thread
  *   wd_fail            record a formatted message and return the status
+ *   wd_solve_outcome   whether a status is a solve's outcome (it ran and
+ *                      returns its best iterate) rather than a failure
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,6 +33,12 @@ const char *wd_status_string(wd_status s)
     case WD_ERR_MAX_ITER: return "solver reached its iteration limit";
     }
     return "unknown status";
+}
+
+int wd_solve_outcome(wd_status s)
+{
+    return s == WD_ERR_DIVERGED || s == WD_ERR_STAGNATED || s == WD_ERR_NAN ||
+           s == WD_ERR_MAX_ITER;
 }
 
 const char *wd_last_error(void)

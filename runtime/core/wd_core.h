@@ -14,6 +14,9 @@
  * The externally accessible functions are
  *   wd_fail    record a formatted error message for wd_last_error() on this
  *              thread and return s: the one way a library function fails
+ *   wd_solve_outcome  1 for the statuses a solve ends with when it ran and
+ *              returns its best iterate (WD_ERR_DIVERGED, _STAGNATED, _NAN,
+ *              _MAX_ITER), 0 for WD_OK and for failures of the call
  * wd_status_string, wd_last_error, wd_check_dims and wd_volume are public
  * (wdirac.h).
  */
@@ -33,6 +36,7 @@ extern "C" {
 #endif
 
 wd_status wd_fail(wd_status s, const char *fmt, ...) WD_PRINTF(2, 3);
+int wd_solve_outcome(wd_status s);
 
 #ifdef __cplusplus
 }

@@ -3042,12 +3042,6 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
  * NULL), x[i] its best iterate and stats[i] its figures (seconds and
  * flops: its group's divided evenly).
  */
-static int solver_outcome(wd_status st)
-{
-    return st == WD_ERR_NAN || st == WD_ERR_MAX_ITER || st == WD_ERR_DIVERGED ||
-           st == WD_ERR_STAGNATED;
-}
-
 static wd_status mg_solve_many(void *state, double *const x[], const double *const b[], int n,
                                const wd_solver_settings *s, wd_solver_stats *const stats[],
                                wd_status lane_st[], char *const msg[], size_t msg_size)
@@ -3142,7 +3136,7 @@ static wd_status mg_solve_many(void *state, double *const x[], const double *con
                     mg->prof_applies ? 1e6 * p[PROF_COARSE_APPLY] / mg->prof_applies : 0.0,
                     p[PROF_COARSE_BLAS], p[PROF_SOURCE], p[PROF_SOLUTION]);
         }
-        if (st != WD_OK && !(solver_outcome(st) && !eo))
+        if (st != WD_OK && !(wd_solve_outcome(st) && !eo))
             return st;
         const double seconds = (now_s() - t0) / g;
         const double flops = (f->be->flops - be_flops0 + mg->flops) / g;
@@ -3150,7 +3144,7 @@ static wd_status mg_solve_many(void *state, double *const x[], const double *con
             const mg_col *c = eo ? &mg->cols[j] : NULL;
             wd_solver_stats *sj = stats[i0 + j];
             wd_status lst = eo ? c->st : st;
-            if (lst != WD_OK && !solver_outcome(lst))
+            if (lst != WD_OK && !wd_solve_outcome(lst))
                 return wd_fail(lst, "%s", c ? c->msg : wd_last_error());
             const int its = eo ? c->it : it;
             const double r = eo ? c->relres : rel;

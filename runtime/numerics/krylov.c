@@ -549,12 +549,6 @@ typedef struct lane {
     wd_status status;
 } lane;
 
-static int solver_outcome(wd_status st)
-{
-    return st == WD_OK || st == WD_ERR_DIVERGED || st == WD_ERR_STAGNATED || st == WD_ERR_NAN ||
-           st == WD_ERR_MAX_ITER;
-}
-
 /* The lane stops with `status`; a failure's message is kept in the lane. */
 static void finish(lane *L, wd_status status)
 {
@@ -965,7 +959,7 @@ static wd_status apply_reduce(lane *L, int out, int in, int y, double res[3])
 static int fatal_lane(const lane *L, int n)
 {
     for (int i = 0; i < n; ++i)
-        if (L[i].done && !solver_outcome(L[i].status))
+        if (L[i].done && L[i].status != WD_OK && !wd_solve_outcome(L[i].status))
             return i;
     return -1;
 }

@@ -664,12 +664,6 @@ static wd_status reconstruct(wd_solver *sv, wd_krylov *ks, wd_field *odd, const 
     return WD_OK;
 }
 
-static int solver_failure(wd_status st)
-{
-    return st == WD_ERR_DIVERGED || st == WD_ERR_STAGNATED || st == WD_ERR_NAN ||
-           st == WD_ERR_MAX_ITER;
-}
-
 /* b in the gauge the solve runs in (sv->bfix, one source at a time), or
  * b itself where the backend's transfer changes the gauge */
 static const double *source_run(wd_solver *sv, const double *b)
@@ -786,7 +780,7 @@ static wd_status run_mg(wd_solver *sv, double *const x[], const double *const b[
         lane_st[i] = sv->mg.solve(sv->mg.state, x[i], b[i], s, stats[i]);
         snprintf(ks[i].message, sizeof ks[i].message, "%s",
                  lane_st[i] == WD_OK ? "" : wd_last_error());
-        if (lane_st[i] != WD_OK && !solver_failure(lane_st[i]))
+        if (lane_st[i] != WD_OK && !wd_solve_outcome(lane_st[i]))
             return lane_st[i];
     }
     return WD_OK;
@@ -885,7 +879,7 @@ static wd_status refine(wd_solver *sv, double *x, const double *b, const wd_solv
         stats->solve_seconds += sub.solve_seconds;
         if (sub.bytes_allocated > stats->bytes_allocated)
             stats->bytes_allocated = sub.bytes_allocated;
-        if (st != WD_OK && !solver_failure(st))
+        if (st != WD_OK && !wd_solve_outcome(st))
             break;
         /* keep the better x: a failed correction solve returns its best d,
          * which may still not help */
@@ -933,7 +927,7 @@ static wd_status conclude(wd_solver *sv, double *x, const double *b, const wd_so
         return st;
     if (x && solve_st == WD_OK && stats->true_residual > s->tol) {
         solve_st = refine(sv, x, b, s, bnorm, stats, msg, sizeof msg);
-        if (solve_st != WD_OK && !solver_failure(solve_st)) {
+        if (solve_st != WD_OK && !wd_solve_outcome(solve_st)) {
             memset(x, 0, vol * 24 * sizeof *x);
             return wd_fail(solve_st, "%s", msg);
         }
@@ -1136,7 +1130,7 @@ static wd_status solve_single(wd_solver *sv, double *x, const double *b, int dev
     /* the clover build does not touch the staged copy of b */
     wd_status solve_st = solve_pass(sv, x, b_run, where, s, bnorm, stats);
     stats->seconds = now_s() - t_solve;
-    if (solve_st != WD_OK && !solver_failure(solve_st)) {
+    if (solve_st != WD_OK && !wd_solve_outcome(solve_st)) {
         zero_x(sv, x, device);
         return solve_st;
     }
@@ -1271,7 +1265,7 @@ static wd_status solve_many(wd_solver *sv, double *const x[], const double *cons
             const wd_status r = finish(sv, x[i], b[i], on_device, s, gnorm[q], &stats[i],
                                        lane_st[q], ks[q].message, ks[q].tag);
             stats[i].status = r;
-            if (r != WD_OK && !solver_failure(r))
+            if (r != WD_OK && !wd_solve_outcome(r))
                 st = r;
             else if (r != WD_OK && first_fail < 0) {
                 first_fail = i;
