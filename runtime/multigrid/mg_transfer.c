@@ -327,6 +327,65 @@ wd_status wd_mg_coarse_init(wd_mg_op *coarse, const wd_mg_transfer *t, const wd_
     return st;
 }
 
+/* Scratch of dense_site: b[h nv] (a chirality's null vectors at the source
+ * site, [a][k]), y[n nv] (the term applied to them, [row][k]), c[2 nv h]
+ * (the conjugated null vectors at the site, [chi'][k'][a]) */
+typedef struct dense_scratch {
+    double complex *b, *y, *c;
+} dense_scratch;
+
+/* For a coarse fine level (its terms dense n x n blocks, row-major): add
+ * site s's share of term `term` to the aggregate's link x (nc x nc,
+ * row-major): for each chirality chi of the columns, Y = L(:, chi) B_chi
+ * with B_chi the source's null vectors restricted to chi, then for each
+ * chirality ci of the rows X(ci, chi) += C_ci Y(ci rows) with C_ci the
+ * site's null vectors restricted to ci, conjugated.  The same sums as
+ * the term applied to each chirality-projected vector and projected on
+ * each row's vector, without the half of each product that meets zeros,
+ * as two small matrix products (the inner loops over k, contiguous). */
+static void dense_site(const wd_mg_op *fine, const wd_mg_transfer *t, int term, size_t s,
+                       size_t src, double complex *x, dense_scratch *w)
+{
+    const int n = fine->n, h = n / 2, nv = t->nvec, nc = 2 * nv;
+    const double complex *L = fine->links + (size_t)n * n * (9 * s + (size_t)term);
+    for (int ci = 0; ci < 2; ++ci)
+        for (int k = 0; k < nv; ++k) {
+            const double complex *v = vec(t, k, s) + ci * h;
+            for (int a = 0; a < h; ++a)
+                w->c[((size_t)ci * nv + k) * h + a] = conj(v[a]);
+        }
+    for (int chi = 0; chi < 2; ++chi) {
+        for (int k = 0; k < nv; ++k) {
+            const double complex *v = vec(t, k, src) + chi * h;
+            for (int a = 0; a < h; ++a)
+                w->b[(size_t)a * nv + k] = v[a];
+        }
+        for (int r = 0; r < n; ++r) {
+            double complex *yr = w->y + (size_t)r * nv;
+            for (int k = 0; k < nv; ++k)
+                yr[k] = 0;
+            const double complex *lr = L + (size_t)r * n + chi * h;
+            for (int a = 0; a < h; ++a) {
+                const double complex l = lr[a];
+                const double complex *ba = w->b + (size_t)a * nv;
+                for (int k = 0; k < nv; ++k)
+                    yr[k] += l * ba[k];
+            }
+        }
+        for (int ci = 0; ci < 2; ++ci)
+            for (int ki = 0; ki < nv; ++ki) {
+                double complex *xr = x + (size_t)nc * (ci * nv + ki) + chi * nv;
+                const double complex *cr = w->c + ((size_t)ci * nv + ki) * h;
+                for (int a = 0; a < h; ++a) {
+                    const double complex c = cr[a];
+                    const double complex *ya = w->y + (size_t)(ci * h + a) * nv;
+                    for (int k = 0; k < nv; ++k)
+                        xr[k] += c * ya[k];
+                }
+            }
+    }
+}
+
 wd_status wd_mg_coarse_build(wd_mg_op *coarse, wd_mg_op *fine, wd_mg_transfer *t)
 {
     const int n = fine->n, h = n / 2, nv = t->nvec, nc = 2 * nv, bv = t->block_volume;
@@ -344,22 +403,30 @@ wd_status wd_mg_coarse_build(wd_mg_op *coarse, wd_mg_op *fine, wd_mg_transfer *t
      * it (d < 8; else the local block) of v_k'(x)^dag restricted to chi'
      * times the term applied to v_k restricted to chi at the site it reads.
      * One aggregate an iteration, its sites in order: the null vectors are
-     * read site by site. */
+     * read site by site.  A coarse fine level's dense terms go through
+     * dense_site's two matrix products (the same sums, other orders). */
     int bad = 0;
     for (int term = 0; term <= WD_MG_DIRS; ++term) {
 #pragma omp parallel for schedule(static)
         for (size_t b = 0; b < coarse->volume; ++b) {
-            double complex *psi = malloc(2 * (size_t)n * sizeof *psi), *y = psi + n;
+            /* psi, y (n each); a dense level's scratch after them */
+            const size_t dense = fine->u ? 0 : (size_t)nv * (h + n + n);
+            double complex *psi = malloc((2 * (size_t)n + dense) * sizeof *psi), *y = psi + n;
             if (!psi) {
 #pragma omp atomic write
                 bad = 1;
                 continue;
             }
+            dense_scratch w = {y + n, y + n + (size_t)h * nv, y + n + (size_t)(h + n) * nv};
             for (int i = 0; i < bv; ++i) {
                 const size_t s = (size_t)t->sites[b * bv + i];
                 const size_t src = term < WD_MG_DIRS ? (size_t)fine->nbr[WD_MG_DIRS * s + term] : s;
                 const int slot = term < WD_MG_DIRS && leaves(t, term, s) ? term : WD_MG_LOCAL;
                 double complex *x = coarse->links + (size_t)nc * nc * (9 * b + slot);
+                if (dense) {
+                    dense_site(fine, t, term, s, src, x, &w);
+                    continue;
+                }
                 for (int j = 0; j < nc; ++j) {
                     const int chi = j / nv;
                     const double complex *vs = vec(t, j % nv, src);
