@@ -1657,10 +1657,6 @@ static wd_status grid_agree(const wd_backend *be, wd_status st)
     return be->grid.size > 1 ? wd_comm_agree(st) : st;
 }
 
-/* Collective (every rank of the grid): the NCCL communicator, and the face
- * index tables of every partitioned dimension (idx, `total` entries, from
- * the host half: wd_face_site), [mu][last][parity] starting at off.  The
- * caller has selected this rank's device. */
 /* Collective: the halo routes of policy (wd_halo_policy): peer to peer
  * where it may and can go (WD_HALO_AUTO, COPY, KERNEL; the latter two fail
  * where a partitioned dimension cannot), NCCL elsewhere; the halo buffer
@@ -1680,6 +1676,11 @@ static wd_status halo_routes(wd_backend *be, int policy)
     return st;
 }
 
+/* Collective (every rank of the grid): the NCCL communicator, the face
+ * index tables of every partitioned dimension (idx, `total` entries, from
+ * the host half: wd_face_site), [mu][last][parity] starting at off, and the
+ * halo routes of policy (halo_routes).  The caller has selected this
+ * rank's device. */
 wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
                                const long off[4][2][2], int policy)
 {
