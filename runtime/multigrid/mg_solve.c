@@ -2489,79 +2489,210 @@ static wd_status run_cols(wd_mg *mg, mg_col *cols, int n, double tol, int max_it
 
 /* ---- the setup ---- */
 
-/* A coarse level l's (l > 0) null vector relaxed on the backend: CG on
- * the normal equations of A v = 0 (A^dag = g5 A g5) from v, stopped at
- * |A^dag A v| <= tol |A^dag A v_0| or max_iter, in single precision with
- * the level's operator there (dev_level; ghosts through dev_apply, the
- * sums over the ranks).  v (host, complex double) goes into the level's
- * dx and comes back rounded to float; dr, dw[0..2] scratch, buf the
- * host's packed copy (the level's volume x 2n floats).  *res = |A^dag A
- * v| / |A^dag A v_0| of the recursion, *iters its iterations. */
-static wd_status dev_relax(wd_mg *mg, int l, double complex *v, float *buf, double tol,
-                           int max_iter, double *res, int *iters)
+/* A coarse level's null vectors relaxed on the backend in groups (lanes):
+ * every field of `cap` lanes, lane r of a field at r stride floats (a
+ * field of the level with its ghost sites), the level's operator with
+ * 16-bit multi-fields where its links are half (apply_multi) */
+typedef struct relax_lanes {
+    int cap;
+    size_t stride;
+    float *x, *r, *z, *p, *q;
+    wd_mg_dev_level op;
+    void *hmin, *hmout;
+    float *hmin_norm, *hmout_norm;
+    float *buf;                  /* host: one lane's packed field */
+} relax_lanes;
+
+static void relax_free(const wd_mg_dev_ops *d, relax_lanes *R)
+{
+    float *f[] = {R->x, R->r, R->z, R->p, R->q};
+    for (size_t i = 0; i < sizeof f / sizeof *f; ++i)
+        d->free(f[i]);
+    d->free(R->hmin);
+    d->free(R->hmout);
+    d->free(R->hmin_norm);
+    d->free(R->hmout_norm);
+    free(R->buf);
+    memset(R, 0, sizeof *R);
+}
+
+/* the group's bytes on the backend */
+static size_t relax_bytes(const mg_level *v, int cap)
+{
+    const size_t sites = (size_t)cap * (v->op.volume + v->op.halo.nghost);
+    const size_t n = (size_t)v->op.n;
+    return 5 * sites * 2 * n * sizeof(float) +
+           (v->dop.layout.precision == 2 ? 2 * sites * (2 * n * sizeof(short) + sizeof(float)) : 0);
+}
+
+static wd_status relax_alloc(wd_mg *mg, int l, relax_lanes *R, int cap)
 {
     const wd_mg_dev_ops *d = mg->dev;
-    mg_level *lv = &mg->lv[l];
-    const int vol = lv->dop.layout.volume, n = lv->dop.layout.ncomp;
-    const size_t bytes = (size_t)vol * 2 * n * sizeof *buf;
-    float *x = lv->dx, *r = lv->dr, *z = lv->dw[0], *p = lv->dw[1], *q = lv->dw[2];
-#pragma omp parallel for schedule(static) if ((size_t)vol * n >= WD_MG_PARALLEL_MIN)
-    for (long s = 0; s < vol; ++s)
-        for (int i = 0; i < n; ++i) {
-            buf[(size_t)s * 2 * n + i] = (float)creal(v[(size_t)s * n + i]);
-            buf[(size_t)s * 2 * n + n + i] = (float)cimag(v[(size_t)s * n + i]);
-        }
-    double zz = 0, zz0 = 0, nrm[3];
-    int it = 0;
-    const float *one[1];
-    /* r = -A x; z = A^dag r = g5 A g5 r */
-    wd_status st = d->h2d(x, buf, bytes);
-    if (st == WD_OK && (st = dev_apply(mg, l, r, x)) == WD_OK)
-        st = d->scale(vol, n, -1.0f, r);
-    if (st == WD_OK && (st = d->copy(vol, n, q, r)) == WD_OK && (st = d->g5(vol, n, q)) == WD_OK &&
-        (st = dev_apply(mg, l, z, q)) == WD_OK && (st = d->g5(vol, n, z)) == WD_OK &&
-        (st = d->copy(vol, n, p, z)) == WD_OK && (st = dev_cdot_norm2(mg, vol, n, z, z, nrm)) == WD_OK)
-        zz = zz0 = nrm[2];
-    for (; st == WD_OK && it < max_iter && zz > tol * tol * zz0 && zz > 0; ++it) {
-        if ((st = dev_apply(mg, l, q, p)) != WD_OK ||
-            (st = dev_cdot_norm2(mg, vol, n, q, q, nrm)) != WD_OK)
-            break;
-        if (!isfinite(nrm[2]) || !isfinite(zz)) {
-            st = wd_fail(WD_ERR_NAN, "multigrid level %d: a null vector's relaxation met %g "
-                         "(|A p|^2) at iteration %d", l, nrm[2], it);
-            break;
-        }
-        if (nrm[2] == 0)  /* p is in A's null space already */
-            break;
-        const double alpha = zz / nrm[2];
-        const wd_complex a = {alpha, 0}, ma = {-alpha, 0}, unit = {1, 0};
-        one[0] = p;
-        if ((st = d->multi_caxpy(vol, n, 1, &a, one, x)) != WD_OK)
-            break;
-        one[0] = q;
-        if ((st = d->multi_caxpy(vol, n, 1, &ma, one, r)) != WD_OK ||
-            (st = d->copy(vol, n, q, r)) != WD_OK || (st = d->g5(vol, n, q)) != WD_OK ||
-            (st = dev_apply(mg, l, z, q)) != WD_OK || (st = d->g5(vol, n, z)) != WD_OK ||
-            (st = dev_cdot_norm2(mg, vol, n, z, z, nrm)) != WD_OK)
-            break;
-        const double beta = nrm[2] / zz;
-        zz = nrm[2];
-        one[0] = z;
-        if ((st = d->scale(vol, n, (float)beta, p)) != WD_OK ||
-            (st = d->multi_caxpy(vol, n, 1, &unit, one, p)) != WD_OK)
-            break;
+    const mg_level *v = &mg->lv[l];
+    const size_t sites = v->op.volume + v->op.halo.nghost, n = (size_t)v->op.n;
+    memset(R, 0, sizeof *R);
+    R->cap = cap;
+    R->stride = sites * 2 * n;
+    const size_t bytes = (size_t)cap * R->stride * sizeof(float);
+    float **f[] = {&R->x, &R->r, &R->z, &R->p, &R->q};
+    wd_status st = WD_OK;
+    for (size_t i = 0; i < sizeof f / sizeof *f && st == WD_OK; ++i)
+        if ((st = d->alloc((void **)f[i], bytes, "the setup's coarse fields")) == WD_OK)
+            st = d->zero(cap * (int)sites, (int)n, *f[i]);
+    R->op = v->dop;
+    if (st == WD_OK && v->dop.layout.precision == 2) {
+        const size_t hbytes = (size_t)cap * sites * 2 * n * sizeof(short);
+        const size_t nbytes = (size_t)cap * sites * sizeof(float);
+        if ((st = d->alloc(&R->hmin, hbytes, "the setup's 16-bit fields")) == WD_OK &&
+            (st = d->alloc(&R->hmout, hbytes, "the setup's 16-bit fields")) == WD_OK &&
+            (st = d->alloc((void **)&R->hmin_norm, nbytes, "the setup's norms")) == WD_OK)
+            st = d->alloc((void **)&R->hmout_norm, nbytes, "the setup's norms");
+        R->op.hmin = R->hmin;
+        R->op.hmout = R->hmout;
+        R->op.hmin_norm = R->hmin_norm;
+        R->op.hmout_norm = R->hmout_norm;
+        R->op.hmulti = cap;
     }
-    if (st == WD_OK)
-        st = d->d2h(buf, x, bytes);
+    if (st == WD_OK && !(R->buf = malloc(v->op.volume * 2 * n * sizeof *R->buf)))
+        st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: the null vectors' host copy", l);
     if (st != WD_OK)
-        return st;
+        relax_free(d, R);
+    return st;
+}
+
+/* out = A in on the group's nb lanes (each lane's ghosts first) */
+static wd_status relax_apply(wd_mg *mg, int l, relax_lanes *R, int nb, float *out, float *in)
+{
+    const mg_level *v = &mg->lv[l];
+    wd_status st = WD_OK;
+    for (int r = 0; r < nb && st == WD_OK && v->dop.nghost; ++r)
+        st = dev_exchange(mg, l, in + r * R->stride);
+    mg->flops += apply_flops(&v->op) * v->op.volume * nb;
+    return st == WD_OK ? mg->dev->apply_multi(&R->op, nb, out, in) : st;
+}
+
+/* res[r] = |f_r|^2 on the group's nb lanes, summed over the ranks */
+static wd_status relax_norms(wd_mg *mg, int l, const relax_lanes *R, int nb, const float *f,
+                             double *res)
+{
+    const mg_level *v = &mg->lv[l];
+    double dots[2 * WD_MG_DEV_LANES];
+    const float *x[1] = {f};
+    wd_status st = mg->dev->lanes_cdot(v->dop.layout.volume, v->dop.layout.ncomp, nb, R->stride,
+                                       1, x, f, dots);
+    if (st == WD_OK && mg->ranks > 1)
+        st = wd_comm_sum(dots, 2 * nb);
+    for (int r = 0; r < nb; ++r)
+        res[r] = dots[2 * r];
+    return st;
+}
+
+/* A coarse level l's (l > 0) null vectors v[0 .. nb) (host, complex
+ * double) relaxed on the backend together: for each, CG on the normal
+ * equations of A v = 0 (A^dag = g5 A g5) from v, stopped at |A^dag A v|
+ * <= tol |A^dag A v_0| or max_iter, in single precision with the level's
+ * operator there (dev_level) through the multi-RHS coarse kernels
+ * (apply_multi) and the lanes' BLAS; each comes back rounded to float.  A
+ * stopped vector takes zero coefficients: every vector gets the bits of
+ * its relaxation alone, however many share the group (apply_multi and the
+ * lanes_ operations give each lane the bits of the one-field operation).
+ * res[r] = |A^dag A v| / |A^dag A v_0| of v[r]'s recursion, iters[r] its
+ * iterations. */
+static wd_status dev_relax(wd_mg *mg, int l, relax_lanes *R, double complex *const *v, int nb,
+                           double tol, int max_iter, double *res, int *iters)
+{
+    const wd_mg_dev_ops *d = mg->dev;
+    const mg_level *lv = &mg->lv[l];
+    const int vol = lv->dop.layout.volume, n = lv->dop.layout.ncomp;
+    const int all = nb * (vol + lv->dop.nghost);   /* the group's sites, ghosts too */
+    const size_t bytes = (size_t)vol * 2 * n * sizeof(float);
+    float *buf = R->buf;
+    wd_status st = WD_OK;
+    for (int r = 0; r < nb && st == WD_OK; ++r) {
 #pragma omp parallel for schedule(static) if ((size_t)vol * n >= WD_MG_PARALLEL_MIN)
-    for (long s = 0; s < vol; ++s)
-        for (int i = 0; i < n; ++i)
-            v[(size_t)s * n + i] = CMPLX(buf[(size_t)s * 2 * n + i], buf[(size_t)s * 2 * n + n + i]);
-    *iters = it;
-    *res = zz0 > 0 ? sqrt(zz / zz0) : 0;
-    return WD_OK;
+        for (long s = 0; s < vol; ++s)
+            for (int i = 0; i < n; ++i) {
+                buf[(size_t)s * 2 * n + i] = (float)creal(v[r][(size_t)s * n + i]);
+                buf[(size_t)s * 2 * n + n + i] = (float)cimag(v[r][(size_t)s * n + i]);
+            }
+        st = d->h2d(R->x + r * R->stride, buf, bytes);
+    }
+    double zz[WD_MG_DEV_LANES], zz0[WD_MG_DEV_LANES], nrm[WD_MG_DEV_LANES];
+    wd_complex a[WD_MG_DEV_LANES];
+    int active[WD_MG_DEV_LANES], any = 0;
+    const float *one[1];
+    /* r = -A x; z = A^dag r = g5 A g5 r; p = z */
+    if (st == WD_OK && (st = relax_apply(mg, l, R, nb, R->r, R->x)) == WD_OK)
+        st = d->scale(all, n, -1.0f, R->r);
+    if (st == WD_OK && (st = d->copy(all, n, R->q, R->r)) == WD_OK &&
+        (st = d->g5(all, n, R->q)) == WD_OK && (st = relax_apply(mg, l, R, nb, R->z, R->q)) == WD_OK &&
+        (st = d->g5(all, n, R->z)) == WD_OK && (st = d->copy(all, n, R->p, R->z)) == WD_OK)
+        st = relax_norms(mg, l, R, nb, R->z, zz);
+    for (int r = 0; r < nb; ++r) {
+        zz0[r] = zz[r];
+        iters[r] = 0;
+        active[r] = st == WD_OK && max_iter > 0 && zz[r] > 0;
+        any |= active[r];
+    }
+    while (st == WD_OK && any) {
+        if ((st = relax_apply(mg, l, R, nb, R->q, R->p)) != WD_OK ||
+            (st = relax_norms(mg, l, R, nb, R->q, nrm)) != WD_OK)
+            break;
+        for (int r = 0; r < nb && st == WD_OK; ++r) {
+            if (active[r] && (!isfinite(nrm[r]) || !isfinite(zz[r])))
+                st = wd_fail(WD_ERR_NAN, "multigrid level %d: a null vector's relaxation met %g "
+                             "(|A p|^2) at iteration %d", l, nrm[r], iters[r]);
+            /* |A p| = 0: p is in A's null space, the vector relaxed */
+            if (active[r] && nrm[r] == 0)
+                active[r] = 0;
+            a[r] = (wd_complex){active[r] ? zz[r] / nrm[r] : 0, 0};
+        }
+        if (st != WD_OK)
+            break;
+        one[0] = R->p;
+        if ((st = d->lanes_caxpy(vol, n, nb, R->stride, 1, a, one, R->x)) != WD_OK)
+            break;
+        for (int r = 0; r < nb; ++r)
+            a[r].re = -a[r].re;
+        one[0] = R->q;
+        if ((st = d->lanes_caxpy(vol, n, nb, R->stride, 1, a, one, R->r)) != WD_OK ||
+            (st = d->copy(all, n, R->q, R->r)) != WD_OK || (st = d->g5(all, n, R->q)) != WD_OK ||
+            (st = relax_apply(mg, l, R, nb, R->z, R->q)) != WD_OK ||
+            (st = d->g5(all, n, R->z)) != WD_OK ||
+            (st = relax_norms(mg, l, R, nb, R->z, nrm)) != WD_OK)
+            break;
+        /* p = z + beta p, as z += beta p and the two swapped */
+        for (int r = 0; r < nb; ++r) {
+            a[r] = (wd_complex){active[r] ? nrm[r] / zz[r] : 0, 0};
+            if (active[r])
+                zz[r] = nrm[r];
+        }
+        one[0] = R->p;
+        if ((st = d->lanes_caxpy(vol, n, nb, R->stride, 1, a, one, R->z)) != WD_OK)
+            break;
+        float *t = R->p;
+        R->p = R->z;
+        R->z = t;
+        any = 0;
+        for (int r = 0; r < nb; ++r) {
+            if (active[r]) {
+                iters[r]++;
+                active[r] = iters[r] < max_iter && zz[r] > tol * tol * zz0[r] && zz[r] > 0;
+            }
+            any |= active[r];
+        }
+    }
+    for (int r = 0; r < nb && st == WD_OK; ++r) {
+        if ((st = d->d2h(buf, R->x + r * R->stride, bytes)) != WD_OK)
+            break;
+#pragma omp parallel for schedule(static) if ((size_t)vol * n >= WD_MG_PARALLEL_MIN)
+        for (long s = 0; s < vol; ++s)
+            for (int i = 0; i < n; ++i)
+                v[r][(size_t)s * n + i] = CMPLX(buf[(size_t)s * 2 * n + i],
+                                                buf[(size_t)s * 2 * n + n + i]);
+        res[r] = zz0[r] > 0 ? sqrt(zz[r] / zz0[r]) : 0;
+    }
+    return st;
 }
 
 /* max |P^dag P - 1| over aggregates and chiralities (this rank's) */
@@ -2690,6 +2821,71 @@ typedef struct mg_files {
     unsigned long in_sum, out_sum;
 } mg_files;
 
+/* Level l's (l > 0) null vectors: random starts on the host, relaxed on the
+ * backend in groups of lock_step (0: WD_SOLVE_MANY_GROUP; at most
+ * WD_MG_DEV_LANES and nvec; fewer where a GPU's memory is short), stored
+ * site-major; the worst residual, the count above setup_tol and the
+ * seconds of the starts and the storing added up */
+static wd_status relax_level(wd_mg *mg, int l, const wd_mg_settings *m, wd_mg_setup_stats *stats,
+                             double *worst, int *unconverged, double *t_random, double *t_store)
+{
+    mg_level *f = &mg->lv[l];
+    const int nvec = m->nvec[l];
+    int cap = m->lock_step ? m->lock_step : WD_SOLVE_MANY_GROUP;
+    if (cap > WD_MG_DEV_LANES)
+        cap = WD_MG_DEV_LANES;
+    if (cap > nvec)
+        cap = nvec;
+    while (cap > 1 && mg->on_device && !fits(relax_bytes(f, cap)))
+        cap /= 2;
+    wd_status st = f->dlinks ? WD_OK : dev_level(mg, l, 0);
+    double complex *hv = NULL, *v[WD_MG_DEV_LANES];
+    if (st == WD_OK && !(hv = malloc((size_t)cap * f->len * sizeof *hv)))
+        st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: the null vectors' host fields", l);
+    relax_lanes R;
+    memset(&R, 0, sizeof R);
+    if (st == WD_OK)
+        st = relax_alloc(mg, l, &R, cap);
+    if ((st = agreed(mg, st)) != WD_OK) {
+        free(hv);
+        return st;
+    }
+    const double fine_cost = apply_flops(&mg->lv[0].op) * mg->lv[0].op.volume;
+    const double cost = apply_flops(&f->op) * f->op.volume / fine_cost;
+    if (m->verbosity >= 1)
+        fprintf(stderr, "wdirac multigrid: level %d's %d null vectors relaxed %d at a time\n", l,
+                nvec, cap);
+    for (int k0 = 0; k0 < nvec && st == WD_OK; k0 += cap) {
+        const int nb = nvec - k0 < cap ? nvec - k0 : cap;
+        double t_part = now_s(), res[WD_MG_DEV_LANES];
+        int its[WD_MG_DEV_LANES], on_device = 0;
+        for (int r = 0; r < nb && st == WD_OK; ++r) {
+            v[r] = hv + (size_t)r * f->len;
+            st = random_start(mg, l, k0 + r, v[r], &on_device);
+        }
+        *t_random += now_s() - t_part;
+        if ((st = agreed(mg, st)) != WD_OK ||
+            (st = agreed(mg, dev_relax(mg, l, &R, v, nb, m->setup_tol, m->setup_max_iter, res,
+                                       its))) != WD_OK)
+            break;
+        t_part = now_s();
+        for (int r = 0; r < nb; ++r) {
+            wd_mg_vector_set(&f->t, k0 + r, v[r]);
+            stats->fine_applies += cost * (3.0 + 2.0 * its[r]);
+            if (res[r] > *worst)
+                *worst = res[r];
+            *unconverged += res[r] > m->setup_tol;
+            if (m->verbosity >= 2)
+                fprintf(stderr, "wdirac multigrid: level %d null vector %d: %d iterations, "
+                        "|A^dag A v| / |A^dag A v0| = %.3e\n", l, k0 + r, its[r], res[r]);
+        }
+        *t_store += now_s() - t_part;
+    }
+    relax_free(mg->dev, &R);
+    free(hv);
+    return st;
+}
+
 static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_stats *stats,
                               mg_files *io)
 {
@@ -2724,52 +2920,34 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
                 WD_OK)
             break;
         /* a coarse level's null vectors relax on the backend, its
-         * operator there from now on (dev_setup keeps it) */
-        float *relax_buf = NULL;
+         * operator there from now on (dev_setup keeps it), in groups */
         if (l > 0 && !io->in) {
-            if (!f->dlinks)
-                st = dev_level(mg, l, 0);
-            if (st == WD_OK && !(relax_buf = malloc(f->op.volume * 2 * (size_t)f->op.n *
-                                                    sizeof *relax_buf)))
-                st = wd_fail(WD_ERR_NOMEM, "multigrid level %d: the null vectors' host copy", l);
-            if ((st = agreed(mg, st)) != WD_OK) {
-                free(relax_buf);
+            double t_part = now_s();
+            st = agreed(mg, relax_level(mg, l, m, stats, &worst, &unconverged, &t_random, &t_store));
+            t_relax = now_s() - t_part - t_random - t_store;
+            if (st != WD_OK)
                 break;
-            }
         }
-        for (int k = 0; !io->in && k < m->nvec[l]; ++k) {
+        for (int k = 0; !io->in && l == 0 && k < m->nvec[l]; ++k) {
             /* relaxed in a field of its own (the fine level's w[1] is free
              * until the coarse error below; a coarse level's x, where
              * relax's scratch is w), then stored site-major */
             double complex *v = l ? f->x : f->w[1];
             double t_part = now_s();
             int on_device = 0;
-            if ((st = agreed(mg, random_start(mg, l, k, v, &on_device))) != WD_OK) {
-                free(relax_buf);
+            if ((st = agreed(mg, random_start(mg, l, k, v, &on_device))) != WD_OK)
                 return st;
-            }
             t_random += now_s() - t_part;
             t_part = now_s();
             int its;
             double res;
-            if (l == 0) {
-                /* on the backend, the even-odd system in the sloppy
-                 * precision (kept there with dvd) */
-                if ((st = wd_mg_fine_nullvec(&mg->fine, on_device ? mg->stage : v, on_device,
-                                             f->dvd ? mg->stage : v, f->dvd != NULL,
-                                             m->setup_tol, m->setup_max_iter, &res, &its)) !=
-                    WD_OK)
-                    return st;
-                stats->fine_applies += 2.5 + 2.0 * its;
-            } else {
-                st = agreed(mg, dev_relax(mg, l, v, relax_buf, m->setup_tol, m->setup_max_iter,
-                                          &res, &its));
-                stats->fine_applies += cost * (3.0 + 2.0 * its);
-                if (st != WD_OK) {
-                    free(relax_buf);
-                    return st;
-                }
-            }
+            /* on the backend, the even-odd system in the sloppy precision
+             * (kept there with dvd) */
+            if ((st = wd_mg_fine_nullvec(&mg->fine, on_device ? mg->stage : v, on_device,
+                                         f->dvd ? mg->stage : v, f->dvd != NULL, m->setup_tol,
+                                         m->setup_max_iter, &res, &its)) != WD_OK)
+                return st;
+            stats->fine_applies += 2.5 + 2.0 * its;
             t_relax += now_s() - t_part;
             t_part = now_s();
             if (f->dvd && (st = wd_mg_vector_set_cuda(f->t.fine_volume, f->t.nvec, k,
@@ -2785,7 +2963,6 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
                 fprintf(stderr, "wdirac multigrid: level %d null vector %d: %d iterations, "
                         "|A^dag A v| / |A^dag A v0| = %.3e\n", l, k, its, res);
         }
-        free(relax_buf);
         stats->setup_residual[l] = worst;
         stats->setup_unconverged[l] = unconverged;
         if (io->saving && f->dvd && (st = wd_mg_download_cuda(f->t.v, f->dvd, vbytes)) != WD_OK)
