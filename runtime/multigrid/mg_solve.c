@@ -51,10 +51,10 @@
  * (the fine level: of the Schur operator on the backend, the odd sites from
  * A v = 0; a coarse level: of A, with A^dag = g5 A g5 since P preserves
  * chirality, on the backend in single precision with the generated coarse
- * kernel, the level's operator uploaded there for it), stopped when |A^dag A v| <= setup_tol |A^dag A v_0| (CG's
- * own residual, QUDA's criterion) or after
- * setup_max_iter iterations; or read from a file (mg_file.c), and written
- * to one, as relaxed.
+ * kernels, the level's operator uploaded there for it, lock_step vectors
+ * at a time), stopped when |A^dag A v| <= setup_tol |A^dag A v_0| (CG's
+ * own residual, QUDA's criterion) or after setup_max_iter iterations; or
+ * read from a file (mg_file.c), and written to one, as relaxed.
  */
 #include <math.h>
 #include <stdio.h>
