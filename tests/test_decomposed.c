@@ -543,6 +543,22 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    /* the halo policies' names, both ways, and a bad one refused by name */
+    for (int p = WD_HALO_AUTO; p <= WD_HALO_KERNEL; ++p) {
+        wd_halo_policy back = WD_HALO_AUTO;
+        char what[96];
+        snprintf(what, sizeof what, "halo policy %d: its name '%s' parses back", p,
+                 wd_halo_policy_name((wd_halo_policy)p));
+        check(wd_halo_policy_parse(wd_halo_policy_name((wd_halo_policy)p), &back) == WD_OK &&
+                  back == (wd_halo_policy)p,
+              what);
+    }
+    {
+        wd_halo_policy back = WD_HALO_COPY;
+        const wd_status st = wd_halo_policy_parse("nvlink", &back);
+        check(st == WD_ERR_INVALID && strstr(wd_last_error(), "'nvlink'") && back == WD_HALO_COPY,
+              "halo policy 'nvlink' refused, naming it, the policy untouched");
+    }
     /* rank 0's seed for everyone */
     double s = rank == 0 ? (double)(seed % (1ull << 52)) : 0;
     wd_comm_sum(&s, 1);

@@ -568,7 +568,8 @@ static wd_status grid_open(wd_backend *be)
     wd_halo_policy policy = WD_HALO_AUTO;
     const char *env = getenv("WDIRAC_HALO");
     if (st == WD_OK && env && *env && wd_halo_policy_parse(env, &policy) != WD_OK)
-        st = wd_fail(WD_ERR_INVALID, "WDIRAC_HALO=%s: %s", env, wd_last_error());
+        st = wd_fail(WD_ERR_INVALID, "WDIRAC_HALO=%.64s: expected auto, nccl, copy or kernel",
+                     env);
     if (be->grid.size > 1)
         st = wd_comm_agree(st);
     if (st == WD_OK)
