@@ -3322,7 +3322,7 @@ static wd_status mg_solve_many(void *state, double *const x[], const double *con
             wd_solver_stats *sj = stats[i0 + j];
             wd_status lst = eo ? c->st : st;
             if (lst != WD_OK && !wd_solve_outcome(lst))
-                return wd_fail(lst, "%s", c ? c->msg : wd_last_error());
+                return c ? wd_fail(lst, "%s", c->msg) : lst;  /* else its message stands */
             const int its = eo ? c->it : it;
             const double r = eo ? c->relres : rel;
             sj->iterations = sj->sloppy_iterations = its;
