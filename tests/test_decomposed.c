@@ -158,7 +158,8 @@ static void force_halo(wd_backend *be, const int procs[4], int self)
     char what[200], route[64];
     wd_status st = wd_backend_cuda_set_halo(be, halo);
     wd_backend_cuda_halo_route(be, route, sizeof route);
-    const char *want = halo == WD_HALO_COPY ? "copy" : halo == WD_HALO_NCCL ? "nccl" : "kernel";
+    /* AUTO takes the copy engine where it can: a forced policy is its own */
+    const char *want = wd_halo_policy_name(halo == WD_HALO_AUTO ? WD_HALO_COPY : halo);
     int ok = st == WD_OK && route[0];
     for (const char *r = route; ok && *r;) {  /* "T:kernel Z:kernel" */
         const char *colon = strchr(r, ':'), *end = strchr(r, ' ');

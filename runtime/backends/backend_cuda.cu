@@ -1739,8 +1739,10 @@ void wd_cuda_be_halo_route(const wd_backend *be, char *buf, size_t n)
     for (int mu = 3; mu >= 0 && c; --mu)
         if (be->halo.part[mu] && len < n)
             len += (size_t)snprintf(buf + len, n - len, "%s%c:%s", len ? " " : "", "XYZT"[mu],
-                                    !p2p[mu] ? "nccl"
-                                    : c->halo_policy == WD_HALO_KERNEL ? "kernel" : "copy");
+                                    wd_halo_policy_name(!p2p[mu] ? WD_HALO_NCCL
+                                                        : c->halo_policy == WD_HALO_KERNEL
+                                                            ? WD_HALO_KERNEL
+                                                            : WD_HALO_COPY));
 }
 
 /* wd_face_bytes: one face's elements, then its norms (half precision) */
@@ -1783,6 +1785,14 @@ static wd_status after_agreement(wd_backend *be, wd_status st)
     if (be->error == WD_OK)
         be->error = st;
     return WD_OK;
+}
+
+/* where this rank's face of mu sent in direction dir lands: the
+ * neighbour's receive slot recv[1 - dir] (slots send FWD, send BWD, recv
+ * FWD, recv BWD from off, `slot` bytes each) in its mapped halo buffer */
+static char *peer_slot(const cuda_ctx *c, int mu, int dir, size_t off, size_t slot)
+{
+    return wd_p2p_peer(c->p2p, mu, dir) + off + (dir == WD_FWD ? 3 : 2) * slot;
 }
 
 /* Enqueue on stream s the exchange of the ghost faces of right-hand sides
@@ -1877,8 +1887,8 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
             const int j = 2 * nf + d, dir = d ? WD_BWD : WD_FWD;
             pack.idx[j] = c->face_idx + c->face_off[mu][d ? 0 : 1][in_parity];
             pack.buf[j] = (char *)f.send[dir];
-            if (p2p[mu] && kernel_write)  /* the neighbour's recv[1 - dir] */
-                pack.buf[j] = wd_p2p_peer(c->p2p, mu, dir) + off[mu] + (dir == WD_FWD ? 3 : 2) * slot;
+            if (p2p[mu] && kernel_write)
+                pack.buf[j] = peer_slot(c, mu, dir, off[mu], slot);
             unpack.ghost[j] = be->halo.ghost[mu][dir];
             unpack.buf[j] = (char *)f.recv[dir];
             pack.n[j] = unpack.n[j] = n;
@@ -1918,8 +1928,8 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
         const size_t slot = face_slot(be, in, f->mu, nrhs);
         for (int d = 0; d < 2 && st == WD_OK; ++d) {
             const int dir = d ? WD_BWD : WD_FWD;
-            char *to = wd_p2p_peer(c->p2p, f->mu, dir) + off[f->mu] + (dir == WD_FWD ? 3 : 2) * slot;
-            const cudaError_t err = cudaMemcpyAsync(to, f->send[dir], f->bytes,
+            const cudaError_t err = cudaMemcpyAsync(peer_slot(c, f->mu, dir, off[f->mu], slot),
+                                                    f->send[dir], f->bytes,
                                                     cudaMemcpyDeviceToDevice, s);
             if (err != cudaSuccess)
                 st = wd_fail(WD_ERR_CUDA, "CUDA backend: the peer-to-peer copy of dimension %d's "

@@ -44,12 +44,9 @@ struct peer {
 };
 
 struct wd_p2p {
-    wd_grid g;
-    int rank;
+    wd_grid g;                    /* this rank and its neighbours */
     int on[4];                    /* dimensions that go peer to peer */
-    int nbr[4][2];
     unsigned *flags;              /* this rank's */
-    char *halo;                   /* this rank's halo buffer, last mapped */
     unsigned *peer_flags[4][2];   /* the neighbour's, or flags (itself) */
     char *peer_halo[4][2];        /* the neighbour's, or halo (itself) */
     struct peer peers[MAX_PEERS];
@@ -116,7 +113,6 @@ void wd_p2p_unmap(wd_p2p *p)
             p->peers[k].halo = NULL;
         }
     memset(p->peer_halo, 0, sizeof p->peer_halo);
-    p->halo = NULL;
 }
 
 /* release what a setup (p, not yet handed out) holds */
@@ -145,11 +141,11 @@ static wd_status own_card(wd_p2p *p, struct card *mine, int *dev, char *why, siz
     cudaGetLastError();
     if (e1 != cudaSuccess || e2 != cudaSuccess || q1 != cudaDriverEntryPointSuccess ||
         q2 != cudaDriverEntryPointSuccess || !p->wait || !p->write) {
-        snprintf(why, nwhy, "rank %d: the driver has no stream memory operations", p->rank);
+        snprintf(why, nwhy, "rank %d: the driver has no stream memory operations", p->g.rank);
         return WD_OK;
     }
     if (gethostname(mine->host, sizeof mine->host - 1) != 0) {
-        snprintf(why, nwhy, "rank %d: gethostname failed", p->rank);
+        snprintf(why, nwhy, "rank %d: gethostname failed", p->g.rank);
         return WD_OK;
     }
     cudaError_t err = cudaGetDevice(dev);
@@ -166,7 +162,8 @@ static wd_status own_card(wd_p2p *p, struct card *mine, int *dev, char *why, siz
     err = cudaIpcGetMemHandle(&mine->handle, p->flags);
     if (err != cudaSuccess) {
         cudaGetLastError();
-        snprintf(why, nwhy, "rank %d: cudaIpcGetMemHandle: %s", p->rank, cudaGetErrorString(err));
+        snprintf(why, nwhy, "rank %d: cudaIpcGetMemHandle: %s", p->g.rank,
+                 cudaGetErrorString(err));
         return WD_OK;
     }
     mine->usable = 1;
@@ -212,7 +209,6 @@ wd_status wd_p2p_open(wd_p2p **out, const wd_grid *g, const int part[4], int for
     wd_p2p tmp, *p = &tmp;
     memset(p, 0, sizeof *p);
     p->g = *g;
-    p->rank = g->rank;
     char why[200] = "";
     struct card mine;
     int dev = 0;
@@ -230,7 +226,7 @@ wd_status wd_p2p_open(wd_p2p **out, const wd_grid *g, const int part[4], int for
         if (st == WD_OK)
             st = sw;
         for (int d = 0; d < 2; ++d) {
-            const int r = p->nbr[mu][d] = g->nbr[mu][d];
+            const int r = g->nbr[mu][d];
             const int ok = mine.usable && (r == g->rank || reachable(&mine, &theirs[mu][d], dev));
             if (!ok && mine.usable && !why[0])
                 snprintf(why, sizeof why, "no peer access from rank %d (%s, GPU %s) to rank %d (%s, "
@@ -263,7 +259,7 @@ wd_status wd_p2p_open(wd_p2p **out, const wd_grid *g, const int part[4], int for
     wd_status mapped = WD_OK;
     for (int mu = 0; mu < 4 && any; ++mu)
         for (int d = 0; d < 2 && p->on[mu]; ++d) {
-            const int r = p->nbr[mu][d];
+            const int r = g->nbr[mu][d];
             if (r == g->rank) {
                 p->peer_flags[mu][d] = p->flags;
                 continue;
@@ -322,8 +318,8 @@ wd_status wd_p2p_map(wd_p2p *p, void *halo)
         if (st == WD_OK)
             st = sw;
         for (int d = 0; d < 2; ++d) {
-            const int r = p->nbr[mu][d];
-            if (r == p->rank) {
+            const int r = p->g.nbr[mu][d];
+            if (r == p->g.rank) {
                 p->peer_halo[mu][d] = (char *)halo;
                 continue;
             }
@@ -337,11 +333,8 @@ wd_status wd_p2p_map(wd_p2p *p, void *halo)
             p->peer_halo[mu][d] = q ? q->halo : NULL;
         }
     }
-    st = agree(&p->g, st);
-    if (st != WD_OK)
+    if ((st = agree(&p->g, st)) != WD_OK)
         wd_p2p_unmap(p);
-    else
-        p->halo = (char *)halo;
     return st;
 }
 
