@@ -132,6 +132,11 @@ void wd_cli_mg_usage(FILE *f)
             "  --mg-setup-tol T      relative residual of each null vector's relaxation "
             "(default %g)\n"
             "  --mg-setup-iter N     iteration cap of each relaxation (default %d)\n"
+            "  --mg-refine N         adaptive refinement passes after the setup, 0-8: each\n"
+            "                        replaces the first level's null vectors by the\n"
+            "                        multigrid's own approximate solves of A x = v (inverse\n"
+            "                        iteration) and rebuilds every level (default %d)\n"
+            "  --mg-refine-iter N    outer iterations of each of those solves (default %d)\n"
             "  --mg-smoother mr|ca-gcr   minimal residual, or communication-avoiding GCR\n"
             "                        (QUDA's ca-gcr: the steps' basis first, one least-squares\n"
             "                        solve) on every level (default %s)\n"
@@ -162,7 +167,7 @@ void wd_cli_mg_usage(FILE *f)
             "                        the same multigrid bit for bit (levels, blocks and nvec\n"
             "                        must match; the coarse operators follow this mass)\n",
             WD_MG_MAX_LEVELS, d.levels, blocks, nvec, d.setup_tol, d.setup_max_iter,
-            mg_smoother_name(d.smoother), d.pre_smooth, d.post_smooth, WD_MG_MAX_SMOOTH, d.cycle == WD_MG_VCYCLE ? "v" : "k", d.coarse_tol,
+            d.refine_passes, d.refine_iter, mg_smoother_name(d.smoother), d.pre_smooth, d.post_smooth, WD_MG_MAX_SMOOTH, d.cycle == WD_MG_VCYCLE ? "v" : "k", d.coarse_tol,
             d.coarse_max_iter, d.coarse_eo, d.outer_eo, d.lock_step, d.gcr_nkrylov,
             (unsigned long long)d.seed);
 }
@@ -235,7 +240,8 @@ int wd_cli_mg_parse(const char *prog, int argc, char **argv, int *i, wd_cli_mg *
         "--mg-levels", "--mg-block", "--mg-nvec", "--mg-setup-tol", "--mg-setup-iter",
         "--mg-pre", "--mg-post", "--mg-smoother", "--mg-cycle", "--mg-coarse-tol",
         "--mg-coarse-iter", "--mg-coarse-eo", "--mg-outer-eo", "--mg-nkrylov", "--mg-seed",
-        "--mg-verbose", "--mg-save", "--mg-load", "--mg-lock-step"};
+        "--mg-verbose", "--mg-save", "--mg-load", "--mg-lock-step", "--mg-refine",
+        "--mg-refine-iter"};
     int k = 0;
     while (k < (int)(sizeof known / sizeof known[0]) && strcmp(a, known[k]))
         k++;
@@ -287,6 +293,14 @@ int wd_cli_mg_parse(const char *prog, int argc, char **argv, int *i, wd_cli_mg *
         if (!mg_long(v, 0, 1L << 30, &n))
             return mg_bad(prog, a, "an integer >= 0", v);
         m->setup_max_iter = (int)n;
+    } else if (!strcmp(a, "--mg-refine")) {
+        if (!mg_long(v, 0, 8, &n))
+            return mg_bad(prog, a, "an integer from 0 to 8", v);
+        m->refine_passes = (int)n;
+    } else if (!strcmp(a, "--mg-refine-iter")) {
+        if (!mg_long(v, 1, 100, &n))
+            return mg_bad(prog, a, "an integer from 1 to 100", v);
+        m->refine_iter = (int)n;
     } else if (!strcmp(a, "--mg-pre") || !strcmp(a, "--mg-post")) {
         if (!mg_long(v, 0, 1000, &n))
             return mg_bad(prog, a, "an integer from 0 to 1000", v);
@@ -390,11 +404,15 @@ void wd_cli_mg_print_settings(FILE *f, const char *label, const wd_mg_settings *
     char blocks[128], nvec[64];
     mg_list_blocks(blocks, sizeof blocks, m, ", ");
     mg_list_nvec(nvec, sizeof nvec, m, ", ");
+    char refine[96] = "";
+    if (m->refine_passes)
+        snprintf(refine, sizeof refine, ", %d refinement pass%s of %d outer iterations",
+                 m->refine_passes, m->refine_passes > 1 ? "es" : "", m->refine_iter);
     fprintf(f, "%s%d levels, %s; blocks %s; null vectors %s (CG to %.1e or %d iterations, seed "
-            "%llu); %s smoother %d pre + %d post; coarse GCR to %g or %d iterations%s; outer "
+            "%llu%s); %s smoother %d pre + %d post; coarse GCR to %g or %d iterations%s; outer "
             "flexible GCR(%d) on the %s system\n", label, m->levels, m->cycle == WD_MG_VCYCLE ? "V-cycle"
             : "K-cycle", blocks, nvec, m->setup_tol, m->setup_max_iter,
-            (unsigned long long)m->seed, m->smoother == WD_MG_SMOOTHER_MR ? "MR" : "CA-GCR",
+            (unsigned long long)m->seed, refine, m->smoother == WD_MG_SMOOTHER_MR ? "MR" : "CA-GCR",
             m->pre_smooth, m->post_smooth, m->coarse_tol, m->coarse_max_iter, m->coarse_eo ? " (the coarsest even-odd where it can)" : "",
             m->gcr_nkrylov, m->outer_eo ? "even-odd" : "full");
 }
@@ -404,6 +422,10 @@ void wd_cli_mg_print_setup(FILE *f, const char *label, const wd_mg_setup_stats *
 {
     fprintf(f, "%s%.3f s, %.1f fine-operator applications\n", label, st->seconds,
             st->fine_applies);
+    if (m->refine_passes && isfinite(st->refine_residual))
+        fprintf(f, "%*s%d refinement pass%s in %.3f s (the last one's solves: |v - A x| / |v| "
+                "<= %.2e)\n", (int)strlen(label), "", m->refine_passes,
+                m->refine_passes > 1 ? "es" : "", st->refine_seconds, st->refine_residual);
     for (int l = 0; l + 1 < st->levels; ++l) {
         const int *c = st->coarse_dims[l + 1];
         fprintf(f, "%*slevel %d -> %d: coarse %dx%dx%dx%d; null vectors "
@@ -445,7 +467,7 @@ json_t *wd_cli_mg_json(const wd_mg_settings *m, const wd_mg_setup_stats *st)
         json_array_append_new(nvec, json_integer(m->nvec[l]));
     }
     json_t *root = json_pack("{s:i, s:o, s:o, s:f, s:i, s:s, s:i, s:i, s:s, s:f, s:i, s:i, s:i, "
-                             "s:I, s:i, s:i, s:i}",
+                             "s:I, s:i, s:i, s:i, s:i, s:i}",
                              "levels", m->levels, "block", block, "nvec", nvec,
                              "setup_tol", m->setup_tol, "setup_max_iter", m->setup_max_iter,
                              "smoother", mg_smoother_name(m->smoother),
@@ -455,7 +477,8 @@ json_t *wd_cli_mg_json(const wd_mg_settings *m, const wd_mg_setup_stats *st)
                              "coarse_eo", m->coarse_eo, "gcr_nkrylov", m->gcr_nkrylov,
                              "seed", (json_int_t)m->seed,
                              "verbosity", m->verbosity, "outer_eo", m->outer_eo,
-                             "lock_step", m->lock_step);
+                             "lock_step", m->lock_step, "refine_passes", m->refine_passes,
+                             "refine_iter", m->refine_iter);
     if (!root || !st)
         return root;
     json_t *setup = wd_cli_mg_setup_json(st);
@@ -481,7 +504,9 @@ json_t *wd_cli_mg_setup_json(const wd_mg_setup_stats *st)
         json_array_append_new(orth, mg_real(st->orth_error[l]));
         json_array_append_new(coarse, mg_real(st->coarse_error[l]));
     }
-    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "seconds", mg_real(st->seconds),
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "seconds",
+                     mg_real(st->seconds), "refine_seconds", mg_real(st->refine_seconds),
+                     "refine_residual", mg_real(st->refine_residual),
                      "diagnostics_seconds", mg_real(st->diagnostics_seconds), "fine_applies",
                      mg_real(st->fine_applies), "dims", dims, "setup_residual", res,
                      "setup_unconverged", unconv, "orth_error", orth, "coarse_error", coarse);

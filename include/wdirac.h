@@ -417,6 +417,8 @@ typedef struct wd_mg_settings {
     wd_mg_smoother smoother;            ///< WD_MG_SMOOTHER_CA_GCR: every level's smoother (pre_smooth, post_smooth its steps; CA-GCR keeps that many more fields of the level, at most 32 steps)
     int outer_eo;                       ///< 1 (QUDA's choice; 1.19-1.20x faster Wilson solves and 1.03x clover than 0, the same iterations, docs/performance.md): 1 runs the outer flexible GCR on the even-odd Schur system Mhat x_e = b'_e of the solver's clover form (QUDA's --solve-type direct-pc: single-parity Krylov fields, the cycle's transfers on the even sites), x_o reconstructed; 0 on the full system
     int lock_step;                      ///< 0: the most right-hand sides of wd_solver_solve_many (and wd_propagator_mg's 12 columns) whose outer GCRs go in lock step with outer_eo, the last level's solves of a 2-level multigrid on one process batched (each right-hand side still its own solve's iterations and, with single coarse links, bits); 0 all of a group (WD_SOLVE_MANY_GROUP), 1 one after another; each beyond the first keeps 7 outer and 2 gcr_nkrylov + 2 single-precision parity fields of its own (0 .. WD_SOLVE_MANY_GROUP).  The setup's coarse null vectors relax as many at a time (0: WD_SOLVE_MANY_GROUP), each with the bits of its relaxation alone
+    int refine_passes;                  ///< 0: adaptive refinement passes after the setup (DD-alphaAMG's setup iterations): each replaces the first level's null vectors by x_k / |x_k|, x_k from refine_iter outer iterations of the multigrid's own solve of A x = v_k (a step of inverse iteration, which concentrates them further on the low modes), then rebuilds every level from them (orthonormalisation, the coarse operators, the coarser levels' null vectors relaxed afresh); 0 .. 8; ignored with `load` (a file saved by a refined setup holds its refined vectors)
+    int refine_iter;                    ///< 2: the outer iterations of each of those solves (1 .. 100)
 } wd_mg_settings;
 
 typedef struct wd_mg_setup_stats {
@@ -429,6 +431,8 @@ typedef struct wd_mg_setup_stats {
     double orth_error[WD_MG_MAX_LEVELS - 1];      ///< ||P^dag P - 1|| (max abs entry) of each level (NaN unless diagnostics or verbosity >= 1)
     double coarse_error[WD_MG_MAX_LEVELS - 1];    ///< ||D_c v - P^dag A P v|| / ||D_c v|| on a random v (the same)
     double diagnostics_seconds;         ///< the part of `seconds` the diagnostics took (0 where not measured)
+    double refine_seconds;              ///< the part of `seconds` the refinement passes took (their solves and rebuilds)
+    double refine_residual;             ///< the last pass's largest |v_k - A x_k| / |v_k| after its refine_iter iterations (NaN without passes): how well the multigrid it refined solved
 } wd_mg_setup_stats;
 
 void wd_mg_default_settings(wd_mg_settings *m);

@@ -105,15 +105,16 @@ numpy_check "... numpy M x = b" "$dir/c4.log" check --unit 4 4 4 4 --source "$di
 mg="--mg --mg-block 2 --mg-nvec 8 --mg-setup-iter 30"
 # shellcheck disable=SC2086
 OMP_NUM_THREADS=1 "$wdirac" solve --gauge "$g" --random "$seed" --mass 0.05 --tol 1e-10 \
-    --backend cpu $mg --mg-verbose 1 --save-source "$dir/b7.npy" --out "$dir/x7.npy" \
-    --json "$dir/r7.json" > "$dir/s7.log" 2>&1
+    --backend cpu $mg --mg-refine 1 --mg-verbose 1 --save-source "$dir/b7.npy" \
+    --out "$dir/x7.npy" --json "$dir/r7.json" > "$dir/s7.log" 2>&1
 rc=$?
-check "solve --mg (2 levels, blocks 2^4, 8 null vectors), random source" 0 $rc
+check "solve --mg (2 levels, blocks 2^4, 8 null vectors, 1 refinement pass), random source" 0 $rc
 [ $rc = 0 ] || show "$dir/s7.log"
 grep -q "^mg setup .*fine-operator applications" "$dir/s7.log" &&
+    grep -q "^ *1 refinement pass in .* s (the last one's solves" "$dir/s7.log" &&
     grep -q "^iterations [0-9]* outer (flexible GCR); per level: fine smoother [0-9]*, level 1 [0-9]*" \
         "$dir/s7.log"
-check "... summary: setup cost, outer and per-level iterations" 0 $?
+check "... summary: setup cost, refinement, outer and per-level iterations" 0 $?
 numpy_check "... numpy M x = b" "$dir/c7.log" check --gauge "$g" --source "$dir/b7.npy" \
     --solution "$dir/x7.npy" --mass 0.05 --tol 1e-9
 "$python" -c "
@@ -125,7 +126,9 @@ assert m['levels'] == 2 and m['block'] == [[2, 2, 2, 2]] and m['nvec'] == [8], m
 assert m['setup_max_iter'] == 30 and m['cycle'] == 'k' and m['post_smooth'] == 8, m
 assert m['smoother'] == 'ca-gcr', m
 assert m['coarse_eo'] == 1 and m['outer_eo'] == 1, m
+assert m['refine_passes'] == 1 and m['refine_iter'] == 2, m
 su = m['setup']
+assert 0 < su['refine_seconds'] < su['seconds'] and 0 < su['refine_residual'] < 1, su
 assert su['diagnostics_seconds'] > 0, su
 assert su['seconds'] > 0 and su['fine_applies'] > 0, su
 assert su['dims'] == [[4, 4, 4, 8], [2, 2, 2, 4]], su['dims']

@@ -50,9 +50,14 @@
  *            second solver: the same x bit for bit; a file of another
  *            block, a corrupted byte and an existing path refused with
  *            the cause named, the solver's multigrid kept
+ *   refine   adaptive refinement passes (test_refine): the refined
+ *            vectors against their definition with the reference operator,
+ *            the refined solve, its bits again and through its file, 3
+ *            levels with 2 passes (part levels)
  *   errors   bad settings: a block that does not divide, nvec above an
  *            aggregate's dimension, 0 and 5 levels, smoother 7, 33 CA-GCR
- *            steps, outer_eo 2, lock_step 13 and -1, each WD_ERR_INVALID
+ *            steps, outer_eo 2, lock_step 13 and -1, refine_passes 9,
+ *            refine_iter 0, each WD_ERR_INVALID
  *            naming the cause, the solver still solving after it; a
  *            WD_SOLVER_MG solve without a setup
  * One line per check; "N of M failed" last; exit 0 when all pass.
@@ -528,6 +533,194 @@ static void test_coarse_relax(double complex *u, const int dims[4])
     free(b);
 }
 
+/* level 0's vectors of the file at path (saved by a setup of m) into v
+ * (site-major, nvec x V x 12 complex numbers) */
+static wd_status read_vectors(const char *path, const wd_mg_settings *m, const int dims[4],
+                              double complex *v, size_t bytes)
+{
+    FILE *f = NULL;
+    unsigned long sum = 1;
+    wd_status st = wd_mg_file_open(&f, path, m, dims);
+    if (st == WD_OK)
+        st = wd_mg_file_io(f, 0, v, bytes, &sum, path);
+    if (f)
+        fclose(f);
+    return st;
+}
+
+/*
+ * Adaptive refinement (refine_passes): on 8^4 (Wilson kappa 0.1553,
+ * blocks 2^4, nvec 8), a setup saves its vectors as relaxed (v_k), a
+ * refined one (1 pass of 2 outer iterations) its refined ones (w_k).
+ * Checked in float64 with the reference operator A: w_k solves A x = v_k
+ * up to a scale as well as the pass's solves did, min_c |v_k - c A w_k| /
+ * |v_k| <= refine_residual (+ 1e-5 for w's single-precision storage), and
+ * refine_residual < 0.9 (a w_k = v_k gives about 1); the refined
+ * multigrid's solve meets tol with the reference and agrees with the
+ * unrefined one's x to 1e-8; a second refined setup, and one loading the
+ * refined file, give the same bits; 2 passes on 3 levels (level 1's
+ * vectors relaxed again on each rebuild) solve to tol.
+ */
+static void test_refine(double complex *u, const int dims[4])
+{
+    const size_t n = wd_volume(dims) * 12;
+    wd_solver_settings s;
+    wd_solver_default_settings(&s);
+    s.backend = backend;
+    s.mass = -0.78;
+    s.tol = 1e-10;
+    s.max_iter = 20000;
+    wd_mg_settings m;
+    wd_mg_default_settings(&m);
+    for (int mu = 0; mu < 4; ++mu)
+        m.block[0][mu] = m.block[1][mu] = 2;
+    m.nvec[0] = m.nvec[1] = 8;
+    m.setup_max_iter = setup_iter;
+    m.verbosity = verbose;
+    const fine_ref ref = {dims, u, NULL, s.mass, s.tbc};
+    char path_v[64], path_w[64], detail[240];
+    snprintf(path_v, sizeof path_v, "/tmp/test_mg_v_%ld.nv", (long)getpid());
+    snprintf(path_w, sizeof path_w, "/tmp/test_mg_w_%ld.nv", (long)getpid());
+    remove(path_v);
+    remove(path_w);
+    const size_t vbytes = (size_t)m.nvec[0] * n * sizeof(double complex);
+    double complex *b = xalloc(n * sizeof *b), *x[4], *v = xalloc(vbytes), *w = xalloc(vbytes);
+    double complex *vk = xalloc(n * sizeof *vk), *wk = xalloc(n * sizeof *wk),
+                   *awk = xalloc(n * sizeof *awk);
+    for (int i = 0; i < 4; ++i) {
+        x[i] = xalloc(n * sizeof *x[i]);
+        for (size_t j = 0; j < n; ++j)
+            x[i][j] = NAN;
+    }
+    wd_rng rng;
+    wd_rng_seed(&rng, 777);
+    fill_random(b, n, &rng);
+    /* 0: not refined (saving v); 1: refined (saving w); 2: refined again;
+     * 3: loading w */
+    wd_mg_setup_stats ss[4];
+    wd_solver_stats ms[4];
+    wd_status st[4];
+    memset(ss, 0, sizeof ss);
+    memset(ms, 0, sizeof ms);
+    for (int i = 0; i < 4; ++i) {
+        wd_mg_settings mi = m;
+        mi.refine_passes = i ? 1 : 0;
+        mi.save = i == 0 ? path_v : i == 1 ? path_w : NULL;
+        mi.load = i == 3 ? path_w : NULL;
+        wd_solver *sv;
+        s.solver = WD_SOLVER_BICGSTAB;
+        if ((st[i] = wd_solver_create(&sv, (const double *)u, dims, &s)) != WD_OK) {
+            check_true("solver create", 0, wd_last_error());
+            continue;
+        }
+        st[i] = wd_solver_mg_setup(sv, &mi, &s, &ss[i]);
+        if (st[i] != WD_OK)
+            fprintf(stderr, "refine setup %d: %s\n", i, wd_last_error());
+        s.solver = WD_SOLVER_MG;
+        if (st[i] == WD_OK)
+            st[i] = wd_solver_solve(sv, (double *)x[i], (const double *)b, &s, &ms[i]);
+        wd_solver_destroy(sv);
+    }
+    snprintf(detail, sizeof detail, "%s; %.2f s of %.2f s, refine_residual %.3e",
+             st[1] == WD_OK ? "ok" : wd_status_string(st[1]), ss[1].refine_seconds,
+             ss[1].seconds, ss[1].refine_residual);
+    check_true("mg refine: a refined setup and solve", st[0] == WD_OK && st[1] == WD_OK &&
+                   ss[1].refine_seconds > 0 && ss[1].refine_residual < 0.9 &&
+                   isnan(ss[0].refine_residual), detail);
+    /* the refined vectors against their definition, in float64 */
+    if (st[0] == WD_OK && st[1] == WD_OK &&
+        read_vectors(path_v, &m, dims, v, vbytes) == WD_OK &&
+        read_vectors(path_w, &m, dims, w, vbytes) == WD_OK) {
+        double worst = 0, worst_v = 1;
+        for (int k = 0; k < m.nvec[0]; ++k) {
+            for (size_t site = 0; site < n / 12; ++site)
+                for (int a = 0; a < 12; ++a) {
+                    vk[site * 12 + a] = v[(site * m.nvec[0] + k) * 12 + a];
+                    wk[site * 12 + a] = w[(site * m.nvec[0] + k) * 12 + a];
+                }
+            /* min_c |v - c A w| at c = <A w, v> / |A w|^2 */
+            ref_apply(&ref, awk, wk);
+            double complex c = wd_mg_dot(awk, vk, n) / wd_mg_norm2(awk, n);
+            double num = 0;
+            for (size_t i = 0; i < n; ++i) {
+                const double complex r = vk[i] - c * awk[i];
+                num += creal(r) * creal(r) + cimag(r) * cimag(r);
+            }
+            const double rel = sqrt(num / wd_mg_norm2(vk, n));
+            if (rel > worst)
+                worst = rel;
+            /* v itself as the answer: about 1 (a pass that kept v) */
+            ref_apply(&ref, awk, vk);
+            c = wd_mg_dot(awk, vk, n) / wd_mg_norm2(awk, n);
+            num = 0;
+            for (size_t i = 0; i < n; ++i) {
+                const double complex r = vk[i] - c * awk[i];
+                num += creal(r) * creal(r) + cimag(r) * cimag(r);
+            }
+            const double relv = sqrt(num / wd_mg_norm2(vk, n));
+            if (relv < worst_v)
+                worst_v = relv;
+        }
+        snprintf(detail, sizeof detail, "worst min_c |v - c A w| / |v| %.4e, refine_residual "
+                 "%.4e; with w = v at best %.4e", worst, ss[1].refine_residual, worst_v);
+        check_true("mg refine: w_k solves A x = v_k as the pass's solves did (reference)",
+                   worst <= ss[1].refine_residual + 1e-5 && worst < 0.9 && worst_v > 0.9,
+                   detail);
+    } else {
+        check_true("mg refine: the saved vectors read back", 0, wd_last_error());
+    }
+    const double res = st[1] == WD_OK ? full_residual(&ref, x[1], b) : INFINITY;
+    snprintf(detail, sizeof detail, "%.3e; outer its %d refined, %d not", res, ms[1].iterations,
+             ms[0].iterations);
+    check_true("mg refine: the refined solve's true residual (reference)", res <= 1e-10, detail);
+    check("mg refine: x against the unrefined multigrid's", st[0] == WD_OK && st[1] == WD_OK
+              ? rel_diff(x[1], x[0], n) : INFINITY, 1e-8);
+    check_true("mg refine: a second refined setup gives the same bits",
+               st[2] == WD_OK && !memcmp(x[2], x[1], n * sizeof *x[1]) &&
+                   ss[2].refine_residual == ss[1].refine_residual, wd_status_string(st[2]));
+    check_true("mg refine: the refined file loaded gives the same bits",
+               st[3] == WD_OK && !memcmp(x[3], x[1], n * sizeof *x[1]) &&
+                   isnan(ss[3].refine_residual), wd_status_string(st[3]));
+    remove(path_v);
+    remove(path_w);
+    /* 3 levels, 2 passes: level 1 relaxed afresh on each rebuild */
+    wd_mg_settings m3 = m;
+    m3.levels = 3;
+    m3.refine_passes = 2;
+    m3.diagnostics = 1;
+    wd_solver *sv = NULL;
+    wd_mg_setup_stats s3;
+    wd_solver_stats k3;
+    memset(&s3, 0, sizeof s3);
+    s.solver = WD_SOLVER_BICGSTAB;
+    wd_status st3 = wd_solver_create(&sv, (const double *)u, dims, &s);
+    if (st3 == WD_OK && (st3 = wd_solver_mg_setup(sv, &m3, &s, &s3)) == WD_OK) {
+        s.solver = WD_SOLVER_MG;
+        for (size_t j = 0; j < n; ++j)
+            x[0][j] = NAN;
+        st3 = wd_solver_solve(sv, (double *)x[0], (const double *)b, &s, &k3);
+    }
+    const double res3 = st3 == WD_OK ? full_residual(&ref, x[0], b) : INFINITY;
+    snprintf(detail, sizeof detail, "%s; true residual %.3e, %d outer its; orth %.1e / %.1e, "
+             "coarse %.1e / %.1e", st3 == WD_OK ? "ok" : wd_last_error(), res3,
+             st3 == WD_OK ? k3.iterations : -1, s3.orth_error[0], s3.orth_error[1],
+             s3.coarse_error[0], s3.coarse_error[1]);
+    check_true("mg refine: 3 levels, 2 passes: rebuilt levels exact, the solve meets tol",
+               st3 == WD_OK && res3 <= 1e-10 && s3.orth_error[0] < 1e-12 &&
+                   s3.orth_error[1] < 1e-12 && s3.coarse_error[0] < 1e-12 &&
+                   s3.coarse_error[1] < 1e-12, detail);
+    if (sv)
+        wd_solver_destroy(sv);
+    for (int i = 0; i < 4; ++i)
+        free(x[i]);
+    free(b);
+    free(v);
+    free(w);
+    free(vk);
+    free(wk);
+    free(awk);
+}
+
 static void test_solve(uint64_t seed, double complex *u, const int dims[4], int clover, int levels,
                        int vcycle, int half, int b0, wd_mg_smoother smoother, int eo)
 {
@@ -781,6 +974,8 @@ static void test_errors(double complex *u, const int dims[4])
         {"error: outer_eo 2", "outer_eo 2", 6},
         {"error: lock_step 13", "lock_step 13", 7},
         {"error: lock_step -1", "lock_step -1", 8},
+        {"error: refine_passes 9", "refine_passes 9", 9},
+        {"error: refine_iter 0", "refine_iter 0", 10},
     };
     for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); ++c) {
         wd_mg_settings m;
@@ -806,6 +1001,10 @@ static void test_errors(double complex *u, const int dims[4])
             m.outer_eo = 2;
         if (cases[c].which == 7 || cases[c].which == 8)
             m.lock_step = cases[c].which == 7 ? WD_SOLVE_MANY_GROUP + 1 : -1;
+        if (cases[c].which == 9)
+            m.refine_passes = 9;
+        if (cases[c].which == 10)
+            m.refine_iter = 0;
         st = wd_solver_mg_setup(sv, &m, &s, NULL);
         check_true(cases[c].name, st == WD_ERR_INVALID && strstr(wd_last_error(), cases[c].needle),
                    wd_last_error());
@@ -867,6 +1066,7 @@ int main(int argc, char **argv)
     }
     if (levels) {
         test_coarse_relax(u, dims);
+        test_refine(u, dims);
         test_solve(seed, u, dims, 0, 3, 0, 0, 4, WD_MG_SMOOTHER_MR, 0);
         test_solve(seed, u, dims, 1, 3, 1, 0, 4, WD_MG_SMOOTHER_MR, 0);
         test_solve(seed, u, dims, 0, 2, 0, 1, 4, WD_MG_SMOOTHER_MR, 0);

@@ -325,6 +325,17 @@ def mg_checks(u, b, mass, krylov, rng):
     check("mg: outer and per-level iterations reported",
           stm.mg_levels == 2 and len(stm.mg_iterations) == 2 and min(stm.mg_iterations) > 0
           and stm.iterations > 0, f"{stm.iterations} outer, per level {stm.mg_iterations}")
+    sref = wdirac.Solver(u, mass=mass, backend="cpu", tol=1e-11,
+                         mg=dict(block=2, nvec=8, setup_max_iter=30, refine_passes=1,
+                                 refine_iter=3))
+    mr = sref.mg_stats
+    xr, str_ = sref.solve(b)
+    r = rel(wilson(u.array, xr, mass), b)
+    check("mg: a refinement pass (refine_passes=1): its seconds and residual, x <= tol",
+          0 < mr.refine_seconds < mr.seconds and 0 < mr.refine_residual < 1
+          and np.isnan(m.refine_residual) and str_.status == "ok" and r <= 1e-11,
+          f"{mr.refine_seconds:.3f} of {mr.seconds:.3f} s, residual {mr.refine_residual:.2e}, "
+          f"numpy {r:.1e}, outer {str_.iterations} (unrefined {stm.iterations})")
     bs = np.stack([b, rng.normal(size=shape) + 1j * rng.normal(size=shape)])
     xs, sts = smg.solve(bs)
     x1, st1 = smg.solve(bs[1])

@@ -37,7 +37,8 @@ _MG_SMOOTHER = {"mr": 0, "ca-gcr": 1}
 # wd_mg_settings' fields that take a number (block, nvec, cycle and smoother are converted)
 _MG_NUMBERS = ("levels", "setup_tol", "setup_max_iter", "pre_smooth", "post_smooth",
                "coarse_tol", "coarse_max_iter", "gcr_nkrylov", "seed", "verbosity",
-               "diagnostics", "coarse_eo", "outer_eo", "lock_step")
+               "diagnostics", "coarse_eo", "outer_eo", "lock_step", "refine_passes",
+               "refine_iter")
 _MIXED = {"none": 0, "reliable": 1, "defect": 2}
 _ACCUM = {"auto": 0, "sloppy": 1, "outer": 2}
 _TBC = {"periodic": 1, "antiperiodic": -1}
@@ -188,8 +189,12 @@ class MGSetupStats:
     orth_error (||P^dag P - 1||) and coarse_error
     (||D_c v - P^dag A P v|| / ||D_c v|| on a random v): NaN unless the
     settings ask for diagnostics (or verbosity >= 1), which took
-    diagnostics_seconds of the seconds."""
+    diagnostics_seconds of the seconds; refine_seconds the refinement
+    passes' part, refine_residual the last pass's largest |v - A x| / |v|
+    (NaN without passes)."""
     seconds: float
+    refine_seconds: float
+    refine_residual: float
     diagnostics_seconds: float
     fine_applies: float
     levels: int
@@ -270,7 +275,9 @@ class Solver:
     (1: the outer GCR on the even-odd Schur system of the fine level,
     QUDA's direct-pc, the default; 0 on the full system), lock_step
     (the most right-hand sides of a propagator whose outer GCRs go in
-    lock step, their coarse solves batched; 0 all, 1 one at a time), save and
+    lock step, their coarse solves batched; 0 all, 1 one at a time),
+    refine_passes and refine_iter (adaptive refinement passes after the
+    setup, each the outer iterations of its solves), save and
     load (a file of the null vectors: written after the setup, or read
     instead of relaxing them; save_overwrite=True replaces a file); missing
     keys keep the library's defaults.  The setup runs once, here, for this

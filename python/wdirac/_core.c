@@ -546,6 +546,8 @@ static int parse_mg(PyObject *d, wd_mg_settings *m)
         INT("coarse_eo", coarse_eo)
         INT("outer_eo", outer_eo)
         INT("lock_step", lock_step)
+        INT("refine_passes", refine_passes)
+        INT("refine_iter", refine_iter)
         INT("save_overwrite", save_overwrite)
 #undef INT
 #undef REAL
@@ -611,8 +613,10 @@ static PyObject *py_solver_mg_setup(PyObject *self, PyObject *args)
         Py_XDECREF(coarse);
         return NULL;
     }
-    return Py_BuildValue("{s:d, s:d, s:d, s:i, s:N, s:N, s:N, s:N, s:N}", "seconds", st.seconds,
-                         "diagnostics_seconds", st.diagnostics_seconds, "fine_applies",
+    return Py_BuildValue("{s:d, s:d, s:d, s:d, s:d, s:i, s:N, s:N, s:N, s:N, s:N}", "seconds",
+                         st.seconds, "refine_seconds", st.refine_seconds, "refine_residual",
+                         st.refine_residual, "diagnostics_seconds", st.diagnostics_seconds,
+                         "fine_applies",
                          st.fine_applies, "levels", st.levels, "dims", dims, "setup_residual", res,
                          "setup_unconverged", unc, "orth_error", orth, "coarse_error", coarse);
 }

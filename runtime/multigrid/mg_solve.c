@@ -191,6 +191,10 @@ typedef struct wd_mg {
     struct mg_col *cols;
     int ncols;
     mg_lanes lanes;
+    /* refine_passes: the first level's null vectors as relaxed (or as the
+     * last pass left them), before the orthonormalisation, in single
+     * precision, a field (V 12 complex numbers) a vector */
+    float complex *raw;
 } wd_mg;
 
 void wd_mg_default_settings(wd_mg_settings *m)
@@ -215,6 +219,8 @@ void wd_mg_default_settings(wd_mg_settings *m)
     m->coarse_eo = 1;
     m->smoother = WD_MG_SMOOTHER_CA_GCR;
     m->outer_eo = 1;
+    m->refine_passes = 0;
+    m->refine_iter = 2;
 }
 
 static double now_s(void)
@@ -269,6 +275,10 @@ static wd_status check_mg_settings(const wd_mg_settings *m)
     if (m->outer_eo != 0 && m->outer_eo != 1)
         return wd_fail(WD_ERR_INVALID, "multigrid: outer_eo %d must be 0 (the outer GCR on the "
                        "full system) or 1 (on the even-odd Schur system)", m->outer_eo);
+    if (m->refine_passes < 0 || m->refine_passes > 8 || m->refine_iter < 1 ||
+        m->refine_iter > 100)
+        return wd_fail(WD_ERR_INVALID, "multigrid: refine_passes %d must be between 0 and 8 and "
+                       "refine_iter %d between 1 and 100", m->refine_passes, m->refine_iter);
     if (m->lock_step < 0 || m->lock_step > WD_SOLVE_MANY_GROUP)
         return wd_fail(WD_ERR_INVALID, "multigrid: lock_step %d must be between 0 (all of a "
                        "group) and %d", m->lock_step, WD_SOLVE_MANY_GROUP);
@@ -286,6 +296,7 @@ static void mg_free(void *state)
         return;
     cols_free(mg);
     dev_free(mg);
+    free(mg->raw);
     wd_mg_fine_free(&mg->fine);
     for (int l = 0; l < WD_MG_MAX_LEVELS; ++l) {
         mg_level *v = &mg->lv[l];
@@ -2886,8 +2897,36 @@ static wd_status relax_level(wd_mg *mg, int l, const wd_mg_settings *m, wd_mg_se
     return st;
 }
 
+/* mg->raw (allocated on first use) from the first level's vectors in t.v
+ * (site-major) */
+static wd_status raw_store(wd_mg *mg, const wd_mg_transfer *t)
+{
+    const int n = t->n_fine, nv = t->nvec;
+    const size_t len = t->fine_volume * (size_t)n;
+    if (!mg->raw && !(mg->raw = malloc((size_t)nv * len * sizeof *mg->raw)))
+        return wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the refinement's %d null "
+                       "vectors (%zu bytes)", nv, (size_t)nv * len * sizeof *mg->raw);
+    float complex *raw = mg->raw;
+    const double complex *v = t->v;
+#pragma omp parallel for schedule(static) if (len >= WD_MG_PARALLEL_MIN)
+    for (size_t s = 0; s < t->fine_volume; ++s)
+        for (int k = 0; k < nv; ++k)
+            for (int a = 0; a < n; ++a)
+                raw[k * len + s * n + a] = (float complex)v[(s * nv + (size_t)k) * n + a];
+    return WD_OK;
+}
+
+/*
+ * Every level's transfer and the next level's operator, from the first
+ * level down.  *given (a refinement's rebuild): the first level's null
+ * vectors, as wd_mg_transfer's v of its shape, taken over (*given NULL
+ * once taken; the caller frees it otherwise) in place of relaxed ones.
+ * keep: the first level's vectors as relaxed (or given) also into
+ * mg->raw before their orthonormalisation (a refinement pass starts from
+ * them).
+ */
 static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_stats *stats,
-                              mg_files *io)
+                              mg_files *io, double complex **given, int keep)
 {
     wd_status st = WD_OK;
     const double fine_cost = apply_flops(&mg->lv[0].op) * mg->lv[0].op.volume;
@@ -2897,6 +2936,14 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         if ((st = agreed(mg, wd_mg_transfer_init(&f->t, l, f->op.dims, f->op.n, m->block[l],
                                                  m->nvec[l], f->op.halo.nghost))) != WD_OK)
             break;
+        const int refined = l == 0 && given && *given;
+        if (refined) {
+            free(f->t.v);
+            f->t.v = *given;
+            *given = NULL;
+        }
+        /* the vectors come from the file or the refinement */
+        const int vectors_in = io->in || refined;
         wd_rng rng;
         wd_rng_seed(&rng, m->seed * 1000003u + (uint64_t)l);
         double t_step = now_s(), t_vectors, t_orth, t_build;
@@ -2912,7 +2959,7 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         const size_t count1 = f->t.fine_volume * (size_t)f->t.nvec;
         const size_t vbytes1 = wd_mg_vector_bytes(mg->coarse_precision, f->t.n_fine, count1) +
                                (mg->coarse_precision == 2 ? count1 * sizeof(float) : 0);
-        if (gpu_first && !io->in && f->op.halo.nghost == 0 &&
+        if (gpu_first && !vectors_in && f->op.halo.nghost == 0 &&
             fits(vbytes + vbytes1 + f->len * sizeof(double complex) +
                  wd_mg_coarse_build_cuda_bytes(f->op.volume, 0, f->t.nvec, f->op.clover != NULL,
                                                1, f->t.coarse_volume)) &&
@@ -2928,7 +2975,7 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
             if (st != WD_OK)
                 break;
         }
-        for (int k = 0; !io->in && l == 0 && k < m->nvec[l]; ++k) {
+        for (int k = 0; !vectors_in && l == 0 && k < m->nvec[l]; ++k) {
             /* relaxed in a field of its own (the fine level's w[1] is free
              * until the coarse error below; a coarse level's x, where
              * relax's scratch is w), then stored site-major */
@@ -2963,8 +3010,10 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
                 fprintf(stderr, "wdirac multigrid: level %d null vector %d: %d iterations, "
                         "|A^dag A v| / |A^dag A v0| = %.3e\n", l, k, its, res);
         }
-        stats->setup_residual[l] = worst;
-        stats->setup_unconverged[l] = unconverged;
+        if (!refined) {
+            stats->setup_residual[l] = worst;
+            stats->setup_unconverged[l] = unconverged;
+        }
         if (io->saving && f->dvd && (st = wd_mg_download_cuda(f->t.v, f->dvd, vbytes)) != WD_OK)
             break;
         if (io->saving &&
@@ -2972,6 +3021,14 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
             break;
         t_vectors = now_s() - t_step;
         t_step = now_s();
+        /* the refinement's starts: the vectors before the orthonormalisation
+         * (dvd's through the host's t.v, which holds nothing yet) */
+        if (l == 0 && keep) {
+            if (f->dvd)
+                st = wd_mg_download_cuda(f->t.v, f->dvd, vbytes);
+            if ((st = agreed(mg, st == WD_OK ? raw_store(mg, &f->t) : st)) != WD_OK)
+                break;
+        }
         /* on the GPU where it takes the shape (the first level), else here */
         int orth_done = 0;
         if (gpu_first) {
@@ -3053,7 +3110,10 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
                     "starts %.3f s, relaxation with the moves %.3f s, stored %.3f s), "
                     "orthonormalisation %.3f s, coarse operator %.3f s (%s), diagnostics %.3f s\n",
                     l, t_vectors,
-                    io->in ? "read" : l ? "relaxed on the backend in single" : "relaxed on the backend",
+                    io->in    ? "read"
+                    : refined ? "refined"
+                    : l       ? "relaxed on the backend in single"
+                              : "relaxed on the backend",
                     gpu_first && vectors_kept ? ", kept there" : "",
                     t_random, t_relax, t_store, t_orth, t_build, gpu_first ? "GPU" : "host",
                     now_s() - t_step);
@@ -3063,10 +3123,13 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
                     "site; null vectors |A^dag A v| / |A^dag A v0| <= %.3e (%d of %d above "
                     "setup_tol %.1e%s); "
                     "||P^dag P - 1|| = %.2e; ||D_c v - P^dag A P v|| / ||D_c v|| = %.2e\n",
-                    l, l + 1, cd[0], cd[1], cd[2], cd[3], mg->lv[l + 1].op.n, worst, unconverged,
-                    m->nvec[l], m->setup_tol,
-                    io->in ? ": read from the file"
-                           : unconverged ? ": the setup did not reach its tolerance" : "",
+                    l, l + 1, cd[0], cd[1], cd[2], cd[3], mg->lv[l + 1].op.n,
+                    stats->setup_residual[l], stats->setup_unconverged[l], m->nvec[l],
+                    m->setup_tol,
+                    io->in    ? ": read from the file"
+                    : refined ? ": relaxed before the refinement"
+                    : stats->setup_unconverged[l] ? ": the setup did not reach its tolerance"
+                                                  : "",
                     stats->orth_error[l], stats->coarse_error[l]);
         }
     }
@@ -3078,6 +3141,164 @@ static wd_status mg_solve(void *state, double *x, const double *b, const wd_solv
 static wd_status mg_solve_many(void *state, double *const x[], const double *const b[], int n,
                                const wd_solver_settings *s, wd_solver_stats *const stats[],
                                wd_status lane_st[], char *const msg[], size_t msg_size);
+
+/* A refinement's rebuild: every level's transfer, the coarse operators
+ * and all the backend's coarse state freed (the columns of solve_many
+ * too: made again on first use); the fine level's host operator and
+ * scratch, its backend fields and outer GCR kept */
+static void levels_reset(wd_mg *mg)
+{
+    cols_free(mg);
+    dev_free(mg);
+    mg->stage = NULL;
+    mg->stream = NULL;
+    mg->dev_bytes = 0;
+    mg->error = WD_OK;
+    for (int l = 0; l < WD_MG_MAX_LEVELS; ++l) {
+        mg_level *v = &mg->lv[l];
+        wd_mg_transfer_free(&v->t);
+        const wd_mg_op op = v->op;
+        double complex *w0 = v->w[0], *w1 = v->w[1];
+        const size_t len = v->len;
+        if (l) {
+            wd_mg_op_free(&v->op);
+            free(v->b);
+            free(v->x);
+            for (int i = 0; i < 4; ++i)
+                free(v->w[i]);
+        }
+        memset(v, 0, sizeof *v);
+        if (!l) {
+            v->op = op;
+            v->w[0] = w0;
+            v->w[1] = w1;
+            v->len = len;
+        }
+    }
+}
+
+/*
+ * One adaptive refinement pass (refine_passes; DD-alphaAMG's setup
+ * iterations): each of the first level's null vectors v_k (mg->raw: as
+ * relaxed, or as the last pass left them; not the orthonormalised ones,
+ * whose blocks Gram-Schmidt has mixed) replaced by x_k / |x_k|, x_k from
+ * refine_iter outer iterations of this multigrid's own solve of A x = v_k:
+ * a step of inverse iteration with an approximate inverse.  They go
+ * WD_MG_DEV_LANES at a time through mg_solve_many (their outer GCRs in
+ * lock step; x written over b: mg_solve_many reads a group's b before it
+ * writes its x), each result back into its slot of mg->raw.  Then every
+ * level is rebuilt from them (the coarser levels' vectors relaxed
+ * afresh), the last pass writing `save` and freeing mg->raw.  *worst: the
+ * largest |v_k - A x_k| / |v_k| of the pass's solves (how well the
+ * multigrid being refined solved).
+ */
+static wd_status refine_pass(wd_mg *mg, const wd_mg_settings *m, const wd_solver_settings *s,
+                             wd_mg_setup_stats *stats, mg_files *io, int last, double *worst)
+{
+    mg_level *f = &mg->lv[0];
+    const int nvec = m->nvec[0], n = f->op.n;
+    const size_t len = f->len, volume = f->op.volume;
+    const int group = nvec < WD_MG_DEV_LANES ? nvec : WD_MG_DEV_LANES;
+    double complex *fld = malloc((size_t)group * len * sizeof *fld);
+    char(*msg)[256] = malloc((size_t)group * sizeof *msg);
+    wd_status st = fld && msg ? WD_OK
+                              : wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the "
+                                        "refinement's %d fields", group);
+    if ((st = agreed(mg, st)) != WD_OK) {
+        free(fld);
+        free(msg);
+        return st;
+    }
+    wd_solver_settings rs = *s;
+    rs.tol = 1e-30;               /* refine_iter iterations, whatever they reach */
+    rs.max_iter = m->refine_iter;
+    rs.verbosity = 0;
+    const int verbosity = mg->set.verbosity;
+    mg->set.verbosity = 0;
+    const double fine_cost = apply_flops(&f->op) * f->op.volume;
+    *worst = 0;
+    for (int k0 = 0; k0 < nvec && st == WD_OK; k0 += group) {
+        const int nb = nvec - k0 < group ? nvec - k0 : group;
+        double *x[WD_MG_DEV_LANES];
+        char *text[WD_MG_DEV_LANES];
+        wd_solver_stats ss[WD_MG_DEV_LANES], *sp[WD_MG_DEV_LANES];
+        wd_status lane[WD_MG_DEV_LANES];
+        for (int r = 0; r < nb; ++r) {
+            double complex *v = fld + (size_t)r * len;
+            const float complex *raw = mg->raw + (size_t)(k0 + r) * len;
+#pragma omp parallel for schedule(static) if (len >= WD_MG_PARALLEL_MIN)
+            for (size_t i = 0; i < len; ++i)
+                v[i] = raw[i];
+            x[r] = (double *)v;
+            text[r] = msg[r];
+            memset(&ss[r], 0, sizeof ss[r]);
+            sp[r] = &ss[r];
+        }
+        if ((st = mg_solve_many(mg, x, (const double *const *)x, nb, &rs, sp, lane, text,
+                                sizeof *msg)) != WD_OK)
+            break;
+        for (int r = 0; r < nb && st == WD_OK; ++r) {
+            /* stopping at refine_iter is the plan; another failure is not */
+            if (lane[r] != WD_OK && lane[r] != WD_ERR_MAX_ITER) {
+                st = wd_fail(lane[r], "multigrid: refinement of null vector %d: %s", k0 + r,
+                             msg[r]);
+                break;
+            }
+            if (ss[r].solver_residual > *worst)
+                *worst = ss[r].solver_residual;
+            stats->fine_applies += ss[r].flops / fine_cost;
+            const double complex *v = fld + (size_t)r * len;
+            const double norm = sqrt(gnorm2(mg, v, len));
+            if (!(norm > 0) || !isfinite(norm)) {
+                st = wd_fail(WD_ERR_NAN, "multigrid: refinement of null vector %d gave a zero or "
+                             "non-finite field (|x| = %g)", k0 + r, norm);
+                break;
+            }
+            float complex *raw = mg->raw + (size_t)(k0 + r) * len;
+#pragma omp parallel for schedule(static) if (len >= WD_MG_PARALLEL_MIN)
+            for (size_t i = 0; i < len; ++i)
+                raw[i] = (float complex)(v[i] / norm);
+        }
+        if (st == WD_OK)
+            st = mg->error;
+        st = agreed(mg, st);
+    }
+    mg->set.verbosity = verbosity;
+    free(fld);
+    free(msg);
+    if (st != WD_OK)
+        return st;
+    /* the rebuild from the refined vectors, handed over in the transfer's
+     * site-major shape (its ghost sites filled by the build) */
+    free(f->t.v);
+    f->t.v = NULL;
+    double complex *given = malloc((size_t)nvec * (volume + f->op.halo.nghost) * n *
+                                   sizeof *given);
+    if ((st = agreed(mg, given ? WD_OK
+                               : wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the refined "
+                                         "null vectors"))) != WD_OK)
+        return st;
+    const float complex *raw = mg->raw;
+#pragma omp parallel for schedule(static) if (len >= WD_MG_PARALLEL_MIN)
+    for (size_t x = 0; x < volume; ++x)
+        for (int k = 0; k < nvec; ++k)
+            for (int a = 0; a < n; ++a)
+                given[(x * nvec + (size_t)k) * n + a] = raw[k * len + x * n + a];
+    if (last) {
+        free(mg->raw);
+        mg->raw = NULL;
+    }
+    levels_reset(mg);
+    mg_files none;
+    memset(&none, 0, sizeof none);
+    st = agreed(mg, dev_open(mg));
+    if (st == WD_OK)
+        st = setup_levels(mg, m, stats, last ? io : &none, &given, !last);
+    free(given);
+    if (st == WD_OK)
+        st = agreed(mg, dev_setup(mg));
+    return st;
+}
 
 wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_solver_settings *s,
                              wd_mg_setup_stats *stats)
@@ -3172,8 +3393,13 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
         memcpy(stats->coarse_dims[0], h.grid->dims, sizeof stats->coarse_dims[0]);
         if (st == WD_OK)
             st = agreed(mg, dev_open(mg));
+        /* refinement passes rebuild the levels: the first build keeps the
+         * first level's vectors for them, and the last writes `save` */
+        const int passes = io.in ? 0 : m->refine_passes;
+        mg_files none;
+        memset(&none, 0, sizeof none);
         if (st == WD_OK)
-            st = setup_levels(mg, m, stats, &io);
+            st = setup_levels(mg, m, stats, passes ? &none : &io, NULL, passes > 0);
         const double t_dev = now_s();
         /* the outer GCR's fields after the setup's peak of memory */
         mg->fine.outer_eo = m->outer_eo;
@@ -3185,6 +3411,19 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
             fprintf(stderr, "wdirac multigrid: the coarse levels to the %s backend in %.3f s "
                     "(%.1f MB; coarse links in %s)\n", dev->name, now_s() - t_dev,
                     mg->dev_bytes / 1e6, coarse_precision == 2 ? "half" : "single");
+        stats->refine_residual = NAN;
+        for (int p = 0; st == WD_OK && p < passes; ++p) {
+            const double tp = now_s();
+            double worst = 0;
+            st = refine_pass(mg, m, s, stats, &io, p + 1 == passes, &worst);
+            stats->refine_seconds += now_s() - tp;
+            stats->refine_residual = worst;
+            if (st == WD_OK && m->verbosity >= 1)
+                fprintf(stderr, "wdirac multigrid: refinement pass %d of %d in %.3f s: %d null "
+                        "vectors by %d outer iterations each (|v - A x| / |v| <= %.3e), every "
+                        "level rebuilt\n", p + 1, passes, now_s() - tp, m->nvec[0],
+                        m->refine_iter, worst);
+        }
     }
     if (io.in)
         st = wd_mg_file_finish(io.in, NULL, io.in_sum, st, m->load);

@@ -12,6 +12,7 @@
  *   wd_mg_random_start            a null vector's random start (a stream a
  *                                 global site)
  *   wd_mg_vector_set              store one null vector from a field
+ *   wd_mg_vector_get              one null vector into a field
  *   wd_mg_parity_sites            the sites of one parity, by aggregate and
  *                                 in all (a transfer of one parity's field)
  *   wd_mg_coarse_init             a coarse operator's extents, neighbours, zero links
@@ -182,6 +183,14 @@ void wd_mg_vector_set(wd_mg_transfer *t, int k, const double complex *field)
 #pragma omp parallel for schedule(static) if (t->fine_volume * n >= WD_MG_PARALLEL_MIN)
     for (size_t s = 0; s < t->fine_volume; ++s)
         memcpy(vec(t, k, s), field + s * n, (size_t)n * sizeof *field);
+}
+
+void wd_mg_vector_get(const wd_mg_transfer *t, int k, double complex *field)
+{
+    const int n = t->n_fine;
+#pragma omp parallel for schedule(static) if (t->fine_volume * n >= WD_MG_PARALLEL_MIN)
+    for (size_t s = 0; s < t->fine_volume; ++s)
+        memcpy(field + s * n, vec(t, k, s), (size_t)n * sizeof *field);
 }
 
 wd_status wd_mg_orthonormalise(wd_mg_transfer *t, int level)

@@ -203,6 +203,8 @@ wd_status wd_mg_orthonormalise(wd_mg_transfer *t, int level);
 void wd_mg_prolong(const wd_mg_transfer *t, double complex *fine, const double complex *coarse);
 /* null vector k from a fine field (fine_volume x n_fine) */
 void wd_mg_vector_set(wd_mg_transfer *t, int k, const double complex *field);
+/* The other way: vector k into a field (fine_volume sites; ghosts untouched). */
+void wd_mg_vector_get(const wd_mg_transfer *t, int k, double complex *field);
 /* A null vector's random start on a block of dims sites of n components
  * (host order) whose site x lies at org + x in a lattice of extents ext:
  * each site's numbers from its own wd_rng seeded by base + its global
