@@ -34,7 +34,8 @@
  *            every rank, the true residual of the gathered x (ref_wilson
  *            or ref_wilson_clover on the whole lattice) <= tol 1e-10, x
  *            within 1e-8 of a BiCGstab solution on the same grid; and
- *            with the outer GCR on the even-odd system (outer_eo 1)
+ *            with the outer GCR on the even-odd system (outer_eo 1), Wilson
+ *            also with a refinement pass (refine_passes 1)
  *   errors   --mg-save on a grid of more than one rank: WD_ERR_INVALID on
  *            every rank, naming the cause
  * One line per check on rank 0; "N of M failed" last; exit 1 on any
@@ -388,7 +389,7 @@ static double true_residual(const double complex *u, const double complex *t,
 }
 
 static void test_solve(uint64_t seed, const wd_lattice *lat, int clover, int levels,
-                       wd_mg_smoother smoother, int outer_eo)
+                       wd_mg_smoother smoother, int outer_eo, int refine)
 {
     const size_t gvol = wd_volume(dims), lvol = wd_volume(lat->local);
     char name[128], detail[256];
@@ -425,7 +426,9 @@ static void test_solve(uint64_t seed, const wd_lattice *lat, int clover, int lev
     }
     m.smoother = smoother;
     m.outer_eo = outer_eo;
-    const char *tag = outer_eo ? (clover ? "clover, half preconditioner, outer even-odd"
+    m.refine_passes = refine;
+    const char *tag = refine ? "wilson, outer even-odd, 1 refinement pass"
+                      : outer_eo ? (clover ? "clover, half preconditioner, outer even-odd"
                                          : "wilson, outer even-odd")
                       : smoother == WD_MG_SMOOTHER_CA_GCR
                           ? (clover ? "clover, half preconditioner, CA-GCR" : "wilson, CA-GCR")
@@ -581,14 +584,15 @@ int main(int argc, char **argv)
     test_operators(seed, &g, 0, -1);
     test_operators(seed, &g, 1, 1);
     if (nranks > 1) {
-        test_solve(seed, &lat, 0, 2, WD_MG_SMOOTHER_MR, 0);
-        test_solve(seed, &lat, 0, 3, WD_MG_SMOOTHER_MR, 0);
-        test_solve(seed, &lat, 1, 2, WD_MG_SMOOTHER_MR, 0);
+        test_solve(seed, &lat, 0, 2, WD_MG_SMOOTHER_MR, 0, 0);
+        test_solve(seed, &lat, 0, 3, WD_MG_SMOOTHER_MR, 0, 0);
+        test_solve(seed, &lat, 1, 2, WD_MG_SMOOTHER_MR, 0, 0);
         /* CA-GCR on the fine and the middle level */
-        test_solve(seed, &lat, 0, 3, WD_MG_SMOOTHER_CA_GCR, 0);
+        test_solve(seed, &lat, 0, 3, WD_MG_SMOOTHER_CA_GCR, 0, 0);
         /* the outer GCR on the even-odd Schur system */
-        test_solve(seed, &lat, 0, 2, WD_MG_SMOOTHER_CA_GCR, 1);
-        test_solve(seed, &lat, 1, 2, WD_MG_SMOOTHER_CA_GCR, 1);
+        test_solve(seed, &lat, 0, 2, WD_MG_SMOOTHER_CA_GCR, 1, 0);
+        test_solve(seed, &lat, 1, 2, WD_MG_SMOOTHER_CA_GCR, 1, 0);
+        test_solve(seed, &lat, 0, 2, WD_MG_SMOOTHER_CA_GCR, 1, 1);
         test_errors(&lat);
     }
     if (rank == 0)
