@@ -3183,22 +3183,29 @@ static void levels_reset(wd_mg *mg)
  * relaxed, or as the last pass left them; not the orthonormalised ones,
  * whose blocks Gram-Schmidt has mixed) replaced by x_k / |x_k|, x_k from
  * refine_iter outer iterations of this multigrid's own solve of A x = v_k:
- * a step of inverse iteration with an approximate inverse.  They go
- * WD_MG_DEV_LANES at a time through mg_solve_many (their outer GCRs in
- * lock step; x written over b: mg_solve_many reads a group's b before it
- * writes its x), each result back into its slot of mg->raw.  Then every
- * level is rebuilt from them (the coarser levels' vectors relaxed
- * afresh), the last pass writing `save` and freeing mg->raw.  *worst: the
- * largest |v_k - A x_k| / |v_k| of the pass's solves (how well the
- * multigrid being refined solved).
+ * a step of inverse iteration with an approximate inverse.  They go up
+ * to WD_MG_DEV_LANES at a time (as many as 4 GB of host fields hold)
+ * through mg_solve_many (their outer GCRs in lock step; x written over
+ * b: mg_solve_many reads a group's b before it writes its x), each
+ * result back into its slot of mg->raw.  Then every level is rebuilt
+ * from them (the coarser levels' vectors relaxed afresh), the last pass
+ * writing `save` and freeing mg->raw.  *worst: the largest |v_k - A x_k|
+ * / |v_k| of the pass's solves (how well the multigrid being refined
+ * solved); *t_solves their seconds with the moves.
  */
 static wd_status refine_pass(wd_mg *mg, const wd_mg_settings *m, const wd_solver_settings *s,
-                             wd_mg_setup_stats *stats, mg_files *io, int last, double *worst)
+                             wd_mg_setup_stats *stats, mg_files *io, int last, double *worst,
+                             double *t_solves)
 {
+    const double t0 = now_s();
     mg_level *f = &mg->lv[0];
     const int nvec = m->nvec[0], n = f->op.n;
     const size_t len = f->len, volume = f->op.volume;
-    const int group = nvec < WD_MG_DEV_LANES ? nvec : WD_MG_DEV_LANES;
+    /* as many at a time as 4 GB of host fields hold (16 at 24^3x64, 2 at
+     * 48^3x96), at most WD_MG_DEV_LANES */
+    int group = (int)(4e9 / ((double)len * sizeof(double complex)));
+    group = group < 1 ? 1 : group > WD_MG_DEV_LANES ? WD_MG_DEV_LANES : group;
+    group = group > nvec ? nvec : group;
     double complex *fld = malloc((size_t)group * len * sizeof *fld);
     char(*msg)[256] = malloc((size_t)group * sizeof *msg);
     wd_status st = fld && msg ? WD_OK
@@ -3266,6 +3273,7 @@ static wd_status refine_pass(wd_mg *mg, const wd_mg_settings *m, const wd_solver
     mg->set.verbosity = verbosity;
     free(fld);
     free(msg);
+    *t_solves = now_s() - t0;
     if (st != WD_OK)
         return st;
     /* the rebuild from the refined vectors, handed over in the transfer's
@@ -3414,15 +3422,15 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
         stats->refine_residual = NAN;
         for (int p = 0; st == WD_OK && p < passes; ++p) {
             const double tp = now_s();
-            double worst = 0;
-            st = refine_pass(mg, m, s, stats, &io, p + 1 == passes, &worst);
+            double worst = 0, t_solves = 0;
+            st = refine_pass(mg, m, s, stats, &io, p + 1 == passes, &worst, &t_solves);
             stats->refine_seconds += now_s() - tp;
             stats->refine_residual = worst;
             if (st == WD_OK && m->verbosity >= 1)
                 fprintf(stderr, "wdirac multigrid: refinement pass %d of %d in %.3f s: %d null "
-                        "vectors by %d outer iterations each (|v - A x| / |v| <= %.3e), every "
-                        "level rebuilt\n", p + 1, passes, now_s() - tp, m->nvec[0],
-                        m->refine_iter, worst);
+                        "vectors by %d outer iterations each (%.3f s with the moves; |v - A x| / "
+                        "|v| <= %.3e), every level rebuilt\n", p + 1, passes, now_s() - tp,
+                        m->nvec[0], m->refine_iter, t_solves, worst);
         }
     }
     if (io.in)
