@@ -9,6 +9,8 @@
  *                             operator on the solver's backend
  *   wd_mg_fine_solver         the outer GCR's fields and operators (after the
  *                             setup)
+ *   wd_mg_fine_solver_release those fields released, the operators kept (a
+ *                             refinement's rebuild)
  *   wd_mg_fine_apply          out = A in in the outer precision
  *   wd_mg_fine_apply_k        out = A in in the Krylov precision (single)
  *   wd_mg_fine_smooth         e ~ A^-1 r: MR or CA-GCR steps on the Schur
@@ -86,6 +88,8 @@ static wd_status op_create(wd_mg_fine *f, wd_mg_fine_op *op, const wd_solver_hos
 {
     wd_backend *be = f->be;
     wd_status st = WD_OK;
+    if (op->g)
+        return WD_OK;       /* made by an earlier wd_mg_fine_solver */
     const int precision = op->precision;
     if (precision == h->g_outer->precision)
         op->g = h->g_outer;
@@ -248,6 +252,35 @@ wd_status wd_mg_fine_solver(wd_mg_fine *f, const wd_solver_host *h)
         wd_mg_pair_ax(be, 1.0, &f->b);
     free(host);
     return st;
+}
+
+void wd_mg_fine_solver_release(wd_mg_fine *f)
+{
+    wd_backend *be = f->be;
+    if (!be)
+        return;
+    wd_mg_pair *pairs[] = {&f->x, &f->b, &f->r, &f->rk, &f->xk, &f->u};
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; ++i)
+        pair_destroy(be, pairs[i]);
+    for (int k = 0; k < f->nk; ++k) {
+        if (f->z)
+            pair_destroy(be, &f->z[k]);
+        if (f->q)
+            pair_destroy(be, &f->q[k]);
+        if (f->ze)
+            wd_field_destroy(be, &f->ze[k]);
+        if (f->qe)
+            wd_field_destroy(be, &f->qe[k]);
+    }
+    wd_field *fields[] = {&f->xe, &f->bhat, &f->re, &f->to, &f->te, &f->rke,
+                          &f->xke, &f->ue, &f->we, &f->zo, &f->tko, &f->tke};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; ++i)
+        wd_field_destroy(be, fields[i]);
+    free(f->ze);
+    free(f->qe);
+    f->ze = f->qe = NULL;
+    wd_clover_destroy(be, &f->ainv_own[0]);
+    wd_clover_destroy(be, &f->ainv_own[1]);
 }
 
 void wd_mg_fine_free(wd_mg_fine *f)

@@ -3194,8 +3194,8 @@ static void levels_reset(wd_mg *mg)
  * solved); *t_solves their seconds with the moves.
  */
 static wd_status refine_pass(wd_mg *mg, const wd_mg_settings *m, const wd_solver_settings *s,
-                             wd_mg_setup_stats *stats, mg_files *io, int last, double *worst,
-                             double *t_solves)
+                             const wd_solver_host *h, wd_mg_setup_stats *stats, mg_files *io,
+                             int last, double *worst, double *t_solves)
 {
     const double t0 = now_s();
     mg_level *f = &mg->lv[0];
@@ -3296,13 +3296,18 @@ static wd_status refine_pass(wd_mg *mg, const wd_mg_settings *m, const wd_solver
         free(mg->raw);
         mg->raw = NULL;
     }
+    /* as in the first setup, the outer GCR's fields are made after the
+     * build's peak of memory */
     levels_reset(mg);
+    wd_mg_fine_solver_release(&mg->fine);
     mg_files none;
     memset(&none, 0, sizeof none);
     st = agreed(mg, dev_open(mg));
     if (st == WD_OK)
         st = setup_levels(mg, m, stats, last ? io : &none, &given, !last);
     free(given);
+    if (st == WD_OK)
+        st = agreed(mg, wd_mg_fine_solver(&mg->fine, h));
     if (st == WD_OK)
         st = agreed(mg, dev_setup(mg));
     return st;
@@ -3423,7 +3428,7 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
         for (int p = 0; st == WD_OK && p < passes; ++p) {
             const double tp = now_s();
             double worst = 0, t_solves = 0;
-            st = refine_pass(mg, m, s, stats, &io, p + 1 == passes, &worst, &t_solves);
+            st = refine_pass(mg, m, s, &h, stats, &io, p + 1 == passes, &worst, &t_solves);
             stats->refine_seconds += now_s() - tp;
             stats->refine_residual = worst;
             if (st == WD_OK && m->verbosity >= 1)

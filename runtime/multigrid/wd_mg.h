@@ -301,6 +301,10 @@ typedef struct wd_mg_fine {
 wd_status wd_mg_fine_init(wd_mg_fine *f, const wd_solver_host *h, double kappa, int nkrylov,
                           wd_mg_smoother smoother, int steps);
 wd_status wd_mg_fine_solver(wd_mg_fine *f, const wd_solver_host *h);
+/* The fields wd_mg_fine_solver made, released (the operators' links and
+ * clover blocks kept); wd_mg_fine_solver makes them again (a refinement's
+ * rebuild runs without them, as the first setup does). */
+void wd_mg_fine_solver_release(wd_mg_fine *f);
 void wd_mg_fine_free(wd_mg_fine *f);
 /* out = A in in the outer precision */
 wd_status wd_mg_fine_apply(wd_mg_fine *f, wd_mg_pair *out, const wd_mg_pair *in);
