@@ -389,6 +389,7 @@ int wd_cli_mg_finish(const char *prog, wd_cli_mg *mg, int verbose)
 const char *wd_cli_mg_option_of(const char *message)
 {
     static const char *const map[][2] = {
+        {"multigrid file", "--mg-load, --mg-save"}, {"refine", "--mg-refine, --mg-refine-iter"},
         {"block", "--mg-block"}, {"nvec", "--mg-nvec"}, {"null vector", "--mg-nvec"},
         {"levels", "--mg-levels"}, {"setup_tol", "--mg-setup-tol"},
         {"coarse_tol", "--mg-coarse-tol"}, {"gcr_nkrylov", "--mg-nkrylov"},

@@ -393,7 +393,8 @@ typedef enum wd_mg_smoother {
  * solver's backend, the setup's orthonormalisation, coarse builds and
  * diagnostics in float64 (the first coarse build on the GPU with the CUDA
  * backend); the true residual is checked as for every solver.  save and
- * load work on one process in this version.
+ * load work on any grid (rank 0 holds the file, in the global site order:
+ * a file saved on one grid loads on another).
  */
 typedef struct wd_mg_settings {
     int levels;                         ///< 2: levels, the fine one included (2 .. WD_MG_MAX_LEVELS)
@@ -409,7 +410,7 @@ typedef struct wd_mg_settings {
     int gcr_nkrylov;                    ///< 20: basis of the outer flexible GCR before a restart (and of the coarse GCRs)
     uint64_t seed;                      ///< 1: random starts of the null vectors
     int verbosity;                      ///< 0: 1 the setup summary and diagnostics per level, 2 also every outer iteration, 3 also each solve's seconds by part, the device synchronised after each (slower) (stderr)
-    const char *save;                   ///< NULL: write the setup's null vectors (as relaxed, every level) to this file, which a later setup's `load` turns into the same multigrid bit for bit
+    const char *save;                   ///< NULL: write the setup's null vectors (as relaxed, or as the refinement left them; every level) to this file, which a later setup's `load` turns into the same multigrid bit for bit (on a grid rank 0 writes it, in the global site order)
     int save_overwrite;                 ///< 0: 1 replaces an existing file at `save` (0 refuses it before the setup starts)
     const char *load;                   ///< NULL: take the null vectors from this file instead of relaxing them (levels, blocks and nvec must match it; the coarse operators are built for this setup's mass, so a file serves nearby masses too)
     int coarse_eo;                      ///< 1: the coarsest level's GCR solves its even-odd Schur complement 1 - X^-1 Y_eo X^-1 Y_oe (QUDA's) where every global coarse extent is even (else, and with 0, the whole coarse operator)
@@ -445,8 +446,9 @@ void wd_mg_default_settings(wd_mg_settings *m);
  * settings (a block that does not divide, nvec above an aggregate's
  * dimension, a level count outside 2 .. WD_MG_MAX_LEVELS) give
  * WD_ERR_INVALID naming the level and the setting, the solver unchanged.
- * WD_ERR_INVALID on a process grid of several ranks (not yet).  stats may
- * be NULL.
+ * Collective on a process grid: every rank gets the same status (a
+ * failure of one rank's reaches the others as "rank R: <its message>").
+ * stats may be NULL.
  */
 wd_status wd_solver_mg_setup(wd_solver *solver, const wd_mg_settings *m,
                              const wd_solver_settings *s, wd_mg_setup_stats *stats);

@@ -14,8 +14,9 @@
 #     x within 100 tol of one process's Krylov solution, and the grids'
 #     outer and coarse iterations those of one process (the null vectors'
 #     starts are one global field on every grid);
-#     --mg-save on 2 ranks (one process only in this version): exit 2 with
-#     the reason, within a time limit (no hang), no output file.
+#     --mg-save on 2 ranks, loaded on 1 and 4, and one process's file
+#     loaded on 2: the saver's iterations, x within 100 tol; a corrupted
+#     file refused on 2 ranks within a time limit (no hang), no output.
 # One line per check; "N of M failed" last; exit 1 on any failure.
 set -u
 wdirac=$1
@@ -139,16 +140,51 @@ for g in "1 1 1 1 1" "2 1 1 1 2" "4 1 1 2 2"; do
     check "--mg on $n rank(s), grid $*: one process's solution and iterations" $((rc | crc)) \
         "$out $(grep -m1 'wdirac' "$tmp/$name.log")"
 done
-# --mg-save on a grid: refused alike on every rank (wd_solver_mg_setup's
-# WD_ERR_INVALID, agreed), so mpiexec returns 2 rather than hanging
-timeout 120 "${mpi[@]}" -n 2 "$wdirac" solve --gauge "$tmp/cfg" --kappa 0.12 --random 1 \
-    --backend cpu --grid 1 1 1 2 --mg --mg-block 2 --mg-nvec 8 --mg-setup-iter 20 \
-    --mg-save "$tmp/mg.nv" --out "$tmp/mg.npy" > "$tmp/mg.log" 2>&1
+# --mg-save / --mg-load across grids: the file holds the vectors in the
+# global order whatever wrote it, so a setup saved on 2 ranks loads on 1
+# and on 4, one saved on 1 loads on 2, each with the saver's iterations
+mgfile() {   # mgfile NAME NRANKS FILEOPTION FILE GRID...
+    local name=$1 n=$2 opt=$3 file=$4
+    shift 4
+    timeout 300 "${mpi[@]}" -n "$n" "$wdirac" solve --gauge "$tmp/cfg" --kappa 0.12 \
+        --tol 1e-10 --random 11 --backend cpu --quiet --grid "$@" --mg --mg-block 2 \
+        --mg-nvec 8 --mg-setup-iter 20 "$opt" "$file" --out "$tmp/$name.npy" \
+        --json "$tmp/$name.json" > "$tmp/$name.log" 2>&1
+}
+mgfile mgsave-2 2 --mg-save "$tmp/mg2.nv" 1 1 1 2
 rc=$?
-grep -q "work on one process" "$tmp/mg.log" && [ $rc -eq 2 ] && [ ! -e "$tmp/mg.npy" ] &&
-    [ ! -e "$tmp/mg.nv" ]
-check "--mg-save on 2 ranks: exit 2, the reason said, no hang, no file" $? \
-    "rc $rc: $(grep -m1 'wdirac' "$tmp/mg.log")"
+out=$(mgcompare mgsave-2 rando-1 mg-2 2>&1)
+check "--mg-save on 2 ranks (T split): the file, the grid's iterations" \
+    $((rc | $? )) "$out; $(ls -l "$tmp/mg2.nv" 2>&1 | cut -c1-60)"
+for g in "1 1 1 1 1" "4 1 1 2 2"; do
+    set -- $g
+    n=$1
+    shift
+    mgfile "mgload2-$n" "$n" --mg-load "$tmp/mg2.nv" "$@"
+    rc=$?
+    out=$(mgcompare "mgload2-$n" rando-1 mgsave-2 2>&1)
+    check "--mg-load on $n rank(s) of 2 ranks' file: its iterations, x" $((rc | $?)) "$out"
+done
+mgfile mgsave-1 1 --mg-save "$tmp/mg1.nv" 1 1 1 1
+rc=$?
+mgfile mgload1-2 2 --mg-load "$tmp/mg1.nv" 1 1 1 2
+rc=$((rc | $?))
+out=$(mgcompare mgload1-2 rando-1 mgsave-1 2>&1)
+check "--mg-load on 2 ranks of one process's file: its iterations, x" $((rc | $?)) "$out"
+# a corrupted byte: refused on every rank (rank 0 reads the checksum, the
+# status agreed), no hang, no solution file
+python3 -c "
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, 'rb').read())
+b[4096] ^= 0x10
+open(p, 'wb').write(b)
+" "$tmp/mg2.nv"
+mgfile mgbad-2 2 --mg-load "$tmp/mg2.nv" 1 1 1 2
+rc=$?
+grep -q "checksum" "$tmp/mgbad-2.log" && [ $rc -ne 0 ] && [ ! -e "$tmp/mgbad-2.npy" ]
+check "--mg-load of a corrupted file on 2 ranks: refused, no hang, no file" $? \
+    "rc $rc: $(grep -m1 'wdirac' "$tmp/mgbad-2.log")"
 
 echo "$failed of $run failed"
 [ "$failed" -eq 0 ]

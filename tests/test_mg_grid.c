@@ -36,8 +36,10 @@
  *            within 1e-8 of a BiCGstab solution on the same grid; and
  *            with the outer GCR on the even-odd system (outer_eo 1), Wilson
  *            also with a refinement pass (refine_passes 1)
- *   errors   --mg-save on a grid of more than one rank: WD_ERR_INVALID on
- *            every rank, naming the cause
+ *   file     save and load on the grid (2 and 4 ranks): the loaded
+ *            multigrid solves with the saver's bits on every rank; a
+ *            corrupted byte refused on every rank (WD_ERR_CORRUPT, rank
+ *            0's checksum message), the loaded multigrid kept
  * One line per check on rank 0; "N of M failed" last; exit 1 on any
  * failure.
  */
@@ -509,36 +511,105 @@ out:
     free(xk);
 }
 
-static void test_errors(const wd_lattice *lat)
+/*
+ * save and load on the grid: a setup saved here (rank 0 writes, every
+ * rank's block through it) and loaded into a second solver on the same
+ * grid solves with the same bits, block by block on every rank; a
+ * corrupted byte is refused on every rank with rank 0's reason, the
+ * loaded multigrid kept.  The path is the seed's and the rank count's.
+ */
+static void test_file(uint64_t seed, const wd_lattice *lat)
 {
     if (nranks == 1)
         return;
     const size_t gvol = wd_volume(dims), lvol = wd_volume(lat->local);
     double complex *u = xalloc(gvol * 36 * sizeof *u), *lu = xalloc(lvol * 36 * sizeof *lu);
+    double complex *b = xalloc(gvol * 12 * sizeof *b), *lb = xalloc(lvol * 12 * sizeof *lb);
+    double complex *x[2] = {xalloc(lvol * 12 * sizeof *x[0]), xalloc(lvol * 12 * sizeof *x[1])};
     wd_rng rng;
-    wd_rng_seed(&rng, 3);
-    wd_gauge_smooth(u, dims, 0.4, &rng);
+    wd_rng_seed(&rng, seed + 3u);
+    wd_gauge_smooth(u, dims, 0.9, &rng);
+    fill_random(b, gvol * 12, &rng);
     test_copy_block((double *)lu, (double *)u, lat, 72, 0);
+    test_copy_block((double *)lb, (double *)b, lat, 24, 0);
+    for (size_t i = 0; i < lvol * 12; ++i)
+        x[0][i] = x[1][i] = NAN;
     wd_solver_settings s;
     wd_solver_default_settings(&s);
     memcpy(s.grid, lat->procs, sizeof s.grid);
+    s.backend = backend;
+    s.mass = -1.3;
+    s.tbc = -1;
+    s.tol = 1e-10;
     wd_mg_settings m;
     wd_mg_default_settings(&m);
     m.nvec[0] = 8;
-    m.save = "/tmp/test_mg_grid_refused.nv";
-    wd_solver *sv = NULL;
-    wd_status st = wd_solver_create(&sv, (const double *)lu, dims, &s);
-    if (st == WD_OK) {
-        st = wd_solver_mg_setup(sv, &m, &s, NULL);
-        wd_solver_destroy(sv);
+    m.setup_max_iter = 20;
+    char path[96];
+    snprintf(path, sizeof path, "/tmp/test_mg_grid_%llu_%d.nv", (unsigned long long)seed, nranks);
+    if (rank == 0)
+        remove(path);
+    wd_solver *sv[2] = {NULL, NULL};
+    wd_solver_stats ms[2];
+    wd_status st[2];
+    for (int i = 0; i < 2; ++i) {
+        m.save = i == 0 ? path : NULL;
+        m.load = i == 1 ? path : NULL;
+        s.solver = WD_SOLVER_BICGSTAB;
+        st[i] = wd_solver_create(&sv[i], (const double *)lu, dims, &s);
+        if (st[i] == WD_OK)
+            st[i] = wd_solver_mg_setup(sv[i], &m, &s, NULL);
+        s.solver = WD_SOLVER_MG;
+        if (st[i] == WD_OK)
+            st[i] = wd_solver_solve(sv[i], (double *)x[i], (const double *)lb, &s, &ms[i]);
     }
-    double mine = st, root = st;
+    double differ = st[0] != WD_OK || st[1] != WD_OK || ms[0].iterations != ms[1].iterations ||
+                    memcmp(x[0], x[1], lvol * 12 * sizeof *x[0]) != 0;
+    wd_comm_sum(&differ, 1);
+    char detail[200];
+    snprintf(detail, sizeof detail, "%s / %s, outer its %d / %d, ranks differing %g",
+             wd_status_string(st[0]), wd_status_string(st[1]), st[0] == WD_OK ? ms[0].iterations : -1,
+             st[1] == WD_OK ? ms[1].iterations : -1, differ);
+    check_true("file: saved and loaded on the grid, the same bits on every rank", differ == 0,
+               detail);
+    /* one byte changed (rank 0 writes it), then the load refused alike */
+    if (rank == 0) {
+        FILE *f = fopen(path, "r+b");
+        int byte = -1;
+        if (f && fseek(f, 4096, SEEK_SET) == 0 && (byte = fgetc(f)) != EOF &&
+            fseek(f, 4096, SEEK_SET) == 0)
+            fputc(byte ^ 0x10, f);
+        if (f)
+            fclose(f);
+    }
+    double dummy = 0;
+    wd_comm_sum(&dummy, 1);     /* the file changed before anyone reads it */
+    wd_status bad = sv[1] ? wd_solver_mg_setup(sv[1], &m, &s, NULL) : WD_ERR_INVALID;
+    double mine = bad, root = bad;
     wd_comm_bcast(&root, sizeof root, 0);
-    check_true("errors: --mg-save on a grid refused on every rank",
-               st == WD_ERR_INVALID && mine == root && strstr(wd_last_error(), "one process"),
+    check_true("file: a corrupted byte refused on every rank",
+               bad == WD_ERR_CORRUPT && mine == root && strstr(wd_last_error(), "checksum"),
                wd_last_error());
+    /* the refusal kept the loaded multigrid */
+    for (size_t i = 0; i < lvol * 12; ++i)
+        x[1][i] = NAN;
+    wd_status again = sv[1] ? wd_solver_solve(sv[1], (double *)x[1], (const double *)lb, &s, NULL)
+                            : WD_ERR_INVALID;
+    differ = again != WD_OK || memcmp(x[0], x[1], lvol * 12 * sizeof *x[0]) != 0;
+    wd_comm_sum(&differ, 1);
+    check_true("file: the loaded multigrid kept after the refusal", differ == 0,
+               wd_status_string(again));
+    for (int i = 0; i < 2; ++i)
+        if (sv[i])
+            wd_solver_destroy(sv[i]);
+    if (rank == 0)
+        remove(path);
     free(u);
     free(lu);
+    free(b);
+    free(lb);
+    free(x[0]);
+    free(x[1]);
 }
 
 int main(int argc, char **argv)
@@ -593,7 +664,7 @@ int main(int argc, char **argv)
         test_solve(seed, &lat, 0, 2, WD_MG_SMOOTHER_CA_GCR, 1, 0);
         test_solve(seed, &lat, 1, 2, WD_MG_SMOOTHER_CA_GCR, 1, 0);
         test_solve(seed, &lat, 0, 2, WD_MG_SMOOTHER_CA_GCR, 1, 1);
-        test_errors(&lat);
+        test_file(seed, &lat);
     }
     if (rank == 0)
         printf("%d of %d failed\n", checks_failed, checks_run);

@@ -11,6 +11,8 @@
  *   wd_mg_file_create  start writing one (the safe writer: nothing appears
  *                      at path unless wd_mg_file_finish succeeds)
  *   wd_mg_file_io      read or write one level's vectors, summing them
+ *   wd_mg_file_io_grid the same on a process grid: every rank's block
+ *                      through rank 0, one global time slice at a time
  *   wd_mg_file_finish  check (reading) or write (writing) the checksum and
  *                      close
  *
@@ -25,9 +27,11 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
+#include "wd_comm.h"
 #include "wd_core.h"
 #include "wd_file_write.h"
 #include "wd_mg.h"
@@ -123,6 +127,100 @@ wd_status wd_mg_file_io(FILE *f, int writing, void *data, size_t bytes, unsigned
         done += k;
     }
     return WD_OK;
+}
+
+/* the first failure stays (the message pattern goes on) */
+static void keep(wd_status *st, wd_status s)
+{
+    if (*st == WD_OK)
+        *st = s;
+}
+
+/* rank r's box of a global time slice (extents G, boxes of L at q) to
+ * and from its part (L[0] L[1] L[2] records, x fastest), row by row */
+static void box_rows(unsigned char *slice, unsigned char *part, const int G[4], const int L[4],
+                     const int q[4], size_t record, int to_slice)
+{
+    const size_t row = (size_t)L[0] * record;
+    for (int z = 0; z < L[2]; ++z)
+        for (int y = 0; y < L[1]; ++y) {
+            unsigned char *s =
+                slice + (((size_t)(q[2] * L[2] + z) * G[1] + (size_t)(q[1] * L[1] + y)) * G[0] +
+                         (size_t)q[0] * L[0]) * record;
+            unsigned char *p = part + ((size_t)z * L[1] + y) * row;
+            if (to_slice)
+                memcpy(s, p, row);
+            else
+                memcpy(p, s, row);
+        }
+}
+
+enum { TAG_SLICE = 7301 };
+
+wd_status wd_mg_file_io_grid(FILE *f, int writing, void *block, const wd_grid *g,
+                             const int local[4], size_t record, unsigned long *sum,
+                             const char *path)
+{
+    const int root = g->rank == 0;
+    int G[4];
+    for (int mu = 0; mu < 4; ++mu)
+        G[mu] = local[mu] * g->procs[mu];
+    const size_t part_bytes = (size_t)local[0] * local[1] * local[2] * record;
+    const size_t slice_bytes = (size_t)G[0] * G[1] * G[2] * record;
+    unsigned char *part = malloc(part_bytes), *slice = root ? malloc(slice_bytes) : NULL;
+    int(*coord)[4] = root ? malloc((size_t)g->size * sizeof *coord) : NULL;
+    wd_status st = part && (!root || (slice && coord))
+                       ? WD_OK
+                       : wd_fail(WD_ERR_NOMEM, "multigrid file '%s': cannot allocate a time "
+                                 "slice of %zu bytes", path, root ? slice_bytes : part_bytes);
+    /* every rank's grid coordinates, as the grid orders them */
+    for (int r = 0; root && st == WD_OK && r < g->size; ++r) {
+        wd_grid gr;
+        if ((st = wd_grid_make(&gr, g->dims, g->procs, g->size, r, 1)) == WD_OK)
+            memcpy(coord[r], gr.coord, sizeof coord[r]);
+    }
+    if ((st = wd_comm_agree(st)) != WD_OK) {
+        free(part);
+        free(slice);
+        free(coord);
+        return st;
+    }
+    for (int t = 0; t < G[3]; ++t) {
+        const int pt = t / local[3];
+        unsigned char *mine = (unsigned char *)block + (size_t)(t % local[3]) * part_bytes;
+        if (!root) {
+            if (g->coord[3] == pt)
+                keep(&st, writing ? wd_comm_send(mine, part_bytes, 0, TAG_SLICE)
+                                  : wd_comm_recv(mine, part_bytes, 0, TAG_SLICE));
+            continue;
+        }
+        if (!writing) {
+            if (st == WD_OK)
+                st = wd_mg_file_io(f, 0, slice, slice_bytes, sum, path);
+            if (st != WD_OK)
+                memset(slice, 0, slice_bytes);  /* zeros go out, the pattern kept */
+        }
+        for (int r = 0; r < g->size; ++r) {
+            if (coord[r][3] != pt)
+                continue;
+            unsigned char *p = r ? part : mine;
+            if (writing) {
+                if (r)
+                    keep(&st, wd_comm_recv(part, part_bytes, r, TAG_SLICE));
+                box_rows(slice, p, G, local, coord[r], record, 1);
+            } else {
+                box_rows(slice, p, G, local, coord[r], record, 0);
+                if (r)
+                    keep(&st, wd_comm_send(part, part_bytes, r, TAG_SLICE));
+            }
+        }
+        if (writing && st == WD_OK)
+            st = wd_mg_file_io(f, 1, slice, slice_bytes, sum, path);
+    }
+    free(part);
+    free(slice);
+    free(coord);
+    return wd_comm_agree(st);
 }
 
 wd_status wd_mg_file_finish(FILE *f, wd_file_temp *t, unsigned long sum, wd_status st,

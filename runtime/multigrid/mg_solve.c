@@ -2824,13 +2824,29 @@ static wd_status host_vectors(wd_mg *mg, mg_level *f, size_t vbytes, int downloa
     return st;
 }
 
-/* A setup's file: the vectors read (load) or written (save) level by level */
+/* A setup's file: the vectors read (loading) or written (saving) level by
+ * level, on every rank; the file itself (in, out) and its sums are rank
+ * 0's on a grid */
 typedef struct mg_files {
     FILE *in;
     wd_file_temp out;
-    int saving;
+    int loading, saving;
     unsigned long in_sum, out_sum;
 } mg_files;
+
+/* level f's vectors (t.v's volume sites, vbytes) to or from the setup's
+ * file: on a grid every rank's block through rank 0 (collective) */
+static wd_status file_level(wd_mg *mg, mg_files *io, int writing, mg_level *f, size_t vbytes,
+                            const char *path)
+{
+    unsigned long *sum = writing ? &io->out_sum : &io->in_sum;
+    FILE *fp = writing ? io->out.f : io->in;
+    if (mg->ranks == 1)
+        return wd_mg_file_io(fp, writing, f->t.v, vbytes, sum, path);
+    return wd_mg_file_io_grid(fp, writing, f->t.v, mg->lv[0].op.halo.grid, f->op.dims,
+                              (size_t)f->t.nvec * f->t.n_fine * sizeof(double complex), sum,
+                              path);
+}
 
 /* Level l's (l > 0) null vectors: random starts on the host, relaxed on the
  * backend in groups of lock_step (0: WD_SOLVE_MANY_GROUP; at most
@@ -2943,14 +2959,14 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
             *given = NULL;
         }
         /* the vectors come from the file or the refinement */
-        const int vectors_in = io->in || refined;
+        const int vectors_in = io->loading || refined;
         wd_rng rng;
         wd_rng_seed(&rng, m->seed * 1000003u + (uint64_t)l);
         double t_step = now_s(), t_vectors, t_orth, t_build;
         double worst = 0, t_random = 0, t_relax = 0, t_store = 0;
         int unconverged = 0;
         const size_t vbytes = (size_t)m->nvec[l] * f->len * sizeof *f->t.v;
-        if (io->in && (st = wd_mg_file_io(io->in, 0, f->t.v, vbytes, &io->in_sum, m->load)) != WD_OK)
+        if (io->loading && (st = file_level(mg, io, 0, f, vbytes, m->load)) != WD_OK)
             break;
         /* a GPU's first level: its single vectors (dv, for the transfer)
          * and where it all fits, the float64 ones kept there from the
@@ -2968,7 +2984,7 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
             break;
         /* a coarse level's null vectors relax on the backend, its
          * operator there from now on (dev_setup keeps it), in groups */
-        if (l > 0 && !io->in) {
+        if (l > 0 && !io->loading) {
             double t_part = now_s();
             st = agreed(mg, relax_level(mg, l, m, stats, &worst, &unconverged, &t_random, &t_store));
             t_relax = now_s() - t_part - t_random - t_store;
@@ -3016,8 +3032,7 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
         }
         if (io->saving && f->dvd && (st = wd_mg_download_cuda(f->t.v, f->dvd, vbytes)) != WD_OK)
             break;
-        if (io->saving &&
-            (st = wd_mg_file_io(io->out.f, 1, f->t.v, vbytes, &io->out_sum, m->save)) != WD_OK)
+        if (io->saving && (st = file_level(mg, io, 1, f, vbytes, m->save)) != WD_OK)
             break;
         t_vectors = now_s() - t_step;
         t_step = now_s();
@@ -3110,8 +3125,8 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
                     "starts %.3f s, relaxation with the moves %.3f s, stored %.3f s), "
                     "orthonormalisation %.3f s, coarse operator %.3f s (%s), diagnostics %.3f s\n",
                     l, t_vectors,
-                    io->in    ? "read"
-                    : refined ? "refined"
+                    io->loading ? "read"
+                    : refined   ? "refined"
                     : l       ? "relaxed on the backend in single"
                               : "relaxed on the backend",
                     gpu_first && vectors_kept ? ", kept there" : "",
@@ -3126,8 +3141,8 @@ static wd_status setup_levels(wd_mg *mg, const wd_mg_settings *m, wd_mg_setup_st
                     l, l + 1, cd[0], cd[1], cd[2], cd[3], mg->lv[l + 1].op.n,
                     stats->setup_residual[l], stats->setup_unconverged[l], m->nvec[l],
                     m->setup_tol,
-                    io->in    ? ": read from the file"
-                    : refined ? ": relaxed before the refinement"
+                    io->loading ? ": read from the file"
+                    : refined   ? ": relaxed before the refinement"
                     : stats->setup_unconverged[l] ? ": the setup did not reach its tolerance"
                                                   : "",
                     stats->orth_error[l], stats->coarse_error[l]);
@@ -3326,11 +3341,8 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
     memset(stats, 0, sizeof *stats);
     wd_status st = check_mg_settings(m);
     wd_solver_host h;
-    if (st == WD_OK && (st = wd_solver_host_view(sv, s, &h)) == WD_OK && h.grid->size > 1 &&
-        (m->save || m->load))
-        st = wd_fail(WD_ERR_INVALID, "wd_solver_mg_setup: saving and loading null vectors "
-                     "(--mg-save, --mg-load) work on one process in this version; the grid has "
-                     "%d ranks", h.grid->size);
+    if (st == WD_OK)
+        st = wd_solver_host_view(sv, s, &h);
     /* every level's checks before anything is built; the coarse links in
      * half when the solver's sloppy precision is half (the whole
      * preconditioner then runs in it), else in single */
@@ -3369,11 +3381,22 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
      * path costs no setup */
     mg_files io;
     memset(&io, 0, sizeof io);
-    if (st == WD_OK && m->load)
-        st = wd_mg_file_open(&io.in, m->load, m, h.dims);
-    if (st == WD_OK && m->save) {
-        if ((st = wd_mg_file_create(&io.out, m->save, m->save_overwrite, m, h.dims)) == WD_OK)
+    /* the file is rank 0's on a grid (its header the global extents), the
+     * vectors go through it level by level (file_level) */
+    const int files = st == WD_OK && (m->load || m->save);
+    const int file_rank = files && (h.grid->size == 1 || wd_comm_rank() == 0);
+    const int file_agree = files && h.grid->size > 1;
+    if (files) {
+        io.loading = m->load != NULL;
+        if (file_rank && m->load)
+            st = wd_mg_file_open(&io.in, m->load, m, h.grid->dims);
+        if (file_rank && st == WD_OK && m->save &&
+            (st = wd_mg_file_create(&io.out, m->save, m->save_overwrite, m, h.grid->dims)) ==
+                WD_OK)
             io.saving = 1;
+        if (file_agree)
+            st = wd_comm_agree(st);
+        io.saving = st == WD_OK && m->save;
     }
     /* the checks above agree on every rank (the same settings and block
      * extents); an allocation may fail on one rank alone */
@@ -3408,7 +3431,7 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
             st = agreed(mg, dev_open(mg));
         /* refinement passes rebuild the levels: the first build keeps the
          * first level's vectors for them, and the last writes `save` */
-        const int passes = io.in ? 0 : m->refine_passes;
+        const int passes = io.loading ? 0 : m->refine_passes;
         mg_files none;
         memset(&none, 0, sizeof none);
         if (st == WD_OK)
@@ -3440,8 +3463,10 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
     }
     if (io.in)
         st = wd_mg_file_finish(io.in, NULL, io.in_sum, st, m->load);
-    if (io.saving)
+    if (io.out.f)
         st = wd_mg_file_finish(NULL, &io.out, io.out_sum, st, m->save);
+    if (file_agree)
+        st = wd_comm_agree(st);
     if (st != WD_OK) {
         mg_free(mg);
         return st;

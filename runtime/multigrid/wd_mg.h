@@ -360,6 +360,16 @@ wd_status wd_mg_file_create(wd_file_temp *t, const char *path, int overwrite,
                             const wd_mg_settings *m, const int dims[4]);
 wd_status wd_mg_file_io(FILE *f, int writing, void *data, size_t bytes, unsigned long *sum,
                         const char *path);
+/* The same on the process grid g (more than one rank), collective: one
+ * level's vectors between every rank's block (its local[4] sites in
+ * lexicographic order, record bytes a site) and the file's global order
+ * (local x procs extents), one global time slice at a time through rank
+ * 0, which alone holds f and *sum.  Every rank keeps the same message
+ * pattern whatever fails; the status is agreed (rank 0's failure reaches
+ * every rank as "rank 0: <its message>"). */
+wd_status wd_mg_file_io_grid(FILE *f, int writing, void *block, const wd_grid *g,
+                             const int local[4], size_t record, unsigned long *sum,
+                             const char *path);
 wd_status wd_mg_file_finish(FILE *f, wd_file_temp *t, unsigned long sum, wd_status st,
                             const char *path);
 
