@@ -288,30 +288,12 @@ void wd_mg_fine_free(wd_mg_fine *f)
     wd_backend *be = f->be;
     if (!be)
         return;
-    wd_mg_pair *pairs[] = {&f->x, &f->b, &f->r, &f->rk, &f->xk, &f->u, &f->rs, &f->es};
-    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; ++i)
-        pair_destroy(be, pairs[i]);
-    for (int k = 0; k < f->nk; ++k) {
-        if (f->z)
-            pair_destroy(be, &f->z[k]);
-        if (f->q)
-            pair_destroy(be, &f->q[k]);
-    }
-    wd_field *fields[] = {&f->h,   &f->qs,  &f->ps, &f->zs,  &f->tmp_s, &f->tmp_se, &f->xe,
-                          &f->bhat, &f->re, &f->rke, &f->xke, &f->ue,   &f->we,     &f->zo, &f->to,
-                          &f->te,  &f->tko, &f->tke};
+    wd_mg_fine_solver_release(f);
+    pair_destroy(be, &f->rs);
+    pair_destroy(be, &f->es);
+    wd_field *fields[] = {&f->h, &f->qs, &f->ps, &f->zs, &f->tmp_s, &f->tmp_se};
     for (size_t i = 0; i < sizeof fields / sizeof *fields; ++i)
         wd_field_destroy(be, fields[i]);
-    for (int k = 0; k < f->nk; ++k) {
-        if (f->ze)
-            wd_field_destroy(be, &f->ze[k]);
-        if (f->qe)
-            wd_field_destroy(be, &f->qe[k]);
-    }
-    free(f->ze);
-    free(f->qe);
-    wd_clover_destroy(be, &f->ainv_own[0]);
-    wd_clover_destroy(be, &f->ainv_own[1]);
     for (int i = 0; i < f->nbasis; ++i)
         wd_field_destroy(be, &f->pb[i]);
     free(f->pb);
