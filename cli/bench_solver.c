@@ -100,8 +100,10 @@ static void usage(FILE *f)
             "  --solvers LIST        cg,bicgstab (default both)\n"
             "  --configs LIST        precision configurations OUTER[-SLOPPY], e.g. d,d-s,d-h,d-s8g\n"
             "                        (default d,d-s,d-h; recon 12 unless given, g = gauge fixed),\n"
-            "                        and mg: the multigrid (one row a kappa, its setup timed\n"
-            "                        apart; the --mg-* options below set it up)\n"
+            "                        and mg or mg-d, mg-s, mg-h: the multigrid, the outer GCR\n"
+            "                        in double, the preconditioner in the given precision\n"
+            "                        (mg: single) (one row a kappa, its setup timed apart;\n"
+            "                        the --mg-* options below set it up)\n"
             "  --mixed METHOD        reliable|defect|none (default reliable)\n"
             "  --delta D             reliable-update delta (default 0.1)\n"
             "  --accumulator A       auto|sloppy|outer: precision of the partial solution\n"
@@ -169,15 +171,20 @@ static int parse_configs(const char *s, config *c, int max)
     int n = 0;
     while (*s && n < max) {
         const char *start = s;
-        if (!strncmp(s, "mg", 2) && (s[2] == ',' || !s[2])) {
-            /* the multigrid runs in float64: a pure double solver under it */
+        /* mg, or mg-P: the multigrid, the outer GCR in double, the
+         * preconditioner (smoother, coarse links, null vectors) in the
+         * sloppy precision P (s, the library's choice, unless given) */
+        const int mgp = !strncmp(s, "mg-", 3) && strchr("dsh", s[3]) && s[3] ? 4 : 0;
+        if (!strncmp(s, "mg", 2) && (mgp || s[2] == ',' || !s[2]) &&
+            (!mgp || s[4] == ',' || !s[4])) {
+            const int len = mgp ? 4 : 2;
             memset(&c[n], 0, sizeof c[n]);
-            snprintf(c[n].name, sizeof c[n].name, "mg");
+            snprintf(c[n].name, sizeof c[n].name, "%.*s", len, s);
             c[n].outer = (level){8, 12, 0};
-            c[n].sloppy = c[n].outer;
+            c[n].sloppy = (level){mgp && s[3] == 'd' ? 8 : mgp && s[3] == 'h' ? 2 : 4, 12, 0};
             c[n].mg = 1;
             n++;
-            s += s[2] ? 3 : 2;
+            s += s[len] ? len + 1 : len;
             continue;
         }
         c[n].mg = 0;

@@ -215,23 +215,28 @@ def mg_checks(wdirac, tmp):
     path = os.path.join(tmp, "solver-mg.json")
     mg = ["--mg-block", "2", "--mg-nvec", "8", "--mg-setup-iter", "30"]
     p = run(wdirac, "bench", "solver", "--backend", "cpu", *DIMS, "--sweeps", "5",
-            "--kappas", "0.12,0.13", "--configs", "d-s,mg", "--solvers", "bicgstab", "--tol",
+            "--kappas", "0.12,0.13", "--configs", "d-s,mg,mg-h", "--solvers", "bicgstab", "--tol",
             str(TOL), "--seed", "4", *mg, "--json", path)
-    check("bench solver --configs d-s,mg exits 0", p.returncode == 0,
+    check("bench solver --configs d-s,mg,mg-h exits 0", p.returncode == 0,
           f"exit {p.returncode}: {p.stdout[-2000:]} {p.stderr}")
     if p.returncode != 0:
         return
     lines = p.stdout.splitlines()
     head = [k for k, line in enumerate(lines) if line.startswith("solver ")]
-    body = [line.split()[:2] for line in lines[head[0] + 1:] if line.strip()][:6] if head else []
-    check("... one table: bicgstab d-s and mg rows under one header",
+    body = [line.split()[:2] for line in lines[head[0] + 1:] if line.strip()] if head else []
+    check("... one table: bicgstab d-s, mg and mg-h rows under one header",
           len(head) == 1 and lines[head[0]].split()[-1] == "mg_setup"
-          and body.count(["bicgstab", "d-s"]) == 2 and body.count(["mg", "mg"]) == 2,
-          "\n".join(lines[head[0]:head[0] + 8]) if head else p.stdout[-800:])
+          and body.count(["bicgstab", "d-s"]) == 2 and body.count(["mg", "mg"]) == 2
+          and body.count(["mg", "mg-h"]) == 2,
+          "\n".join(lines[head[0]:head[0] + 12]) if head else p.stdout[-800:])
     rows = json.load(open(path))["results"]
-    check("... JSON: 2 bicgstab and 2 mg rows, each converged",
-          sorted(r["solver"] for r in rows) == ["bicgstab", "bicgstab", "mg", "mg"]
-          and all(r["status"] == "ok" and 0 < r["true_residual"] <= TOL for r in rows),
+    check("... JSON: 2 bicgstab and 4 mg rows, each converged; mg's preconditioner in single, "
+          "mg-h's in half, the outer GCR in double",
+          sorted(r["solver"] for r in rows) == ["bicgstab"] * 2 + ["mg"] * 4
+          and all(r["status"] == "ok" and 0 < r["true_residual"] <= TOL for r in rows)
+          and all(r["outer"]["precision"] == 8
+                  and r["sloppy"]["precision"] == (2 if r["config"] == "mg-h" else 4)
+                  for r in rows if r["solver"] == "mg"),
           json.dumps(rows)[:400])
     for r in (r for r in rows if r["solver"] == "mg"):
         su = r.get("mg_setup", {})
