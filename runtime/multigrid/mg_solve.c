@@ -288,25 +288,20 @@ static wd_status check_mg_settings(const wd_mg_settings *m)
 static void dev_free(wd_mg *mg);
 static void lanes_free(wd_mg *mg);
 static void cols_free(wd_mg *mg);
+static void levels_reset(wd_mg *mg);
 
 static void mg_free(void *state)
 {
     wd_mg *mg = state;
     if (!mg)
         return;
-    cols_free(mg);
-    dev_free(mg);
+    /* every level but the fine one's operator and scratch */
+    levels_reset(mg);
     free(mg->raw);
     wd_mg_fine_free(&mg->fine);
-    for (int l = 0; l < WD_MG_MAX_LEVELS; ++l) {
-        mg_level *v = &mg->lv[l];
-        wd_mg_op_free(&v->op);
-        wd_mg_transfer_free(&v->t);
-        free(v->b);
-        free(v->x);
-        for (int i = 0; i < 4; ++i)
-            free(v->w[i]);
-    }
+    wd_mg_op_free(&mg->lv[0].op);
+    free(mg->lv[0].w[0]);
+    free(mg->lv[0].w[1]);
     free(mg);
 }
 
@@ -2913,22 +2908,35 @@ static wd_status relax_level(wd_mg *mg, int l, const wd_mg_settings *m, wd_mg_se
     return st;
 }
 
+/* nv vectors of volume sites of n components between the transfer's
+ * site-major shape (v, complex double) and mg->raw's (a field a vector,
+ * complex float): into raw where to_raw, else into v */
+static void raw_move(float complex *raw, double complex *v, size_t volume, int nv, int n,
+                     int to_raw)
+{
+    const size_t len = volume * (size_t)n;
+#pragma omp parallel for schedule(static) if (len >= WD_MG_PARALLEL_MIN)
+    for (size_t s = 0; s < volume; ++s)
+        for (int k = 0; k < nv; ++k)
+            for (int a = 0; a < n; ++a) {
+                float complex *r = raw + k * len + s * n + a;
+                double complex *x = v + (s * nv + (size_t)k) * n + a;
+                if (to_raw)
+                    *r = (float complex)*x;
+                else
+                    *x = *r;
+            }
+}
+
 /* mg->raw (allocated on first use) from the first level's vectors in t.v
  * (site-major) */
 static wd_status raw_store(wd_mg *mg, const wd_mg_transfer *t)
 {
-    const int n = t->n_fine, nv = t->nvec;
-    const size_t len = t->fine_volume * (size_t)n;
-    if (!mg->raw && !(mg->raw = malloc((size_t)nv * len * sizeof *mg->raw)))
+    const size_t bytes = (size_t)t->nvec * t->fine_volume * t->n_fine * sizeof *mg->raw;
+    if (!mg->raw && !(mg->raw = malloc(bytes)))
         return wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the refinement's %d null "
-                       "vectors (%zu bytes)", nv, (size_t)nv * len * sizeof *mg->raw);
-    float complex *raw = mg->raw;
-    const double complex *v = t->v;
-#pragma omp parallel for schedule(static) if (len >= WD_MG_PARALLEL_MIN)
-    for (size_t s = 0; s < t->fine_volume; ++s)
-        for (int k = 0; k < nv; ++k)
-            for (int a = 0; a < n; ++a)
-                raw[k * len + s * n + a] = (float complex)v[(s * nv + (size_t)k) * n + a];
+                       "vectors (%zu bytes)", t->nvec, bytes);
+    raw_move(mg->raw, t->v, t->fine_volume, t->nvec, t->n_fine, 1);
     return WD_OK;
 }
 
@@ -3301,12 +3309,7 @@ static wd_status refine_pass(wd_mg *mg, const wd_mg_settings *m, const wd_solver
                                : wd_fail(WD_ERR_NOMEM, "multigrid: cannot allocate the refined "
                                          "null vectors"))) != WD_OK)
         return st;
-    const float complex *raw = mg->raw;
-#pragma omp parallel for schedule(static) if (len >= WD_MG_PARALLEL_MIN)
-    for (size_t x = 0; x < volume; ++x)
-        for (int k = 0; k < nvec; ++k)
-            for (int a = 0; a < n; ++a)
-                given[(x * nvec + (size_t)k) * n + a] = raw[k * len + x * n + a];
+    raw_move(mg->raw, given, volume, nvec, n, 0);
     if (last) {
         free(mg->raw);
         mg->raw = NULL;
@@ -3390,10 +3393,8 @@ wd_status wd_solver_mg_setup(wd_solver *sv, const wd_mg_settings *m, const wd_so
         io.loading = m->load != NULL;
         if (file_rank && m->load)
             st = wd_mg_file_open(&io.in, m->load, m, h.grid->dims);
-        if (file_rank && st == WD_OK && m->save &&
-            (st = wd_mg_file_create(&io.out, m->save, m->save_overwrite, m, h.grid->dims)) ==
-                WD_OK)
-            io.saving = 1;
+        if (file_rank && st == WD_OK && m->save)
+            st = wd_mg_file_create(&io.out, m->save, m->save_overwrite, m, h.grid->dims);
         if (file_agree)
             st = wd_comm_agree(st);
         io.saving = st == WD_OK && m->save;
