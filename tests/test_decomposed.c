@@ -33,7 +33,12 @@
  * T; 1x1x2x2 with Y).  On CUDA every call on a grid must pack all its
  * faces (every partitioned dimension, both directions, every right-hand
  * side) in one launch and unpack them in one
- * (wd_backend_cuda_halo_launches).  With --halo every grid's exchanges
+ * (wd_backend_cuda_halo_launches), and the one-RHS variants run twice,
+ * with the exchange overlapping the interior sites' kernel (the default)
+ * and before the whole kernel.  On every grid the site order of the
+ * overlap (wd_site_order: interior first) must be a permutation whose
+ * interior reads no ghost and whose boundary reads one, as
+ * wd_site_neighbours finds them.  With --halo every grid's exchanges
  * must take the policy's route in every exchanged dimension (peer to peer
  * by copies or kernel writes, or NCCL; wd_backend_cuda_halo_route), and
  * a route that cannot be fails the grid.
@@ -56,6 +61,7 @@
 #include "ref_wilson.h"
 #include "wd_backend.h"
 #include "wd_comm.h"
+#include "wd_layout.h"
 #include "wd_operator.h"
 
 static int rank, nranks, checks_run, checks_failed;
@@ -373,6 +379,52 @@ static void run_multi(wd_backend *one, wd_backend *dec, const wd_grid *g, const 
     free(ufl);
 }
 
+/* wd_site_order on the block of a grid backend, both parities: a
+ * permutation of the output sites, ascending within each part, whose
+ * interior sites have every neighbour local and whose boundary sites read
+ * at least one ghost, as the kernels' own wd_site_neighbours finds them
+ * (the list the CUDA backend's overlap computes apart) */
+static void check_site_order(const wd_backend *dec, const char *grid)
+{
+    const int n = dec->volume_cb;
+    int *order = xalloc((size_t)n * sizeof *order), *seen = xalloc((size_t)n * sizeof *seen);
+    for (int parity = 0; parity < 2; parity++) {
+        wd_dslash_args a;
+        memset(&a, 0, sizeof a);
+        memset(seen, 0, (size_t)n * sizeof *seen);
+        for (int mu = 0; mu < 4; mu++) {
+            a.dims[mu] = dec->dims[mu];
+            a.part |= (dec->halo.part[mu] != 0) << mu;
+            a.ghost[mu][0] = dec->halo.ghost[mu][0];
+            a.ghost[mu][1] = dec->halo.ghost[mu][1];
+        }
+        a.parity = parity;
+        a.global_T = dec->halo.global_T;
+        const int inner = wd_site_order(dec->dims, dec->halo.part, parity, order);
+        int ok = inner >= 0 && inner <= n, expect = 1;
+        for (int mu = 0; mu < 4; mu++)
+            expect *= dec->halo.part[mu] ? dec->dims[mu] - 2 : dec->dims[mu];
+        ok = ok && inner == expect / 2;
+        for (int k = 0; k < n && ok; k++) {
+            const int cb = order[k];
+            ok = cb >= 0 && cb < n && !seen[cb]++ &&
+                 (k == 0 || k == inner || cb > order[k - 1]);
+            wd_site st;
+            wd_site_neighbours(&a, ok ? cb : 0, &st);
+            int ghost = 0;
+            for (int mu = 0; mu < 4; mu++)
+                ghost |= st.fwd[mu] >= n || st.bwd[mu] >= n;
+            ok = ok && ghost == (k >= inner);
+        }
+        char what[160];
+        snprintf(what, sizeof what, "site order grid %s parity %d: %d interior sites first, "
+                 "then the %d reading a ghost", grid, parity, inner, n - inner);
+        check(ok, what);
+    }
+    free(order);
+    free(seen);
+}
+
 /* self: on one rank, dimensions (bit mu) whose faces are exchanged
  * although the rank is its own neighbour there: the halo path (gather,
  * exchange, scatter, ghost reads) on one process, which must give the
@@ -407,34 +459,46 @@ static void run_grid(const int procs[4], const fields *fs, const int local[4], i
     }
     if (halo_forced && kind == WD_BACKEND_CUDA && dec.halo.ghost_sites > 0)
         force_halo(&dec, procs, self);
+    char gname[32];
+    snprintf(gname, sizeof gname, "%d%d%d%d%s", procs[0], procs[1], procs[2], procs[3],
+             self ? " self" : "");
+    if (dec.halo.ghost_sites > 0)
+        check_site_order(&dec, gname);
     /* the one-RHS Wilson variants here, the multi-RHS ones in run_multi;
      * the clover ones add a site-local epilogue to the same hops
-     * (test_solver_grid runs them on grids through the solver) */
-    for (int v = 0; v < wd_variant_count; v++)
-        for (int tbc = -1; tbc <= 1; tbc += 2)
-            for (int parity = 0; parity < 2 && wd_variants[v].op == WD_OP_WILSON &&
-                                 wd_variants[v].nrhs == 1; parity++) {
-                const wd_variant *var = &wd_variants[v];
-                const double *u = var->gauge_fix ? fs->uf : fs->u;
-                char what[160];
-                snprintf(what, sizeof what, "%s grid %d%d%d%d%s %s parity %d", var->name, procs[0],
-                         procs[1], procs[2], procs[3], self ? " self" : "",
-                         tbc < 0 ? "antiper" : "periodic", parity);
-                wd_status st = agreed(&one, apply(&one, v, u, fs->in, fs->x, parity, tbc, whole));
-                if (st == WD_OK)
-                    st = agreed(&dec, apply(&dec, v, var->gauge_fix ? ufl : ul, inl, xl, parity,
-                                            tbc, part));
-                if (st != WD_OK) {
-                    check(0, wd_last_error());
-                    continue;
+     * (test_solver_grid runs them on grids through the solver).  On a
+     * CUDA grid also with the exchange before the whole kernel ("serial"),
+     * besides the default overlap of the interior */
+    const int modes = kind == WD_BACKEND_CUDA && dec.halo.ghost_sites > 0 ? 2 : 1;
+    for (int serial = 0; serial < modes; serial++) {
+        wd_backend_cuda_set_overlap(&dec, !serial);
+        for (int v = 0; v < wd_variant_count; v++)
+            for (int tbc = -1; tbc <= 1; tbc += 2)
+                for (int parity = 0; parity < 2 && wd_variants[v].op == WD_OP_WILSON &&
+                                     wd_variants[v].nrhs == 1; parity++) {
+                    const wd_variant *var = &wd_variants[v];
+                    const double *u = var->gauge_fix ? fs->uf : fs->u;
+                    char what[160];
+                    snprintf(what, sizeof what, "%s grid %s %s parity %d%s", var->name, gname,
+                             tbc < 0 ? "antiper" : "periodic", parity, serial ? " serial" : "");
+                    wd_status st =
+                        agreed(&one, apply(&one, v, u, fs->in, fs->x, parity, tbc, whole));
+                    if (st == WD_OK)
+                        st = agreed(&dec, apply(&dec, v, var->gauge_fix ? ufl : ul, inl, xl,
+                                                parity, tbc, part));
+                    if (st != WD_OK) {
+                        check(0, wd_last_error());
+                        continue;
+                    }
+                    extract(expect, whole, &g, 24);
+                    double n2 = 0;
+                    for (size_t k = 0; k < 24 * lvol; k++)
+                        n2 += part[k] * part[k];
+                    check(n2 > 0 && !memcmp(part, expect, 24 * lvol * sizeof(double)) &&
+                          last_one_launch, what);
                 }
-                extract(expect, whole, &g, 24);
-                double n2 = 0;
-                for (size_t k = 0; k < 24 * lvol; k++)
-                    n2 += part[k] * part[k];
-                check(n2 > 0 && !memcmp(part, expect, 24 * lvol * sizeof(double)) &&
-                      last_one_launch, what);
-            }
+    }
+    wd_backend_cuda_set_overlap(&dec, 1);
 
     run_multi(&one, &dec, &g, fs, procs, self, seed);
 

@@ -35,9 +35,12 @@
  * launches over every right-hand side (blockIdx.z) and one message each
  * way per dimension holding their faces back to back.
  * wd_cuda_be_dslash_grid runs it on the exchange's stream while the main
- * stream computes the interior sites, then the boundary slices on the
- * exchange's stream (T alone partitioned), or before the whole kernel on
- * the main stream (otherwise).  Between the GPUs of one node the faces go
+ * stream computes the interior sites, then the boundary on the exchange's
+ * stream: the first and the last time slice, two index ranges, where T
+ * alone is partitioned; where X, Y or Z is, the interior and the boundary
+ * parts of a list of the output sites (wd_site_order, the generated
+ * kernels' a.sites).  With the overlap off, or no interior (an extent of
+ * 2), it runs before the whole kernel on the main stream.  Between the GPUs of one node the faces go
  * peer to peer where they can (halo_p2p.h; written into the neighbour's
  * receive buffer by the copy engine, or by the gather kernel), NCCL
  * elsewhere.
@@ -868,6 +871,9 @@ typedef struct cuda_ctx {
     cudaStream_t comm;         /* the exchange's stream, when it overlaps the interior */
     cudaEvent_t ev_start, ev_halo;  /* input ready; exchange done (timed) */
     cudaEvent_t ev_bound;      /* the boundary's kernels done (overlapped) */
+    int *order;                /* device, where X, Y or Z is partitioned: per parity the
+                                * V/2 output sites, interior first (wd_site_order) */
+    int inner[2];              /* the interior's sites per parity */
     int overlap;               /* overlap the exchange with the interior where possible */
     int pack_launches, unpack_launches;  /* the last exchange's gather and scatter launches */
     int halo_policy;           /* wd_halo_policy asked for */
@@ -1334,6 +1340,7 @@ void wd_cuda_be_close(wd_backend *be)
         if (c->ev_bound)
             cudaEventDestroy(c->ev_bound);
         wd_cuda_free(c->face_idx);
+        wd_cuda_free(c->order);
         wd_cuda_free(c->halo);
         wd_cuda_free(c->partial);
         wd_cuda_free(c->count);
@@ -1678,11 +1685,14 @@ static wd_status halo_routes(wd_backend *be, int policy)
 
 /* Collective (every rank of the grid): the NCCL communicator, the face
  * index tables of every partitioned dimension (idx, `total` entries, from
- * the host half: wd_face_site), [mu][last][parity] starting at off, and the
- * halo routes of policy (halo_routes).  The caller has selected this
+ * the host half: wd_face_site), [mu][last][parity] starting at off, the
+ * output sites of both parities interior first (order, NULL where only T
+ * is partitioned: wd_site_order, inner[parity] interior sites each), and
+ * the halo routes of policy (halo_routes).  The caller has selected this
  * rank's device. */
 wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
-                               const long off[4][2][2], int policy)
+                               const long off[4][2][2], const int *order, const int inner[2],
+                               int policy)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     wd_status st = wd_nccl_open(&c->nccl, be->grid.size, be->grid.rank);
@@ -1709,6 +1719,13 @@ wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
         st = wd_cuda_malloc((void **)&c->face_idx, (size_t)total * sizeof(int), "the face index tables");
     if (st == WD_OK)
         st = wd_cuda_h2d(c->face_idx, idx, (size_t)total * sizeof(int));
+    const size_t nord = 2 * (size_t)be->volume_cb * sizeof(int);
+    if (st == WD_OK && order) {
+        c->inner[0] = inner[0], c->inner[1] = inner[1];
+        st = wd_cuda_malloc((void **)&c->order, nord, "the grid's interior and boundary sites");
+        if (st == WD_OK)
+            st = wd_cuda_h2d(c->order, order, nord);
+    }
     if ((st = grid_agree(be, st)) != WD_OK)
         return st;
     return halo_routes(be, policy);
@@ -1983,22 +2000,29 @@ void wd_cuda_be_set_overlap(wd_backend *be, int on)
         c->overlap = on;
 }
 
-/* T alone partitioned: its boundary sites are the first and the last
- * slice_cb checkerboard indices (t is the slowest coordinate), so the
- * interior is one contiguous range */
-static int overlappable(const wd_backend *be)
+/* How the exchange overlaps the interior of output parity `parity`: 0 not
+ * (overlap off, or no interior); OVERLAP_SLICES: T alone partitioned, its
+ * boundary sites are the first and the last face_cb[3] checkerboard
+ * indices (t is the slowest coordinate), so the interior is one contiguous
+ * range; OVERLAP_LIST: X, Y or Z partitioned, the interior and the
+ * boundary are the two parts of c->order's list for the parity */
+enum { OVERLAP_SLICES = 1, OVERLAP_LIST = 2 };
+static int overlappable(const wd_backend *be, int parity)
 {
     const cuda_ctx *c = (const cuda_ctx *)be->ctx;
-    return c->overlap && c->comm && !be->halo.part[0] && !be->halo.part[1] && !be->halo.part[2] &&
-           be->halo.part[3] && be->dims[3] > 2;
+    if (!c->overlap || !c->comm)
+        return 0;
+    if (!be->halo.part[0] && !be->halo.part[1] && !be->halo.part[2])
+        return be->halo.part[3] && be->dims[3] > 2 ? OVERLAP_SLICES : 0;
+    return c->order && c->inner[parity] > 0 ? OVERLAP_LIST : 0;
 }
 
 /* The decomposed Dslash, enqueued: the exchange of in's ghosts and the
  * kernel.  Overlapped where overlappable(): the exchange on the comm
  * stream (after the input is ready on the main stream) while the main
- * stream computes the interior sites, which read no ghost; the two
- * boundary slices follow the exchange on the comm stream, and the main
- * stream waits for them.  Otherwise the exchange, then the whole kernel,
+ * stream computes the interior sites, which read no ghost; the boundary
+ * (the two T slices, or the list's boundary part) follows the exchange on
+ * the comm stream, and the main stream waits for it.  Otherwise the exchange, then the whole kernel,
  * on the main stream.  Either way c->ev_halo marks the end of the
  * exchange and every site's arithmetic is the same.  `pending`
  * (a failure of the caller's) is agreed with the other ranks before the
@@ -2011,7 +2035,8 @@ wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_ar
     /* the right-hand sides the call covers, whose ghosts it reads */
     const int nrhs = wd_variants[variant].nrhs * (args->groups > 1 ? args->groups : 1);
     wd_status st;
-    if (!overlappable(be)) {
+    const int how = overlappable(be, args->parity);
+    if (!how) {
         /* a failure halo_on returns is every rank's (agreed); those after
          * it are this rank's alone (after_agreement) */
         if ((st = halo_on(be, in, nrhs, parity, pending, s)) != WD_OK)
@@ -2021,8 +2046,18 @@ wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_ar
         return after_agreement(be, st == WD_OK ? wd_cuda_dslash_async(variant, args, block) : st);
     }
     /* the interior first, so that the main stream never waits for the host
-     * (the exchange's agreement and NCCL calls) */
-    const int slice = be->halo.face_cb[3], n = be->volume_cb;
+     * (the exchange's agreement and NCCL calls): sites [i0, i1) of the
+     * range (T slices) or of the list, then the boundary [b0, b1) and
+     * [b2, b3) */
+    wd_dslash_args listed;
+    const int n = be->volume_cb, slice = be->halo.face_cb[3];
+    int i0 = slice, i1 = n - slice, b0 = 0, b1 = slice, b2 = n - slice, b3 = n;
+    if (how == OVERLAP_LIST) {
+        listed = *args;
+        listed.sites = c->order + (size_t)args->parity * n;
+        args = &listed;
+        i0 = 0, i1 = c->inner[args->parity], b0 = i1, b1 = b2 = b3 = n;
+    }
     cudaError_t err = cudaEventRecord(c->ev_start, s);
     if (err == cudaSuccess)
         err = cudaStreamWaitEvent(c->comm, c->ev_start, 0);
@@ -2030,7 +2065,7 @@ wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_ar
         pending = wd_fail(WD_ERR_CUDA, "CUDA backend: ordering the exchange after the input: %s",
                           cudaGetErrorString(err));
     if (pending == WD_OK)
-        pending = wd_cuda_dslash_range_async(variant, args, block, slice, n - slice, s);
+        pending = wd_cuda_dslash_range_async(variant, args, block, i0, i1, s);
     st = halo_on(be, in, nrhs, parity, pending, c->comm);
     if (st != WD_OK)
         return st;
@@ -2042,9 +2077,9 @@ wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_ar
     if (err != cudaSuccess)
         return after_agreement(be, wd_fail(WD_ERR_CUDA, "CUDA backend: marking the exchange's "
                                            "end: %s", cudaGetErrorString(err)));
-    st = wd_cuda_dslash_range_async(variant, args, block, 0, slice, c->comm);
+    st = wd_cuda_dslash_range_async(variant, args, block, b0, b1, c->comm);
     if (st == WD_OK)
-        st = wd_cuda_dslash_range_async(variant, args, block, n - slice, n, c->comm);
+        st = wd_cuda_dslash_range_async(variant, args, block, b2, b3, c->comm);
     err = cudaEventRecord(c->ev_bound, c->comm);
     if (err == cudaSuccess)
         err = cudaStreamWaitEvent(s, c->ev_bound, 0);

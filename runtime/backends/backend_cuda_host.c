@@ -14,7 +14,7 @@
  * each Dslash runs backend_cuda.cu's wd_cuda_be_dslash_grid: the exchange
  * of the input's ghosts (of every right-hand side a multi-RHS call covers,
  * one message per neighbour and direction), overlapped with the interior
- * sites' kernel where only T is partitioned, then the boundary; reductions
+ * sites' kernel, then the boundary; reductions
  * are summed over the ranks.  The result equals one GPU's bit for bit.
  *
  * The externally accessible functions are
@@ -72,7 +72,8 @@ wd_status wd_cuda_be_to_host_layout(wd_backend *be, double *raw, const wd_field 
 wd_status wd_cuda_be_scan_host_layout(wd_backend *be, const double *raw, long n, double *norm2,
                                       long *bad);
 wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
-                               const long off[4][2][2], int policy);
+                               const long off[4][2][2], const int *order, const int inner[2],
+                               int policy);
 wd_status wd_cuda_be_set_halo(wd_backend *be, int policy);
 void wd_cuda_be_halo_route(const wd_backend *be, char *buf, size_t n);
 wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_args *args,
@@ -542,7 +543,9 @@ wd_status wd_backend_cuda_select(void)
 
 /* Collective: NCCL and the device's face index tables, [mu][last][parity]
  * the checkerboard indices of the face_cb sites of that parity at x_mu = 0
- * (last 0) or L_mu - 1 (last 1) in wd_face_gather's order. */
+ * (last 0) or L_mu - 1 (last 1) in wd_face_gather's order; where X, Y or Z
+ * is partitioned, the output sites of each parity interior first
+ * (wd_site_order), which the overlapped exchange computes apart. */
 static wd_status grid_open(wd_backend *be)
 {
     long off[4][2][2], total = 0;
@@ -570,10 +573,21 @@ static wd_status grid_open(wd_backend *be)
     if (st == WD_OK && env && *env && wd_halo_policy_parse(env, &policy) != WD_OK)
         st = wd_fail(WD_ERR_INVALID, "WDIRAC_HALO=%.64s: expected auto, nccl, copy or kernel",
                      env);
+    int *order = NULL, inner[2] = {0, 0};
+    if (st == WD_OK && (be->halo.part[0] || be->halo.part[1] || be->halo.part[2])) {
+        const size_t n = (size_t)be->volume_cb;
+        if (!(order = malloc(2 * n * sizeof *order)))
+            st = wd_fail(WD_ERR_NOMEM, "CUDA backend: the grid's interior and boundary sites "
+                         "(%zu a parity)", n);
+        for (int parity = 0; parity < 2 && st == WD_OK; ++parity)
+            inner[parity] = wd_site_order(be->dims, be->halo.part, parity, order + parity * n);
+    }
     if (be->grid.size > 1)
         st = wd_comm_agree(st);
     if (st == WD_OK)
-        st = wd_cuda_be_grid_open(be, idx, total, (const long(*)[2][2])off, (int)policy);
+        st = wd_cuda_be_grid_open(be, idx, total, (const long(*)[2][2])off, order, inner,
+                                  (int)policy);
+    free(order);
     free(idx);
     return st;
 }

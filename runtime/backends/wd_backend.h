@@ -420,9 +420,11 @@ wd_status wd_backend_cuda_time_dslash(wd_backend *be, int variant, wd_field *out
                                       const wd_gauge *g, const wd_field *in, const wd_field *x,
                                       double a, int parity, int reps, double *us, double *halo_us);
 
-/* On a CUDA backend's grid that partitions T alone: overlap the exchange
- * with the interior sites' kernel (on, the default) or run it before the
- * whole kernel (off); the results are the same bits.  No-op elsewhere. */
+/* On a CUDA backend's grid: overlap the exchange with the interior sites'
+ * kernel (on, the default), the boundary sites computed once the ghosts
+ * are in (the first and last time slices where T alone is partitioned, a
+ * list of sites where X, Y or Z is), or run it before the whole kernel
+ * (off); the results are the same bits.  No-op elsewhere. */
 void wd_backend_cuda_set_overlap(wd_backend *be, int on);
 
 /* How a CUDA backend's grid exchanges its halos.  Between the GPUs of

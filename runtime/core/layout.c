@@ -276,6 +276,31 @@ int wd_face_site(const int dims[4], int mu, int c, int parity, int f)
     return (co[0] + dims[0] * (co[1] + dims[1] * (co[2] + dims[2] * co[3]))) >> 1;
 }
 
+int wd_site_order(const int dims[4], const int part[4], int parity, int *order)
+{
+    const int n = dims[0] * dims[1] * dims[2] * dims[3] / 2;
+    int inner = 0;
+    for (int pass = 0, k = 0; pass < 2; ++pass)
+        for (int cb = 0; cb < n; ++cb) {
+            int r = cb, c[4];
+            const int x1 = r % (dims[0] / 2);
+            r /= dims[0] / 2;
+            c[1] = r % dims[1];
+            r /= dims[1];
+            c[2] = r % dims[2];
+            c[3] = r / dims[2];
+            c[0] = 2 * x1 + ((c[1] + c[2] + c[3] + parity) & 1);
+            int edge = 0;
+            for (int mu = 0; mu < 4; ++mu)
+                edge |= part[mu] && (c[mu] == 0 || c[mu] == dims[mu] - 1);
+            if (edge == pass)
+                order[k++] = cb;
+            if (!pass && !edge)
+                ++inner;
+        }
+    return inner;
+}
+
 static size_t element_bytes(const wd_spinor_layout *l)
 {
     return (size_t)l->width * l->precision;

@@ -125,6 +125,10 @@ typedef struct wd_dslash_args {
     const void *red_y;      /* reducing CUDA kernels (wd_operator_cuda.h): y of <y, out>, */
     const float *red_y_norm;    /* (NULL: |out|^2 alone), parity `parity`, and */
     double *red_partial;    /* each warp's three sums, 3 doubles a warp of 32 sites */
+    const int *sites;       /* CUDA range launches (_launch_range): NULL, the range
+                             * [cb0, cb1) is of output sites; else it indexes this
+                             * list of output sites (a grid's interior or boundary
+                             * where X, Y or Z is partitioned); the CPU ignores it */
 } wd_dslash_args;
 
 typedef struct wd_site {

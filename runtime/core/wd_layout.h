@@ -137,6 +137,12 @@ void wd_ghost_scatter(const wd_spinor_layout *l, void *field, float *norm, int m
                       const void *buf);
 /* the local checkerboard index of face site f of parity `parity` at x_mu = c */
 int wd_face_site(const int dims[4], int mu, int c, int parity, int f);
+/* The V/2 output sites of parity `parity` of a local block whose
+ * dimensions mu with part[mu] set read ghosts, in order: the interior
+ * sites (0 < x_mu < L_mu - 1 for every such mu: no hop reads a ghost)
+ * ascending, then the boundary sites ascending.  Returns the interior's
+ * count. */
+int wd_site_order(const int dims[4], const int part[4], int parity, int *order);
 
 void wd_dslash_args_set(wd_dslash_args *a, const wd_spinor_layout *s,
                         const wd_gauge_layout *g, const int dims[4],
