@@ -724,7 +724,8 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
                "GB/s and copy: the kernel's bytes model on one rank's block; pack/unpack: the\n"
                "gather and scatter kernel launches of one call's exchange (all faces); route:\n"
                "each split dimension's halo route (kernel / copy: peer to peer, written by the\n"
-               "gather or copied by the copy engine; nccl; WDIRAC_HALO=auto|nccl|copy|kernel)\n\n");
+               "gather or copied by the copy engine; nccl; mpi: through the host;\n"
+               "WDIRAC_HALO=auto|nccl|copy|kernel|mpi)\n\n");
         printf("%-28s %-14s %-8s %-13s %5s %10s %9s %9s %8s %6s %10s %8s %10s %6s %11s  %s\n",
                "variant", "lattice", "grid", "local", "ranks", "us/call", "halo us", "Gflops",
                "GB/s", "copy", "halo KiB", "halo GB/s", "serial us", "hidden", "pack/unpack",

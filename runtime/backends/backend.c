@@ -40,22 +40,22 @@
 #include "wd_layout.h"
 #include "wd_operator.h"
 
-static const char *const halo_names[] = {"auto", "nccl", "copy", "kernel"};
+static const char *const halo_names[] = {"auto", "nccl", "copy", "kernel", "mpi"};
 
 wd_status wd_halo_policy_parse(const char *name, wd_halo_policy *policy)
 {
-    for (int k = 0; k < 4; ++k)
+    for (int k = 0; k < 5; ++k)
         if (name && !strcmp(name, halo_names[k])) {
             *policy = (wd_halo_policy)k;
             return WD_OK;
         }
-    return wd_fail(WD_ERR_INVALID, "no halo policy '%s' (auto, nccl, copy or kernel)",
+    return wd_fail(WD_ERR_INVALID, "no halo policy '%s' (auto, nccl, copy, kernel or mpi)",
                    name ? name : "(null)");
 }
 
 const char *wd_halo_policy_name(wd_halo_policy policy)
 {
-    return policy >= WD_HALO_AUTO && policy <= WD_HALO_KERNEL ? halo_names[policy] : "?";
+    return policy >= WD_HALO_AUTO && policy <= WD_HALO_MPI ? halo_names[policy] : "?";
 }
 
 wd_status wd_backend_open_grid(wd_backend *be, wd_backend_kind kind, const wd_grid *grid,

@@ -868,6 +868,9 @@ typedef struct cuda_ctx {
     long face_off[4][2][2];    /* [mu][last][parity]: first entry in face_idx */
     void *halo;                /* device: per partitioned mu 4 face slots */
     size_t halo_bytes;
+    void *host_halo;           /* pinned host memory laid out as halo: the faces that go
+                                * through MPI (WD_HALO_MPI, or no NCCL in the build) */
+    size_t host_halo_bytes;
     cudaStream_t comm;         /* the exchange's stream, when it overlaps the interior */
     cudaEvent_t ev_start, ev_halo;  /* input ready; exchange done (timed) */
     cudaEvent_t ev_bound;      /* the boundary's kernels done (overlapped) */
@@ -1342,6 +1345,8 @@ void wd_cuda_be_close(wd_backend *be)
         wd_cuda_free(c->face_idx);
         wd_cuda_free(c->order);
         wd_cuda_free(c->halo);
+        if (c->host_halo)
+            cudaFreeHost(c->host_halo);
         wd_cuda_free(c->partial);
         wd_cuda_free(c->count);
         wd_cuda_free(c->warp_partial);
@@ -1666,16 +1671,21 @@ static wd_status grid_agree(const wd_backend *be, wd_status st)
 
 /* Collective: the halo routes of policy (wd_halo_policy): peer to peer
  * where it may and can go (WD_HALO_AUTO, COPY, KERNEL; the latter two fail
- * where a partitioned dimension cannot), NCCL elsewhere; the halo buffer
- * mapped when it exists.  Any earlier routes are closed: the device and
- * the ranks are idle. */
+ * where a partitioned dimension cannot), NCCL elsewhere (MPI through
+ * pinned host buffers in a build without NCCL, or for every dimension with
+ * WD_HALO_MPI); the halo buffer mapped when it exists.  Any earlier routes
+ * are closed: the device and the ranks are idle. */
 static wd_status halo_routes(wd_backend *be, int policy)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     wd_p2p_close(c->p2p);
     c->p2p = NULL;
+    if (policy == WD_HALO_NCCL && !c->nccl)
+        return wd_fail(WD_ERR_INVALID, "halo policy nccl: this build of wdirac has no NCCL "
+                       "(the CUDA grid's faces go peer to peer or through MPI; auto, mpi, "
+                       "copy or kernel)");
     c->halo_policy = policy;
-    if (policy == WD_HALO_NCCL)
+    if (policy == WD_HALO_NCCL || policy == WD_HALO_MPI)
         return WD_OK;
     wd_status st = wd_p2p_open(&c->p2p, &be->grid, be->halo.part, policy != WD_HALO_AUTO);
     if (st == WD_OK && c->p2p && c->halo)
@@ -1695,7 +1705,10 @@ wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
                                int policy)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
-    wd_status st = wd_nccl_open(&c->nccl, be->grid.size, be->grid.rank);
+    /* without NCCL in the build, the faces that do not go peer to peer
+     * go through MPI (halo_staged) */
+    wd_status st = wd_comm_has_nccl() ? wd_nccl_open(&c->nccl, be->grid.size, be->grid.rank)
+                                      : WD_OK;
     if (st != WD_OK)
         return st;
     memcpy(c->face_off, off, sizeof c->face_off);
@@ -1745,6 +1758,21 @@ wd_status wd_cuda_be_set_halo(wd_backend *be, int policy)
     return halo_routes(be, policy);
 }
 
+/* a dimension that does not go peer to peer goes through NCCL, or
+ * through MPI (halo_staged) with WD_HALO_MPI or without NCCL */
+static int staged(const cuda_ctx *c)
+{
+    return c->halo_policy == WD_HALO_MPI || !c->nccl;
+}
+
+/* the route of partitioned dimension mu (p2p: wd_p2p_routes) */
+static wd_halo_policy route_of(const cuda_ctx *c, const int p2p[4], int mu)
+{
+    if (!p2p[mu])
+        return staged(c) ? WD_HALO_MPI : WD_HALO_NCCL;
+    return c->halo_policy == WD_HALO_KERNEL ? WD_HALO_KERNEL : WD_HALO_COPY;
+}
+
 /* "T:kernel Z:nccl": each exchanged dimension's route */
 void wd_cuda_be_halo_route(const wd_backend *be, char *buf, size_t n)
 {
@@ -1756,10 +1784,7 @@ void wd_cuda_be_halo_route(const wd_backend *be, char *buf, size_t n)
     for (int mu = 3; mu >= 0 && c; --mu)
         if (be->halo.part[mu] && len < n)
             len += (size_t)snprintf(buf + len, n - len, "%s%c:%s", len ? " " : "", "XYZT"[mu],
-                                    wd_halo_policy_name(!p2p[mu] ? WD_HALO_NCCL
-                                                        : c->halo_policy == WD_HALO_KERNEL
-                                                            ? WD_HALO_KERNEL
-                                                            : WD_HALO_COPY));
+                                    wd_halo_policy_name(route_of(c, p2p, mu)));
 }
 
 /* wd_face_bytes: one face's elements, then its norms (half precision) */
@@ -1810,6 +1835,64 @@ static wd_status after_agreement(wd_backend *be, wd_status st)
 static char *peer_slot(const cuda_ctx *c, int mu, int dir, size_t off, size_t slot)
 {
     return wd_p2p_peer(c->p2p, mu, dir) + off + (dir == WD_FWD ? 3 : 2) * slot;
+}
+
+/* The faces of the dimensions that go through MPI (`n` of them, slots of
+ * c->halo): copied on stream s into the same places of the pinned host
+ * mirror c->host_halo, the stream synchronised, every such dimension's
+ * two messages each way in flight at once (wd_comm_halo_start, as the CPU
+ * backend exchanges), then the received faces copied back on s, before
+ * the scatter.  After the agreement: a failure here is this rank's alone,
+ * and the rank still takes part in every message, so that no neighbour
+ * waits for ever. */
+static wd_status halo_staged(wd_backend *be, const wd_nccl_face *faces, int n, cudaStream_t s)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    const char *dev = (const char *)c->halo;
+    char *host = (char *)c->host_halo;
+    cudaError_t err = cudaSuccess;
+    for (int k = 0; k < n && err == cudaSuccess; ++k)
+        for (int d = 0; d < 2 && err == cudaSuccess; ++d) {
+            const char *src = (const char *)faces[k].send[d];
+            err = cudaMemcpyAsync(host + (src - dev), src, faces[k].bytes, cudaMemcpyDeviceToHost,
+                                  s);
+        }
+    if (err == cudaSuccess)
+        err = cudaStreamSynchronize(s);
+    wd_status st = err == cudaSuccess
+                       ? WD_OK
+                       : wd_fail(WD_ERR_CUDA, "CUDA backend: the faces to the host for MPI: %s",
+                                 cudaGetErrorString(err));
+    wd_comm_halo h[4];
+    int started[4] = {0, 0, 0, 0};
+    for (int k = 0; k < n; ++k) {
+        const void *send[2];
+        void *recv[2];
+        for (int d = 0; d < 2; ++d) {
+            send[d] = host + ((const char *)faces[k].send[d] - dev);
+            recv[d] = host + ((const char *)faces[k].recv[d] - dev);
+        }
+        const wd_status r = wd_comm_halo_start(&h[k], &be->grid, faces[k].mu, send, recv,
+                                               faces[k].bytes);
+        started[k] = r == WD_OK;
+        if (st == WD_OK)
+            st = r;
+    }
+    for (int k = 0; k < n; ++k) {
+        const wd_status r = started[k] ? wd_comm_halo_wait(&h[k]) : WD_OK;
+        if (st == WD_OK)
+            st = r;
+    }
+    for (int k = 0; k < n && st == WD_OK; ++k)
+        for (int d = 0; d < 2 && st == WD_OK; ++d) {
+            char *dst = (char *)faces[k].recv[d];
+            err = cudaMemcpyAsync(dst, host + (dst - dev), faces[k].bytes, cudaMemcpyHostToDevice,
+                                  s);
+            if (err != cudaSuccess)
+                st = wd_fail(WD_ERR_CUDA, "CUDA backend: the faces MPI brought to the device: %s",
+                             cudaGetErrorString(err));
+        }
+    return st;
 }
 
 /* Enqueue on stream s the exchange of the ghost faces of right-hand sides
@@ -1867,8 +1950,30 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
         if (st == WD_OK)
             st = g;
     }
-    int p2p[4];
+    int p2p[4], nstaged = 0;
     wd_p2p_routes(c->p2p, p2p);
+    for (int mu = 0; mu < 4; ++mu)
+        nstaged += be->halo.part[mu] && route_of(c, p2p, mu) == WD_HALO_MPI;
+    /* the pinned host mirror of the halo buffer for MPI, grown with it
+     * (before the agreement: a failure is every rank's) once the device
+     * has used the old one */
+    if (nstaged && need > c->host_halo_bytes && st == WD_OK) {
+        cudaError_t err = cudaDeviceSynchronize();
+        if (c->host_halo && err == cudaSuccess)
+            err = cudaFreeHost(c->host_halo);
+        if (err == cudaSuccess) {
+            c->host_halo = NULL;
+            c->host_halo_bytes = 0;
+            err = cudaHostAlloc(&c->host_halo, need, cudaHostAllocDefault);
+            if (err == cudaSuccess)
+                c->host_halo_bytes = need;
+            else
+                c->host_halo = NULL;
+        }
+        if (err != cudaSuccess)
+            st = wd_fail(WD_ERR_NOMEM, "CUDA backend: %zu bytes of pinned host memory for the "
+                         "faces that go through MPI: %s", need, cudaGetErrorString(err));
+    }
     const int kernel_write = c->halo_policy == WD_HALO_KERNEL;
     /* the neighbours have read what this rank wrote into them last time:
      * before the gather writes into them (kernel), before the copies (copy) */
@@ -1880,13 +1985,13 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
     /* face 2k + d of the k-th partitioned dimension: d = 0 forward, 1
      * backward; the gather's send[FWD] is my last slice, the forward
      * neighbour's backward ghost, which lands in its recv[BWD] */
-    wd_nccl_face faces[4], copies[4];
+    wd_nccl_face faces[4], copies[4], mpi[4];
     face_set pack, unpack;
     memset(&pack, 0, sizeof pack);
     memset(&unpack, 0, sizeof unpack);
     pack.rhs_elems = unpack.rhs_elems = rhs_elems;
     pack.rhs_norms = unpack.rhs_norms = rhs_norms;
-    int nf = 0, nnccl = 0, ncopy = 0, blocks = 0;
+    int nf = 0, nnccl = 0, ncopy = 0, nmpi = 0, blocks = 0;
     for (int mu = 0; mu < 4 && st == WD_OK; ++mu) {
         if (!be->halo.part[mu])
             continue;
@@ -1911,7 +2016,9 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
             pack.n[j] = unpack.n[j] = n;
             pack.rhs_buf[j] = unpack.rhs_buf[j] = rb;
         }
-        if (!p2p[mu])
+        if (route_of(c, p2p, mu) == WD_HALO_MPI)
+            mpi[nmpi++] = f;
+        else if (!p2p[mu])
             faces[nnccl++] = f;
         else if (!kernel_write)
             copies[ncopy++] = f;
@@ -1962,6 +2069,11 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
         const wd_status n = wd_nccl_halo(c->nccl, &be->grid, faces, nnccl, s);
         if (st == WD_OK)
             st = n;
+    }
+    if (nmpi > 0) {
+        const wd_status m = halo_staged(be, mpi, nmpi, s);
+        if (st == WD_OK)
+            st = m;
     }
     if (st == WD_OK && nf > 0) {
         if (eb == 16)

@@ -571,7 +571,7 @@ static wd_status grid_open(wd_backend *be)
     wd_halo_policy policy = WD_HALO_AUTO;
     const char *env = getenv("WDIRAC_HALO");
     if (st == WD_OK && env && *env && wd_halo_policy_parse(env, &policy) != WD_OK)
-        st = wd_fail(WD_ERR_INVALID, "WDIRAC_HALO=%.64s: expected auto, nccl, copy or kernel",
+        st = wd_fail(WD_ERR_INVALID, "WDIRAC_HALO=%.64s: expected auto, nccl, copy, kernel or mpi",
                      env);
     int *order = NULL, inner[2] = {0, 0};
     if (st == WD_OK && (be->halo.part[0] || be->halo.part[1] || be->halo.part[2])) {

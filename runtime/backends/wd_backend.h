@@ -431,21 +431,25 @@ void wd_backend_cuda_set_overlap(wd_backend *be, int on);
  * one node the faces can go peer to peer (CUDA IPC, ordered on the streams
  * by flags, no host in the loop): written by the gather kernel straight
  * into the neighbour's receive buffer (KERNEL) or packed here and copied
- * there by the copy engine (COPY).  NCCL everywhere else.  AUTO, the
+ * there by the copy engine (COPY).  NCCL everywhere else; in a build
+ * without NCCL, MPI through pinned host buffers (the faces copied to the
+ * host, exchanged as the CPU backend does, copied back).  AUTO, the
  * default: peer to peer by the copy engine (the faster of the two on two
  * H100s, bench/results/h100x2-2026-11-27-p2p) for every dimension that can
  * go so (both neighbours on this node, with peer access, on every rank),
- * NCCL for the rest.  COPY and KERNEL fail where a partitioned dimension
- * cannot go peer to peer.  The results are the same bits whichever the
- * route. */
+ * NCCL (or MPI) for the rest.  COPY and KERNEL fail where a partitioned
+ * dimension cannot go peer to peer, NCCL in a build without it; MPI sends
+ * every dimension through the host.  The results are the same bits
+ * whichever the route. */
 typedef enum wd_halo_policy {
     WD_HALO_AUTO = 0,
     WD_HALO_NCCL = 1,
     WD_HALO_COPY = 2,
     WD_HALO_KERNEL = 3,
+    WD_HALO_MPI = 4,
 } wd_halo_policy;
 
-/* "auto", "nccl", "copy", "kernel"; WD_ERR_INVALID naming them otherwise */
+/* "auto", "nccl", "copy", "kernel", "mpi"; WD_ERR_INVALID naming them otherwise */
 wd_status wd_halo_policy_parse(const char *name, wd_halo_policy *policy);
 const char *wd_halo_policy_name(wd_halo_policy policy);
 
@@ -455,7 +459,7 @@ const char *wd_halo_policy_name(wd_halo_policy policy);
  * cannot be, on every rank with the reason. */
 wd_status wd_backend_cuda_set_halo(wd_backend *be, wd_halo_policy policy);
 
-/* buf = each exchanged dimension's route, "T:kernel", "Z:nccl T:copy";
+/* buf = each exchanged dimension's route, "T:kernel", "Z:nccl T:copy", "T:mpi";
  * empty off a CUDA grid */
 void wd_backend_cuda_halo_route(const wd_backend *be, char *buf, size_t n);
 
