@@ -608,7 +608,7 @@ int main(int argc, char **argv)
         }
     }
     /* the halo policies' names, both ways, and a bad one refused by name */
-    for (int p = WD_HALO_AUTO; p <= WD_HALO_KERNEL; ++p) {
+    for (int p = WD_HALO_AUTO; p <= WD_HALO_MPI; ++p) {
         wd_halo_policy back = WD_HALO_AUTO;
         char what[96];
         snprintf(what, sizeof what, "halo policy %d: its name '%s' parses back", p,

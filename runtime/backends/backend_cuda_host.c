@@ -438,7 +438,7 @@ wd_status wd_backend_cuda_set_halo(wd_backend *be, wd_halo_policy policy)
                        ? WD_OK
                        : wd_fail(WD_ERR_INVALID, "wd_backend_cuda_set_halo: not a CUDA backend on "
                                  "a grid");
-    if (st == WD_OK && (policy < WD_HALO_AUTO || policy > WD_HALO_KERNEL))
+    if (st == WD_OK && (policy < WD_HALO_AUTO || policy > WD_HALO_MPI))
         st = wd_fail(WD_ERR_INVALID, "wd_backend_cuda_set_halo: no halo policy %d", (int)policy);
     if (be->grid.size > 1)
         st = wd_comm_agree(st);
