@@ -40,10 +40,11 @@
  * alone is partitioned; where X, Y or Z is, the interior and the boundary
  * parts of a list of the output sites (wd_site_order, the generated
  * kernels' a.sites).  With the overlap off, or no interior (an extent of
- * 2), it runs before the whole kernel on the main stream.  Between the GPUs of one node the faces go
- * peer to peer where they can (halo_p2p.h; written into the neighbour's
- * receive buffer by the copy engine, or by the gather kernel), NCCL
- * elsewhere.
+ * 2), it runs before the whole kernel on the main stream.  Between the
+ * GPUs of one node the faces go peer to peer where they can (halo_p2p.h;
+ * written into the neighbour's receive buffer by the copy engine, or by
+ * the gather kernel), NCCL elsewhere (MPI through pinned host memory,
+ * halo_staged, in a build without NCCL or with WD_HALO_MPI).
  */
 #define WD_PHYSICS_HOST_TABLES /* wd_physics.h's basis change, copied to c_basis */
 #include <algorithm>
@@ -2134,8 +2135,8 @@ static int overlappable(const wd_backend *be, int parity)
  * stream (after the input is ready on the main stream) while the main
  * stream computes the interior sites, which read no ghost; the boundary
  * (the two T slices, or the list's boundary part) follows the exchange on
- * the comm stream, and the main stream waits for it.  Otherwise the exchange, then the whole kernel,
- * on the main stream.  Either way c->ev_halo marks the end of the
+ * the comm stream, and the main stream waits for it.  Otherwise the
+ * exchange, then the whole kernel, on the main stream.  Either way c->ev_halo marks the end of the
  * exchange and every site's arithmetic is the same.  `pending`
  * (a failure of the caller's) is agreed with the other ranks before the
  * exchange and stops it.  Collective over the ranks of the grid. */
