@@ -38,7 +38,8 @@ with its source; nothing is fitted to the answer.
                    slowest rank counts.  Ranks fill nodes in rank order (x
                    fastest, 8 consecutive ranks a node), as mpirun places
                    them.
-  serial    t = t_k + pack + wire  (today's code on any grid but T alone)
+  serial    t = t_k + pack + wire  (the exchange before the kernel: the
+            code before 2e48d63 on any grid but T alone)
   overlap   t = max(t_k(interior), pack + wire) + t_k(boundary), the
             interior the sites with no neighbour across a partitioned face
             (prod (L_mu - 2) / L_mu of them): QUDA's interior / exterior
@@ -79,6 +80,10 @@ MEASURED_48 = [
     ("2 GPUs, Z split (serial; h100-x2)", (1, 1, 2, 1), "serial",
      {"d": 1451.49, "s": 735.46, "h": 438.30}),
     ("4 GPUs, Z x T split (serial)", (1, 1, 2, 2), "serial", {"d": 812.0, "s": 421.0, "h": 267.0}),
+    # run53 (nvidia-h100-x4, commit 2e48d63: the overlap on every grid; the
+    # copy-engine route, not NCCL; its 1-GPU call 2449.2, 1116.0, 622.4 us)
+    ("4 GPUs, Z x T split (overlapped; copies, 2e48d63)", (1, 1, 2, 2), "overlap",
+     {"d": 680.7, "s": 333.1, "h": 196.2}),
 ]
 
 # NCCL send/recv, 2 H100s over NV18 (docs/multi-gpu.md, nvidia-h100-x2,
