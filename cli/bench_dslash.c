@@ -496,7 +496,9 @@ static void usage(FILE *f)
             "                        under several ranks: the automatic grid); --dims are then\n"
             "                        global lattices\n"
             "  --nccl-sweep          with a grid: also time the NCCL exchange alone for 4 KiB to\n"
-            "                        256 MiB and for each lattice's halo faces\n"
+            "                        256 MiB and for each lattice's halo faces, and a global sum\n"
+            "                        of 1 to 64 doubles through MPI (as the solvers sum) and\n"
+            "                        through NCCL on the device\n"
             "  --wrap-halo AXES      on a grid (--grid 1 1 1 1 too): also exchange the faces of\n"
             "                        AXES (letters of XYZT) that the grid does not split, each\n"
             "                        rank with itself: the halo path's cost without a second GPU\n",
@@ -688,6 +690,42 @@ static void nccl_sweep(wd_backend *be, const size_t *extra, int nextra, int reps
     }
 }
 
+/* a global sum of n doubles both ways (issue 28 item 4): today's MPI path
+ * against NCCL on the device, per n, the slowest rank */
+static void sum_sweep(wd_backend *be, int reps, json_t *arr)
+{
+    static const int ns[] = {1, 3, 6, 36, 64};
+    if (wd_ranks() < 2)
+        return;
+    if (wd_cli_printer())
+        printf("\nGlobal sums of n doubles, from partials on the device to sums on the host: "
+               "MPI as the solvers sum\ntoday (copy to the host, MPI_Allgather, the rank-order "
+               "sum) against NCCL on the device\n(ncclAllGather, the rank-order sum in a kernel, "
+               "copy to the host); host wall clock, median,\nthe slowest rank; same: the two gave "
+               "the same bits every time\n%6s %10s %10s %6s\n", "n", "MPI us", "NCCL us", "same");
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; ++k) {
+        double mpi = 0, nccl = 0;
+        int same = 0;
+        if (wd_backend_cuda_time_sum(be, ns[k], reps, &mpi, &nccl, &same) != WD_OK) {
+            if (wd_cli_printer())
+                fprintf(stderr, "wdirac bench dslash: global sum of %d doubles: %s\n", ns[k],
+                        wd_last_error());
+            return;
+        }
+        double all[32];
+        gather_ranks(be, mpi, all, wd_rank(), wd_ranks());
+        for (int q = 0; q < (wd_ranks() < 32 ? wd_ranks() : 32); ++q)
+            mpi = all[q] > mpi ? all[q] : mpi;
+        gather_ranks(be, nccl, all, wd_rank(), wd_ranks());
+        for (int q = 0; q < (wd_ranks() < 32 ? wd_ranks() : 32); ++q)
+            nccl = all[q] > nccl ? all[q] : nccl;
+        if (wd_cli_printer())
+            printf("%6d %10.2f %10.2f %6s\n", ns[k], mpi, nccl, same ? "yes" : "NO");
+        json_array_append_new(arr, json_pack("{s:i, s:f, s:f, s:b}", "n", ns[k], "us_mpi", mpi,
+                                             "us_nccl", nccl, "same_bits", same));
+    }
+}
+
 static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const char *glob, int reps,
                       uint64_t seed, int pad, const char *json_path, const char *tune_cache,
                       int sweep_nccl, int wrap)
@@ -732,7 +770,7 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
                "route");
     }
     json_t *root = wd_bench_json_run("dslash-grid", "cuda", device, seed);
-    json_t *res = json_array(), *sweep_arr = json_array();
+    json_t *res = json_array(), *sweep_arr = json_array(), *sum_arr = json_array();
     json_object_set_new(root, "build_id", json_string(wd_tune_build_id()));
     json_object_set_new(root, "reps", json_integer(reps));
     json_object_set_new(root, "pad", json_integer(pad));
@@ -828,13 +866,16 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
                                r.pack, "unpack_launches_per_call", r.unpack, "halo_route", route,
                                "us_per_rank", ranks));
         }
-        if (sweep_nccl && l == nlat - 1)
+        if (sweep_nccl && l == nlat - 1) {
             nccl_sweep(&be, faces, nfaces, reps, sweep_arr);
+            sum_sweep(&be, reps, sum_arr);
+        }
         wd_backend_close(&be);
         host_free(&h);
     }
     json_object_set_new(root, "results", res);
     json_object_set_new(root, "nccl_exchange", sweep_arr);
+    json_object_set_new(root, "global_sums", sum_arr);
     int rc = failed || !n ? WD_EXIT_FAILED : WD_EXIT_OK;
     if (!n && printer)
         fprintf(stderr, "wdirac bench dslash: no built variant matches '%s'\n", glob);

@@ -48,6 +48,7 @@
  */
 #define WD_PHYSICS_HOST_TABLES /* wd_physics.h's basis change, copied to c_basis */
 #include <algorithm>
+#include <chrono>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <vector>
@@ -2262,6 +2263,96 @@ wd_status wd_cuda_be_time(wd_backend *be, int variant, const wd_dslash_args *arg
     return st;
 }
 
+
+/* out[i] = the n partials of every rank summed in rank order, as
+ * wd_comm_sum adds them: gathered[i] + gathered[n + i] + ... */
+__global__ void rank_sum_kernel(const double *gathered, int nranks, int n, double *out)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        double s = gathered[i];
+        for (int r = 1; r < nranks; ++r)
+            s += gathered[(size_t)r * n + i];
+        out[i] = s;
+    }
+}
+
+wd_status wd_backend_cuda_time_sum(wd_backend *be, int n, int reps, double *us_mpi,
+                                   double *us_nccl, int *same)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    const int size = be->grid.size;
+    wd_status st = c && c->nccl && size > 1 && n >= 1 && n <= 64 && reps > 0
+                       ? WD_OK
+                       : wd_fail(WD_ERR_INVALID, "sum timing: needs a CUDA backend's grid of "
+                                 "several ranks with NCCL, 1 <= n <= 64 (%d), reps >= 1 (%d)", n,
+                                 reps);
+    /* dev: this rank's n partials, the ranks' size x n, the n sums */
+    double *dev = NULL, *host = NULL;
+    if (st == WD_OK)
+        st = wd_cuda_malloc((void **)&dev, (size_t)(size + 2) * n * sizeof(double),
+                            "the sum timing's buffers");
+    if (st == WD_OK && cudaHostAlloc((void **)&host, 2 * (size_t)n * sizeof(double),
+                                     cudaHostAllocDefault) != cudaSuccess) {
+        host = NULL;
+        st = wd_fail(WD_ERR_NOMEM, "sum timing: cudaHostAlloc of %d doubles failed", 2 * n);
+    }
+    /* partials of this rank, of magnitudes 2^-30 .. 2^29: sums that round */
+    std::vector<double> part(n);
+    for (int i = 0; i < n; ++i)
+        part[i] = (1.0 + be->grid.rank) * ldexp(1.0 + 0.1234567 * i,
+                                                (7 * i + 13 * be->grid.rank) % 60 - 30);
+    if (st == WD_OK)
+        st = wd_cuda_h2d(dev, part.data(), (size_t)n * sizeof(double));
+    *same = 1;
+    std::vector<double> tm, tn;
+    cudaStream_t s = (cudaStream_t)wd_cuda_stream();
+    /* every rank makes every collective call of a repetition; a failure is
+     * agreed before the next one, and at the end */
+    for (int r = -2; r < reps; ++r) {
+        if ((st = grid_agree(be, st)) != WD_OK)
+            break;
+        /* today's path: the partials to the host, the stream synchronised,
+         * MPI_Allgather and the rank-order sum (wd_comm_sum) */
+        const auto t0 = std::chrono::steady_clock::now();
+        cudaError_t err = cudaMemcpyAsync(host, dev, (size_t)n * sizeof(double),
+                                          cudaMemcpyDeviceToHost, s);
+        if (err == cudaSuccess)
+            err = cudaStreamSynchronize(s);
+        const wd_status m = wd_comm_sum(host, n);
+        const auto t1 = std::chrono::steady_clock::now();
+        /* on the device: ncclAllGather of the partials, the rank-order sum
+         * in a kernel, the n sums to the host */
+        const wd_status g = wd_nccl_allgather(c->nccl, dev, dev + n, (size_t)n * sizeof(double), s);
+        if (err == cudaSuccess && g == WD_OK) {
+            rank_sum_kernel<<<1, 64, 0, s>>>(dev + n, size, n, dev + (size_t)(size + 1) * n);
+            err = cudaGetLastError();
+        }
+        if (err == cudaSuccess)
+            err = cudaMemcpyAsync(host + n, dev + (size_t)(size + 1) * n,
+                                  (size_t)n * sizeof(double), cudaMemcpyDeviceToHost, s);
+        if (err == cudaSuccess)
+            err = cudaStreamSynchronize(s);
+        const auto t2 = std::chrono::steady_clock::now();
+        st = m != WD_OK ? m : g;
+        if (st == WD_OK && err != cudaSuccess)
+            st = wd_fail(WD_ERR_CUDA, "sum timing: %s", cudaGetErrorString(err));
+        if (st == WD_OK && r >= 0) {
+            tm.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+            tn.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
+            *same &= !memcmp(host, host + n, (size_t)n * sizeof(double));
+        }
+    }
+    st = grid_agree(be, st);
+    if (host)
+        cudaFreeHost(host);
+    wd_cuda_free(dev);
+    if (st == WD_OK) {
+        *us_mpi = median(tm);
+        *us_nccl = median(tn);
+    }
+    return st;
+}
 
 wd_status wd_backend_cuda_time_exchange(wd_backend *be, int mu, size_t bytes, int reps, double *us)
 {

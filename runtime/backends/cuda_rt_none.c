@@ -80,6 +80,12 @@ wd_status wd_backend_cuda_time_exchange(wd_backend *be, int mu, size_t bytes, in
     (void)be, (void)mu, (void)bytes, (void)reps, (void)us;
     return none();
 }
+wd_status wd_backend_cuda_time_sum(wd_backend *be, int n, int reps, double *us_mpi,
+                                   double *us_nccl, int *same)
+{
+    (void)be, (void)n, (void)reps, (void)us_mpi, (void)us_nccl, (void)same;
+    return none();
+}
 void wd_backend_cuda_set_overlap(wd_backend *be, int on) { (void)be, (void)on; }
 wd_status wd_backend_cuda_set_halo(wd_backend *be, wd_halo_policy policy)
 {

@@ -19,7 +19,7 @@
  *   wd_backend_open_grid / _lattice      the same for a rank's block of a
  *                                        process grid
  *   wd_backend_cuda_select               one GPU per rank (collective)
- *   wd_backend_cuda_time_dslash / _time_exchange   GPU timings on a grid
+ *   wd_backend_cuda_time_dslash / _time_exchange / _time_sum   GPU timings on a grid
  *   wd_backend_cuda_halo_launches        the last exchange's pack / unpack launches
  *   wd_backend_cuda_set_halo / _halo_route  the halo routes of a CUDA grid
  *                                        (peer to peer, NCCL) and what they are
@@ -476,6 +476,17 @@ void wd_backend_cuda_halo_launches(const wd_backend *be, int *pack, int *unpack)
  * two warm-ups.  Collective on a grid. */
 wd_status wd_backend_cuda_time_exchange(wd_backend *be, int mu, size_t bytes, int reps,
                                         double *us);
+
+/* A global sum of n doubles (1 .. 64) on a CUDA backend's grid of several
+ * ranks with NCCL, timed both ways from partials on the device to sums
+ * on the host, each the median over `reps` after two warm-ups, host wall
+ * clock: *us_mpi as the solvers sum today (the partials copied to the
+ * host, MPI_Allgather, the rank-order sum: wd_comm_sum), *us_nccl on the
+ * device (ncclAllGather, the rank-order sum in a kernel, the sums copied
+ * to the host).  *same: every repetition gave the two the same bits.
+ * Collective on the grid (issue 28, item 4). */
+wd_status wd_backend_cuda_time_sum(wd_backend *be, int n, int reps, double *us_mpi,
+                                   double *us_nccl, int *same);
 
 /* CPU backend entry (backend_cpu.c); wd_backend_open calls it. */
 wd_status wd_backend_cpu_init(wd_backend *be);

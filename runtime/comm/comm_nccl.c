@@ -15,6 +15,8 @@
  *   wd_nccl_close          collective: destroy it
  *   wd_nccl_halo           enqueue the face exchange of the partitioned
  *                          dimensions on a CUDA stream, one NCCL group
+ *   wd_nccl_allgather      enqueue every rank's bytes gathered in rank
+ *                          order on every rank (ncclAllGather)
  *
  * Notes: the caller chooses the device (cudaSetDevice to the local rank)
  * before wd_nccl_open; this file makes no CUDA runtime call and passes
@@ -183,6 +185,14 @@ wd_status wd_nccl_halo(wd_nccl *c, const wd_grid *g, const wd_nccl_face *faces, 
     return WD_OK;
 }
 
+wd_status wd_nccl_allgather(wd_nccl *c, const void *send, void *recv, size_t bytes,
+                            void *stream)
+{
+    const ncclResult_t rc = ncclAllGather(send, recv, bytes, ncclUint8, c->comm,
+                                          (cudaStream_t)stream);
+    return rc == ncclSuccess ? WD_OK : nccl_fail(rc, "ncclAllGather");
+}
+
 #else
 
 static wd_status no_nccl(void)
@@ -212,6 +222,13 @@ wd_status wd_nccl_halo(wd_nccl *c, const wd_grid *g, const wd_nccl_face *faces, 
                        void *stream)
 {
     (void)c, (void)g, (void)faces, (void)nfaces, (void)stream;
+    return no_nccl();
+}
+
+wd_status wd_nccl_allgather(wd_nccl *c, const void *send, void *recv, size_t bytes,
+                            void *stream)
+{
+    (void)c, (void)send, (void)recv, (void)bytes, (void)stream;
     return no_nccl();
 }
 

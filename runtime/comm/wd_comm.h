@@ -43,6 +43,8 @@
  *                                     every rank, bootstrapped through MPI
  *   wd_nccl_halo                      enqueue the face exchange of several
  *                                     dimensions on a CUDA stream
+ *   wd_nccl_allgather                 enqueue a gather of every rank's bytes,
+ *                                     in rank order, on a CUDA stream
  * Rank order (DESIGN.md): rank = px + Px*(py + Py*(pz + Pz*pt)).  Every
  * call that can fail returns a status with wd_fail's message (the MPI
  * call and MPI's error string); no function aborts.  MPI's error handler
@@ -172,6 +174,12 @@ typedef struct wd_nccl_face {
  * dimensions in the same order. */
 wd_status wd_nccl_halo(wd_nccl *c, const wd_grid *g, const wd_nccl_face *faces, int nfaces,
                        void *stream);
+
+/* Enqueue on `stream` the gather of every rank's `bytes` from send into
+ * recv (ranks x bytes, rank r's at r x bytes: rank order), device
+ * buffers.  Collective over the communicator's ranks. */
+wd_status wd_nccl_allgather(wd_nccl *c, const void *send, void *recv, size_t bytes,
+                            void *stream);
 
 #ifdef __cplusplus
 }
