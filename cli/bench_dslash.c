@@ -566,6 +566,16 @@ static void gather_ranks(wd_backend *be, double v, double *out, int rank, int si
     memcpy(out, slots, (size_t)size * sizeof *out);
 }
 
+/* Over the ranks of a grid: the slowest rank's value (v itself on one) */
+static double slowest(wd_backend *be, double v)
+{
+    double all[32];
+    gather_ranks(be, v, all, wd_rank(), wd_ranks());
+    for (int q = 0; q < (wd_ranks() < 32 ? wd_ranks() : 32); ++q)
+        v = all[q] > v ? all[q] : v;
+    return v;
+}
+
 /* halo bytes one rank sends per Dslash: both faces of each partitioned mu */
 static double halo_bytes_sent(const wd_backend *be, const wd_variant *v)
 {
@@ -676,11 +686,7 @@ static void nccl_sweep(wd_backend *be, const size_t *extra, int nextra, int reps
                         wd_last_error());
             return;
         }
-        /* the slowest rank */
-        double all[32];
-        gather_ranks(be, us, all, wd_rank(), wd_ranks());
-        for (int q = 0; q < (wd_ranks() < 32 ? wd_ranks() : 32); ++q)
-            us = all[q] > us ? all[q] : us;
+        us = slowest(be, us);
         const double gbps = 2.0 * sizes[k] / us / 1e3;
         if (wd_cli_printer())
             printf("%14zu %10.2f %12.2f%s\n", sizes[k], us, gbps, k >= n - nextra ? "  (halo face)" : "");
@@ -712,13 +718,8 @@ static void sum_sweep(wd_backend *be, int reps, json_t *arr)
                         wd_last_error());
             return;
         }
-        double all[32];
-        gather_ranks(be, mpi, all, wd_rank(), wd_ranks());
-        for (int q = 0; q < (wd_ranks() < 32 ? wd_ranks() : 32); ++q)
-            mpi = all[q] > mpi ? all[q] : mpi;
-        gather_ranks(be, nccl, all, wd_rank(), wd_ranks());
-        for (int q = 0; q < (wd_ranks() < 32 ? wd_ranks() : 32); ++q)
-            nccl = all[q] > nccl ? all[q] : nccl;
+        mpi = slowest(be, mpi);
+        nccl = slowest(be, nccl);
         if (wd_cli_printer())
             printf("%6d %10.2f %10.2f %6s\n", ns[k], mpi, nccl, same ? "yes" : "NO");
         json_array_append_new(arr, json_pack("{s:i, s:f, s:f, s:b}", "n", ns[k], "us_mpi", mpi,
@@ -1101,16 +1102,6 @@ static void nrhs_usage_note(FILE *f, int gpu)
             "and run\n", gpu ? "the CUDA-event medians of the group's kernel calls summed "
             "(wall us: the host's wall clock of the whole group call, a launch and a "
             "synchronisation per kernel)" : "wall clock of the group call");
-}
-
-/* Over the ranks of a grid: the slowest rank's value (v itself on one) */
-static double slowest(wd_backend *be, double v)
-{
-    double all[32];
-    gather_ranks(be, v, all, wd_rank(), wd_ranks());
-    for (int q = 0; q < (wd_ranks() < 32 ? wd_ranks() : 32); ++q)
-        v = all[q] > v ? all[q] : v;
-    return v;
 }
 
 /* procs: NULL for one process, else the process grid (zeros: automatic)
