@@ -409,6 +409,20 @@ def nccl_table(runs):
                      for e in sorted(sw, key=lambda e: e["bytes_per_face"])]))
     if not done:
         print("(missing: no bench dslash run with --nccl-sweep)")
+    print("\n## Global sums: MPI on the host against NCCL on the device (issue 28 item 4)\n")
+    done = 0
+    for name, run in runs:
+        gs = run.get("global_sums")
+        if not gs:
+            continue
+        done = 1
+        print("%s (%d GPUs):\n" % (name, run.get("ranks", 0)))
+        print(table(["doubles", "MPI us", "NCCL us", "same bits"],
+                    [["%d" % e["n"], "%.2f" % e["us_mpi"], "%.2f" % e["us_nccl"],
+                      "yes" if e.get("same_bits") else "NO"]
+                     for e in sorted(gs, key=lambda e: e["n"])]))
+    if not done:
+        print("(missing: no bench dslash run with --nccl-sweep on several ranks)")
 
 
 def main():
