@@ -40,7 +40,8 @@
  * interior reads no ghost and whose boundary reads one, as
  * wd_site_neighbours finds them.  With --halo every grid's exchanges
  * must take the policy's route in every exchanged dimension (peer to peer
- * by copies or kernel writes, or NCCL; wd_backend_cuda_halo_route), and
+ * by copies or kernel writes, NCCL, or MPI through the host;
+ * wd_backend_cuda_halo_route), and
  * a route that cannot be fails the grid.
  * Global reductions (norm2, cdot) must agree with one process to 1e-13
  * relative (they add in another order) and be bitwise equal on every rank.
