@@ -394,35 +394,33 @@ def tests_lines(dd):
         print("- %s: %s" % (n, t[-1] if t else "(empty)"))
 
 
+def run_tables(runs, key, title, headers, row, order, missing):
+    """One table per run of the JSON list run[key], a row a sorted entry."""
+    print("\n## %s\n" % title)
+    done = 0
+    for name, run in runs:
+        entries = run.get(key)
+        if not entries:
+            continue
+        done = 1
+        print("%s (%d GPUs):\n" % (name, run.get("ranks", 0)))
+        print(table(headers, [row(e) for e in sorted(entries, key=order)]))
+    if not done:
+        print(missing)
+
+
 def nccl_table(runs):
-    print("\n## NCCL send/recv exchange alone\n")
-    done = 0
-    for name, run in runs:
-        sw = run.get("nccl_exchange")
-        if not sw:
-            continue
-        done = 1
-        print("%s (%d GPUs):\n" % (name, run.get("ranks", 0)))
-        print(table(["bytes per face", "us", "GB/s out"],
-                    [["%d%s" % (e["bytes_per_face"], " (halo face)" if e.get("halo_face") else ""),
-                      "%.2f" % e["us"], "%.2f" % e["GBps_out"]]
-                     for e in sorted(sw, key=lambda e: e["bytes_per_face"])]))
-    if not done:
-        print("(missing: no bench dslash run with --nccl-sweep)")
-    print("\n## Global sums: MPI on the host against NCCL on the device (issue 28 item 4)\n")
-    done = 0
-    for name, run in runs:
-        gs = run.get("global_sums")
-        if not gs:
-            continue
-        done = 1
-        print("%s (%d GPUs):\n" % (name, run.get("ranks", 0)))
-        print(table(["doubles", "MPI us", "NCCL us", "same bits"],
-                    [["%d" % e["n"], "%.2f" % e["us_mpi"], "%.2f" % e["us_nccl"],
-                      "yes" if e.get("same_bits") else "NO"]
-                     for e in sorted(gs, key=lambda e: e["n"])]))
-    if not done:
-        print("(missing: no bench dslash run with --nccl-sweep on several ranks)")
+    run_tables(runs, "nccl_exchange", "NCCL send/recv exchange alone",
+               ["bytes per face", "us", "GB/s out"],
+               lambda e: ["%d%s" % (e["bytes_per_face"], " (halo face)" if e.get("halo_face") else ""),
+                          "%.2f" % e["us"], "%.2f" % e["GBps_out"]],
+               lambda e: e["bytes_per_face"], "(missing: no bench dslash run with --nccl-sweep)")
+    run_tables(runs, "global_sums",
+               "Global sums: MPI on the host against NCCL on the device (issue 28 item 4)",
+               ["doubles", "MPI us", "NCCL us", "same bits"],
+               lambda e: ["%d" % e["n"], "%.2f" % e["us_mpi"], "%.2f" % e["us_nccl"],
+                          "yes" if e.get("same_bits") else "NO"],
+               lambda e: e["n"], "(missing: no bench dslash run with --nccl-sweep on several ranks)")
 
 
 def main():

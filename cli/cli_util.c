@@ -193,6 +193,29 @@ static int mg_long(const char *s, long lo, long hi, long *v)
     return s && end != s && !*end && !errno && *v >= lo && *v <= hi;
 }
 
+/* the bound of the options with no upper bound of their own */
+#define MG_NO_MAX (1 << 30)
+
+/* *out = the integer v of option opt in [lo, hi]; 0, or -1 after saying
+ * what it needs, the words derived from the bounds (hi = MG_NO_MAX: no
+ * upper bound said) */
+static int mg_int(const char *prog, const char *opt, const char *v, int lo, int hi, int *out)
+{
+    long n;
+    if (mg_long(v, lo, hi, &n)) {
+        *out = (int)n;
+        return 0;
+    }
+    char need[64];
+    if (hi == MG_NO_MAX)
+        snprintf(need, sizeof need, "an integer >= %d", lo);
+    else if (lo == 0 && hi == 1)
+        snprintf(need, sizeof need, "0 or 1");
+    else
+        snprintf(need, sizeof need, "an integer from %d to %d", lo, hi);
+    return mg_bad(prog, opt, need, v);
+}
+
 /* a number in (0, 1) filling all of s */
 static int mg_fraction(const char *s, double *v)
 {
@@ -258,8 +281,12 @@ int wd_cli_mg_parse(const char *prog, int argc, char **argv, int *i, wd_cli_mg *
     wd_mg_settings *m = &mg->m;
     long n;
     if (!strcmp(a, "--mg-levels")) {
-        if (!mg_long(v, 2, WD_MG_MAX_LEVELS, &n))
-            return mg_bad(prog, a, "an integer from 2 to 4 (the fine level included)", v);
+        if (!mg_long(v, 2, WD_MG_MAX_LEVELS, &n)) {
+            char need[64];
+            snprintf(need, sizeof need, "an integer from 2 to %d (the fine level included)",
+                     WD_MG_MAX_LEVELS);
+            return mg_bad(prog, a, need, v);
+        }
         m->levels = (int)n;
     } else if (!strcmp(a, "--mg-block") || !strcmp(a, "--mg-nvec")) {
         const int block = !strcmp(a, "--mg-block");
@@ -290,21 +317,14 @@ int wd_cli_mg_parse(const char *prog, int argc, char **argv, int *i, wd_cli_mg *
         if (!mg_fraction(v, &m->setup_tol))
             return mg_bad(prog, a, "a number in (0, 1)", v);
     } else if (!strcmp(a, "--mg-setup-iter")) {
-        if (!mg_long(v, 0, 1L << 30, &n))
-            return mg_bad(prog, a, "an integer >= 0", v);
-        m->setup_max_iter = (int)n;
+        return mg_int(prog, a, v, 0, MG_NO_MAX, &m->setup_max_iter) ? -1 : 1;
     } else if (!strcmp(a, "--mg-refine")) {
-        if (!mg_long(v, 0, 8, &n))
-            return mg_bad(prog, a, "an integer from 0 to 8", v);
-        m->refine_passes = (int)n;
+        return mg_int(prog, a, v, 0, WD_MG_MAX_REFINE, &m->refine_passes) ? -1 : 1;
     } else if (!strcmp(a, "--mg-refine-iter")) {
-        if (!mg_long(v, 1, 100, &n))
-            return mg_bad(prog, a, "an integer from 1 to 100", v);
-        m->refine_iter = (int)n;
+        return mg_int(prog, a, v, 1, WD_MG_MAX_REFINE_ITER, &m->refine_iter) ? -1 : 1;
     } else if (!strcmp(a, "--mg-pre") || !strcmp(a, "--mg-post")) {
-        if (!mg_long(v, 0, 1000, &n))
-            return mg_bad(prog, a, "an integer from 0 to 1000", v);
-        *(!strcmp(a, "--mg-pre") ? &m->pre_smooth : &m->post_smooth) = (int)n;
+        return mg_int(prog, a, v, 0, 1000,
+                      !strcmp(a, "--mg-pre") ? &m->pre_smooth : &m->post_smooth) ? -1 : 1;
     } else if (!strcmp(a, "--mg-smoother")) {
         if (strcmp(v, "mr") && strcmp(v, "ca-gcr"))
             return mg_bad(prog, a, "mr or ca-gcr", v);
@@ -317,25 +337,15 @@ int wd_cli_mg_parse(const char *prog, int argc, char **argv, int *i, wd_cli_mg *
         if (!mg_fraction(v, &m->coarse_tol))
             return mg_bad(prog, a, "a number in (0, 1)", v);
     } else if (!strcmp(a, "--mg-coarse-iter")) {
-        if (!mg_long(v, 1, 1L << 30, &n))
-            return mg_bad(prog, a, "an integer >= 1", v);
-        m->coarse_max_iter = (int)n;
+        return mg_int(prog, a, v, 1, MG_NO_MAX, &m->coarse_max_iter) ? -1 : 1;
     } else if (!strcmp(a, "--mg-coarse-eo")) {
-        if (!mg_long(v, 0, 1, &n))
-            return mg_bad(prog, a, "0 or 1", v);
-        m->coarse_eo = (int)n;
+        return mg_int(prog, a, v, 0, 1, &m->coarse_eo) ? -1 : 1;
     } else if (!strcmp(a, "--mg-outer-eo")) {
-        if (!mg_long(v, 0, 1, &n))
-            return mg_bad(prog, a, "0 or 1", v);
-        m->outer_eo = (int)n;
+        return mg_int(prog, a, v, 0, 1, &m->outer_eo) ? -1 : 1;
     } else if (!strcmp(a, "--mg-lock-step")) {
-        if (!mg_long(v, 0, WD_SOLVE_MANY_GROUP, &n))
-            return mg_bad(prog, a, "an integer from 0 to 12", v);
-        m->lock_step = (int)n;
+        return mg_int(prog, a, v, 0, WD_SOLVE_MANY_GROUP, &m->lock_step) ? -1 : 1;
     } else if (!strcmp(a, "--mg-nkrylov")) {
-        if (!mg_long(v, 1, 200, &n))
-            return mg_bad(prog, a, "an integer from 1 to 200", v);
-        m->gcr_nkrylov = (int)n;
+        return mg_int(prog, a, v, 1, 200, &m->gcr_nkrylov) ? -1 : 1;
     } else if (!strcmp(a, "--mg-save") || !strcmp(a, "--mg-load")) {
         if (!*v)
             return mg_bad(prog, a, "a file name", v);

@@ -366,6 +366,10 @@ void wd_solver_destroy(wd_solver *solver);
 /* Multigrid (runtime/multigrid/, docs/solvers.md "Multigrid")              */
 
 #define WD_MG_MAX_LEVELS 4
+/* the most adaptive refinement passes, and outer iterations a pass's solve
+ * (wd_mg_settings.refine_passes, refine_iter) */
+#define WD_MG_MAX_REFINE 8
+#define WD_MG_MAX_REFINE_ITER 100
 /* the most CA-GCR smoother steps (wd_mg_settings.smoother) */
 #define WD_MG_MAX_SMOOTH 32
 

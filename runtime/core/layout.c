@@ -282,14 +282,8 @@ int wd_site_order(const int dims[4], const int part[4], int parity, int *order)
     int inner = 0;
     for (int pass = 0, k = 0; pass < 2; ++pass)
         for (int cb = 0; cb < n; ++cb) {
-            int r = cb, c[4];
-            const int x1 = r % (dims[0] / 2);
-            r /= dims[0] / 2;
-            c[1] = r % dims[1];
-            r /= dims[1];
-            c[2] = r % dims[2];
-            c[3] = r / dims[2];
-            c[0] = 2 * x1 + ((c[1] + c[2] + c[3] + parity) & 1);
+            int c[4];
+            wd_cb_coords(dims, parity, cb, c);
             int edge = 0;
             for (int mu = 0; mu < 4; ++mu)
                 edge |= part[mu] && (c[mu] == 0 || c[mu] == dims[mu] - 1);

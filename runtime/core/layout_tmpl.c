@@ -38,18 +38,12 @@ typedef short store_t;
 
 static size_t full_index(const int dims[4], int cb, int parity, int *t_out)
 {
-    const int xh = dims[0] / 2;
-    int r = cb;
-    const int x1 = r % xh;
-    r /= xh;
-    const int y = r % dims[1];
-    r /= dims[1];
-    const int z = r % dims[2];
-    const int t = r / dims[2];
-    const int x = 2 * x1 + ((y + z + t + parity) & 1);
+    int c[4];
+    wd_cb_coords(dims, parity, cb, c);
     if (t_out)
-        *t_out = t;
-    return (size_t)x + (size_t)dims[0] * (y + (size_t)dims[1] * (z + (size_t)dims[2] * t));
+        *t_out = c[3];
+    return (size_t)c[0] +
+           (size_t)dims[0] * (c[1] + (size_t)dims[1] * (c[2] + (size_t)dims[2] * c[3]));
 }
 
 static store_t to_store(double v, double scale)

@@ -135,6 +135,22 @@ void wd_face_gather(const wd_spinor_layout *l, const void *field, const float *n
 /* buf (wd_face_gather's layout) into ghost face dir (0 forward, 1 backward) of mu */
 void wd_ghost_scatter(const wd_spinor_layout *l, void *field, float *norm, int mu, int dir,
                       const void *buf);
+/* c = the coordinates of checkerboard site cb of parity `parity` (the
+ * decoding of wd_kernel.h's cb = (x + X*(y + Y*(z + Z*t))) / 2, as
+ * wd_site_neighbours does it) */
+static inline void wd_cb_coords(const int dims[4], int parity, int cb, int c[4])
+{
+    const int xh = dims[0] / 2;
+    int r = cb;
+    const int x1 = r % xh;
+    r /= xh;
+    c[1] = r % dims[1];
+    r /= dims[1];
+    c[2] = r % dims[2];
+    c[3] = r / dims[2];
+    c[0] = 2 * x1 + ((c[1] + c[2] + c[3] + parity) & 1);
+}
+
 /* the local checkerboard index of face site f of parity `parity` at x_mu = c */
 int wd_face_site(const int dims[4], int mu, int c, int parity, int f);
 /* The V/2 output sites of parity `parity` of a local block whose

@@ -275,10 +275,11 @@ static wd_status check_mg_settings(const wd_mg_settings *m)
     if (m->outer_eo != 0 && m->outer_eo != 1)
         return wd_fail(WD_ERR_INVALID, "multigrid: outer_eo %d must be 0 (the outer GCR on the "
                        "full system) or 1 (on the even-odd Schur system)", m->outer_eo);
-    if (m->refine_passes < 0 || m->refine_passes > 8 || m->refine_iter < 1 ||
-        m->refine_iter > 100)
-        return wd_fail(WD_ERR_INVALID, "multigrid: refine_passes %d must be between 0 and 8 and "
-                       "refine_iter %d between 1 and 100", m->refine_passes, m->refine_iter);
+    if (m->refine_passes < 0 || m->refine_passes > WD_MG_MAX_REFINE || m->refine_iter < 1 ||
+        m->refine_iter > WD_MG_MAX_REFINE_ITER)
+        return wd_fail(WD_ERR_INVALID, "multigrid: refine_passes %d must be between 0 and %d and "
+                       "refine_iter %d between 1 and %d", m->refine_passes, WD_MG_MAX_REFINE,
+                       m->refine_iter, WD_MG_MAX_REFINE_ITER);
     if (m->lock_step < 0 || m->lock_step > WD_SOLVE_MANY_GROUP)
         return wd_fail(WD_ERR_INVALID, "multigrid: lock_step %d must be between 0 (all of a "
                        "group) and %d", m->lock_step, WD_SOLVE_MANY_GROUP);
