@@ -20,7 +20,7 @@
 #define MAX_ENTRIES 4096
 
 typedef struct entry {
-    char gpu[128], variant[64], volume[48], aux[32];
+    char gpu[128], variant[64], volume[48], aux[48];
     int block;
     double us;
 } entry;
@@ -86,7 +86,7 @@ static void load(void)
         char b[64];
         if (line[0] == '#')
             continue;
-        if (sscanf(line, "%127[^\t]\t%63[^\t]\t%63[^\t]\t%47[^\t]\t%31[^\t]\t%d\t%lf", e.gpu, b,
+        if (sscanf(line, "%127[^\t]\t%63[^\t]\t%63[^\t]\t%47[^\t]\t%47[^\t]\t%d\t%lf", e.gpu, b,
                    e.variant, e.volume, e.aux, &e.block, &e.us) == 7 &&
             strcmp(b, WD_BUILD_ID) == 0 && e.block > 0)
             table[n_entries++] = e;
@@ -164,23 +164,22 @@ wd_status wd_tune_dslash(int variant, const wd_dslash_args *a, int pad, int *blo
     snprintf(key.variant, sizeof key.variant, "%s", wd_variants[variant].name);
     snprintf(key.volume, sizeof key.volume, "%dx%dx%dx%d", a->dims[0], a->dims[1], a->dims[2],
              a->dims[3]);
-    /* a decomposed kernel's boundary sites read ghosts, and a launch over
-     * several groups of right-hand sides runs another kernel: their own
-     * entries.  Both at once (a multi-RHS call over several groups on a
-     * grid) their own too: the groups kernel takes more registers, so the
-     * one-group kernel's block may not launch with it, and each rank tunes
-     * alone, so that block failed the launch on one rank only (2 GPUs,
-     * grid 1x1x2x1, dslash_h_r12_gf0_dag0_xpay1_n2 over 3 groups) */
-    if (a->part && a->groups > 1)
-        snprintf(key.aux, sizeof key.aux, "pad=%d part=%d groups=%d", pad, a->part, a->groups);
-    else if (a->part)
-        snprintf(key.aux, sizeof key.aux, "pad=%d part=%d", pad, a->part);
-    else if (a->groups > 1)
-        snprintf(key.aux, sizeof key.aux, "pad=%d groups=%d", pad, a->groups);
-    else if (a->red_partial)  /* the reducing kernel (more registers: its own blocks) */
-        snprintf(key.aux, sizeof key.aux, "pad=%d reduce", pad);
-    else
-        snprintf(key.aux, sizeof key.aux, "pad=%d", pad);
+    /* a decomposed kernel's boundary sites read ghosts, a launch over
+     * several groups of right-hand sides and a reducing kernel run other
+     * kernels: each its own entry, and any combination its own too (the
+     * groups kernel takes more registers, so the one-group kernel's block
+     * may not launch with it, and each rank tunes alone, so that block
+     * failed the launch on one rank only: 2 GPUs, grid 1x1x2x1,
+     * dslash_h_r12_gf0_dag0_xpay1_n2 over 3 groups).  The words in this
+     * order, so the keys of the combinations that existed before "reduce"
+     * could meet "groups" are the same strings. */
+    int len = snprintf(key.aux, sizeof key.aux, "pad=%d", pad);
+    if (a->part)
+        len += snprintf(key.aux + len, sizeof key.aux - (size_t)len, " part=%d", a->part);
+    if (a->groups > 1)
+        len += snprintf(key.aux + len, sizeof key.aux - (size_t)len, " groups=%d", a->groups);
+    if (a->red_partial)
+        snprintf(key.aux + len, sizeof key.aux - (size_t)len, " reduce");
     for (int i = 0; i < n_entries; ++i)
         if (!strcmp(table[i].gpu, key.gpu) && !strcmp(table[i].variant, key.variant) &&
             !strcmp(table[i].volume, key.volume) && !strcmp(table[i].aux, key.aux)) {
