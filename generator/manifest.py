@@ -36,6 +36,9 @@ HOPPING_AXIS = [Operator.WILSON, Operator.WILSON_CLOVER]
 # its _n4 ran slower a right-hand side than the one-RHS kernel on an H100
 # (32^3x64: 137.4 against 123.7 us; _n2 109.3, bench/results/
 # h100-2026-11-25-gf1), where single _n4 gains 1.53x.
+# An _n3 (single and half, 2026-11-28, bench/results/h100-2026-11-28b-mrhs
+# run58) ran between _n2 and _n4 a right-hand side at 24^3x64 and 32^3x64:
+# not built.
 MULTI_RHS_AXIS = {Precision.D: [2], Precision.S: [2, 4], Precision.H: [2, 4]}
 MULTI_RHS_GAUGE_FIXED_AXIS = {Precision.D: [2], Precision.S: [2, 4], Precision.H: [2]}
 # The thread form (axes.Form.THREADS, dslash_..._t<N>): a thread a site and
