@@ -227,6 +227,11 @@ int wd_backend_multi_rhs(const wd_backend *be)
     return be->ops != NULL;
 }
 
+int wd_backend_multi_rhs_pays(const wd_backend *be)
+{
+    return be->ops != NULL && !strcmp(be->ops->name, "cuda");
+}
+
 int wd_variants_nrhs(int variant)
 {
     return wd_variants[variant].nrhs;

@@ -544,6 +544,16 @@ int wd_variants_nrhs(int variant);
  * ghost zone, so the result is the one-process result bit for bit. */
 int wd_backend_multi_rhs(const wd_backend *be);
 
+/* Whether a batch's operator should take the multi-RHS kernels on this
+ * backend rather than one-RHS calls (the same bits either way): the CUDA
+ * backend, where they share the links' bytes; not the CPU backend, whose
+ * one-RHS Wilson recon-12 kernels (every multi-RHS variant's family) are
+ * vectorized rows and its multi-RHS ones plain site loops: per right-hand
+ * side at N = 12 they ran 0.38x / 0.76x / 0.41x the one-RHS calls in
+ * double / single / half (16^4, 2 threads, 2026-11-28; docs/solvers.md,
+ * "Many right-hand sides"). */
+int wd_backend_multi_rhs_pays(const wd_backend *be);
+
 /* out = D in (+ x) for `count` right-hand sides of multi-fields (or views)
  * with one operator family: kernel(n) is the variant index for n
  * right-hand sides a call (negative: not built); the largest built n that

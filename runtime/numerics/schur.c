@@ -22,7 +22,8 @@
  * Two kernels per application for the symmetric form, three for its
  * dagger and for the asymmetric form.
  *   wd_eo_mhat_multi  N right-hand sides: the same two Wilson applications
- *                   through the multi-RHS kernels (wd_dslash_group)
+ *                   through the multi-RHS kernels (wd_dslash_group) where
+ *                   op->multi_kernels, else one right-hand side a call
  *   wd_eo_mhat_reduces / wd_eo_mhat_reduce  the Wilson Mhat whose xpay
  *                   kernel also reduces its output (wd_dslash_reduce)
  */
@@ -40,6 +41,7 @@ wd_status wd_eo_op_init(wd_eo_op *op, wd_backend *be, const wd_gauge *g, double 
     op->g = g;
     op->kappa = kappa;
     op->tmp = tmp;
+    op->multi_kernels = wd_backend_multi_rhs_pays(be);
     for (int dag = 0; dag < 2; ++dag)
         for (int xpay = 0; xpay < 2; ++xpay) {
             int *slot = xpay ? &op->xpay[dag] : &op->plain[dag];
@@ -151,7 +153,7 @@ wd_status wd_eo_mhat_multi(const wd_eo_op *op, wd_field *out, const wd_field *in
                            int count)
 {
     wd_status st = WD_OK;
-    if (op->ainv || count == 1) {
+    if (op->ainv || count == 1 || !op->multi_kernels) {
         for (int q = 0; q < count && st == WD_OK; ++q) {
             wd_field vo = wd_field_view(out, q, 1);
             const wd_field vi = wd_field_view(in, q, 1);

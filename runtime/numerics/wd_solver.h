@@ -61,6 +61,8 @@ typedef struct wd_eo_op {
     int cl_xpay[2];     /* x + a C D, x + a C D^dag */
     int cl_site;        /* C alone: clover_* */
     wd_field *tmp_e;    /* even-parity scratch */
+    int multi_kernels;  /* wd_eo_mhat_multi takes the multi-RHS kernels (else one-RHS
+                         * calls): wd_backend_multi_rhs_pays, set by wd_eo_op_init */
     wd_field *tmp_n;    /* wd_eo_mhat_multi: an odd multi-field of as many right-hand
                          * sides as it is given (wd_field_create_multi) */
 } wd_eo_op;
@@ -84,8 +86,9 @@ wd_status wd_eo_mhat(const wd_eo_op *op, wd_field *out, const wd_field *in, int 
 /* The same for `count` right-hand sides of multi-fields (or views of them)
  * out and in, through op->tmp_n (at least count right-hand sides): each
  * link loaded once for up to four right-hand sides by the multi-RHS kernels
- * where they are built (wd_dslash_group); the clover operator runs one
- * right-hand side after another.  Bit for bit what wd_eo_mhat gives each,
+ * where they are built (wd_dslash_group) and op->multi_kernels (the GPU);
+ * otherwise, and for the clover operator, one right-hand side after
+ * another.  Bit for bit what wd_eo_mhat gives each,
  * except half precision on the GPU, where nvcc contracts the two kernels'
  * arithmetic differently (within 1e-5 relative; tests/test_multi_rhs.c). */
 wd_status wd_eo_mhat_multi(const wd_eo_op *op, wd_field *out, const wd_field *in, int dagger,
