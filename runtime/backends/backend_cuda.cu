@@ -2137,8 +2137,9 @@ static int overlappable(const wd_backend *be, int parity)
  * stream computes the interior sites, which read no ghost; the boundary
  * (the two T slices, or the list's boundary part) follows the exchange on
  * the comm stream, and the main stream waits for it.  Otherwise the
- * exchange, then the whole kernel, on the main stream.  Either way c->ev_halo marks the end of the
- * exchange and every site's arithmetic is the same.  `pending`
+ * exchange, then the whole kernel, on the main stream.  Either way
+ * c->ev_halo marks the end of the exchange and every site's arithmetic is
+ * the same.  `pending`
  * (a failure of the caller's) is agreed with the other ranks before the
  * exchange and stops it.  Collective over the ranks of the grid. */
 wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_args *args,
