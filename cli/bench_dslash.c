@@ -550,6 +550,8 @@ typedef struct grid_row {
     double us, halo_us, gflops, gbps, halo_bytes, halo_gbps;
     double serial_us, hidden;   /* the exchange not overlapped; the share of it hidden */
     int pack, unpack;           /* gather and scatter launches of one call's exchange */
+    char route[64];             /* each split dimension's route, the overlapped call's */
+    char tuning[160];           /* how AUTO chose it ("" without a choice) */
     double rank_us[32];
 } grid_row;
 
@@ -613,8 +615,11 @@ static int time_grid_variant(wd_backend *be, int k, const host_fields *h, int re
     if (st == WD_OK)
         st = wd_backend_cuda_time_dslash(be, k, &out, &g, &in, v->xpay ? &x : NULL, -0.0157, 0,
                                          reps, &us, &halo_us);
-    /* the same on every rank: every rank exchanges the same faces */
+    /* the same on every rank: every rank exchanges the same faces, on the
+     * same routes */
     wd_backend_cuda_halo_launches(be, &r->pack, &r->unpack);
+    wd_backend_cuda_halo_route(be, r->route, sizeof r->route);
+    wd_backend_cuda_halo_tuning(be, r->tuning, sizeof r->tuning);
     st = wd_backend_agree(st);
     wd_field_destroy(be, &in);
     wd_field_destroy(be, &out);
@@ -764,7 +769,9 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
                "gather and scatter kernel launches of one call's exchange (all faces); route:\n"
                "each split dimension's halo route (kernel / copy: peer to peer, written by the\n"
                "gather or copied by the copy engine; nccl; mpi: through the host;\n"
-               "WDIRAC_HALO=auto|nccl|copy|kernel|mpi)\n\n");
+               "WDIRAC_HALO=auto|nccl|copy|kernel|mpi; auto times the routes a peer-to-peer\n"
+               "dimension can take per grid, local volume, precision and right-hand sides, the\n"
+               "slowest rank's median Dslash each, and caches the fastest: its line follows)\n\n");
         printf("%-28s %-14s %-8s %-13s %5s %10s %9s %9s %8s %6s %10s %8s %10s %6s %11s  %s\n",
                "variant", "lattice", "grid", "local", "ranks", "us/call", "halo us", "Gflops",
                "GB/s", "copy", "halo KiB", "halo GB/s", "serial us", "hidden", "pack/unpack",
@@ -799,9 +806,6 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
             host_free(&h);
             return wd_cli_exit_code(st);
         }
-        /* each exchanged dimension's route (WDIRAC_HALO, else auto) */
-        char route[64];
-        wd_backend_cuda_halo_route(&be, route, sizeof route);
         size_t faces[8];
         int nfaces = 0;
         for (int k = 0; k < wd_variant_count; ++k) {
@@ -845,7 +849,9 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
                 printf("%-28s %-14s %-8s %-13s %5d %10.2f %9.2f %9.1f %8.1f %5.0f%% %10.1f %8.1f %10s "
                        "%6s %11s  %s\n", v->name, latb, gridb, local, lat.size, r.us, r.halo_us,
                        r.gflops, r.gbps, 100 * r.gbps / copy, r.halo_bytes / 1024, r.halo_gbps,
-                       serial, hidden, launches, route);
+                       serial, hidden, launches, r.route);
+                if (r.tuning[0])
+                    printf("  halo route, auto: %s\n", r.tuning);
                 fflush(stdout);
             }
             json_t *ranks = json_array();
@@ -853,7 +859,7 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
                 json_array_append_new(ranks, json_real(r.rank_us[q]));
             json_array_append_new(
                 res, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:[iiii], s:[iiii], s:[iiii], "
-                               "s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:s, s:o}",
+                               "s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:s, s:s, s:o}",
                                "variant", v->name, "precision", v->precision, "recon", v->recon,
                                "gauge_fix", v->gauge_fix, "dagger", v->dagger, "xpay", v->xpay,
                                "dims", lat.dims[0], lat.dims[1], lat.dims[2], lat.dims[3],
@@ -864,7 +870,7 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
                                r.gbps / copy, "halo_bytes_sent_per_rank", r.halo_bytes,
                                "halo_GBps", r.halo_gbps, "us_serial_exchange", r.serial_us,
                                "fraction_of_exchange_hidden", r.hidden, "pack_launches_per_call",
-                               r.pack, "unpack_launches_per_call", r.unpack, "halo_route", route,
+                               r.pack, "unpack_launches_per_call", r.unpack, "halo_route", r.route, "halo_route_tuning", r.tuning,
                                "us_per_rank", ranks));
         }
         if (sweep_nccl && l == nlat - 1) {

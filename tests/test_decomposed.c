@@ -42,7 +42,11 @@
  * must take the policy's route in every exchanged dimension (peer to peer
  * by copies or kernel writes, NCCL, or MPI through the host;
  * wd_backend_cuda_halo_route), and
- * a route that cannot be fails the grid.
+ * a route that cannot be fails the grid.  Without --halo (AUTO), where a
+ * dimension can go peer to peer, each kind of exchange's route is timed
+ * and chosen at its first call: the last exchange must have taken the
+ * route its tuning line names, and a second backend on the grid must take
+ * it from the tune cache, with the same bits.
  * Global reductions (norm2, cdot) must agree with one process to 1e-13
  * relative (they add in another order) and be bitwise equal on every rank.
  * One line per case on rank 0 (every rank's failures printed with its
@@ -178,6 +182,43 @@ static void force_halo(wd_backend *be, const int procs[4], int self)
              wd_halo_policy_name(halo), procs[0], procs[1], procs[2], procs[3],
              self ? " self" : "", route, st == WD_OK ? "" : ": ",
              st == WD_OK ? "" : wd_last_error());
+    check(ok, what);
+}
+
+/* AUTO's route on a CUDA grid (wd_backend_cuda_halo_tuning): where a
+ * dimension could go peer to peer the kind of exchange was timed on every
+ * candidate route (or found in the tune cache, cached: required), and the
+ * last exchange took the choice its line names ("... us -> copy", "...:
+ * copy (the tune cache)") in every such dimension, NCCL in the others;
+ * with no choice (no line) no dimension went peer to peer */
+static void check_auto_route(const wd_backend *be, const char *gname, int cached)
+{
+    char tuning[160], route[64], choice[16] = "", what[400];
+    wd_backend_cuda_halo_tuning(be, tuning, sizeof tuning);
+    wd_backend_cuda_halo_route(be, route, sizeof route);
+    const char *arrow = strstr(tuning, " -> "), *from = strstr(tuning, " (the tune cache)");
+    if (arrow)
+        snprintf(choice, sizeof choice, "%s", arrow + 4);
+    else if (from) {
+        const char *colon = strrchr(tuning, ':');  /* "...: copy (the tune cache)" */
+        if (colon && colon + 2 < from)
+            snprintf(choice, sizeof choice, "%.*s", (int)(from - colon - 2), colon + 2);
+    }
+    const int named = !strcmp(choice, "copy") || !strcmp(choice, "kernel") ||
+                      !strcmp(choice, "nccl");
+    int ok = route[0] && (tuning[0] ? named && (!cached || from) : !cached), took = 0;
+    for (const char *r = route; ok && *r;) {  /* "T:copy Z:nccl" */
+        const char *colon = strchr(r, ':'), *end = strchr(r, ' ');
+        const size_t len = end ? (size_t)(end - colon - 1) : strlen(colon + 1);
+        const int is_choice = tuning[0] && len == strlen(choice) && !strncmp(colon + 1, choice, len);
+        const int is_nccl = len == 4 && !strncmp(colon + 1, "nccl", 4);
+        ok = is_choice || is_nccl;
+        took |= is_choice;
+        r = end ? end + 1 : r + strlen(r);
+    }
+    ok = ok && (!tuning[0] || took);
+    snprintf(what, sizeof what, "halo auto on grid %s%s: routes %s; %s", gname,
+             cached ? ", a second backend" : "", route, tuning[0] ? tuning : "no choice");
     check(ok, what);
 }
 
@@ -500,6 +541,37 @@ static void run_grid(const int procs[4], const fields *fs, const int local[4], i
                 }
     }
     wd_backend_cuda_set_overlap(&dec, 1);
+
+    /* AUTO's choice of route: the last exchange's, and a second backend on
+     * the grid takes the first one's from the tune cache, with the same
+     * bits */
+    if (kind == WD_BACKEND_CUDA && dec.halo.ghost_sites > 0 && halo == WD_HALO_AUTO) {
+        check_auto_route(&dec, gname, 0);
+        char tuning[160];
+        wd_backend_cuda_halo_tuning(&dec, tuning, sizeof tuning);
+        int v0 = 0;
+        while (v0 < wd_variant_count &&
+               (wd_variants[v0].op != WD_OP_WILSON || wd_variants[v0].nrhs != 1 ||
+                wd_variants[v0].gauge_fix))
+            v0++;
+        if (tuning[0] && v0 < wd_variant_count) {
+            wd_backend again;
+            if (wd_backend_open_grid(&again, kind, &g, 0) != WD_OK) {
+                check(0, wd_last_error());
+                exit(1);
+            }
+            wd_status st = agreed(&one, apply(&one, v0, fs->u, fs->in, fs->x, 0, -1, whole));
+            if (st == WD_OK)
+                st = agreed(&again, apply(&again, v0, ul, inl, xl, 0, -1, part));
+            extract(expect, whole, &g, 24);
+            char what[200];
+            snprintf(what, sizeof what, "%s grid %s antiper parity 0, a second backend on the "
+                     "cached route", wd_variants[v0].name, gname);
+            check(st == WD_OK && !memcmp(part, expect, 24 * lvol * sizeof(double)), what);
+            check_auto_route(&again, gname, 1);
+            wd_backend_close(&again);
+        }
+    }
 
     run_multi(&one, &dec, &g, fs, procs, self, seed);
 

@@ -36,8 +36,8 @@
  * way per dimension holding their faces back to back.
  * wd_cuda_be_dslash_grid runs it on the exchange's stream while the main
  * stream computes the interior sites, then the boundary on the exchange's
- * stream: the first and the last time slice, two index ranges, where T
- * alone is partitioned; where X, Y or Z is, the interior and the boundary
+ * stream: the first and the last time slice (one launch over their list),
+ * where T alone is partitioned; where X, Y or Z is, the interior and the boundary
  * parts of a list of the output sites (wd_site_order, the generated
  * kernels' a.sites).  With the overlap off, or no interior (an extent of
  * 2), it runs before the whole kernel on the main stream.  Between the
@@ -63,6 +63,7 @@
 #include "wd_operator.h"
 #include "wd_operator_cuda.h"
 #include "wd_physics.h"
+#include "wd_tune.h"
 
 #define NR 24
 #define BLAS_BLOCK 256
@@ -851,6 +852,16 @@ __global__ void __launch_bounds__(BLAS_BLOCK) scan_host_layout(const double *raw
 
 /* ---- host side --------------------------------------------------------- */
 
+/* AUTO's route for one kind of exchange (issue 28, item 2): the faces'
+ * precision (bytes an element's real), the right-hand sides exchanged and
+ * whether the exchange overlaps the interior; timed once per process
+ * (tune_route) or read from the tune cache */
+enum { MAX_ROUTE_KEYS = 32 };
+typedef struct route_choice {
+    int precision, nrhs, overlap, route;
+    char how[160];  /* how it was chosen (wd_backend_cuda_halo_tuning) */
+} route_choice;
+
 typedef struct cuda_ctx {
     double *partial;   /* WD_LANES_MAX * BLAS_MAX_GRID * 3 (a lane's from j * BLAS_MAX_GRID * 3) */
     unsigned *count;   /* WD_LANES_MAX finished-block counts (struct reduction) */
@@ -879,10 +890,18 @@ typedef struct cuda_ctx {
     int *order;                /* device, where X, Y or Z is partitioned: per parity the
                                 * V/2 output sites, interior first (wd_site_order) */
     int inner[2];              /* the interior's sites per parity */
+    int *slices;               /* device, where T alone is partitioned: the checkerboard
+                                * indices of the first and the last time slice, the
+                                * boundary of either parity in one launch */
     int overlap;               /* overlap the exchange with the interior where possible */
     int pack_launches, unpack_launches;  /* the last exchange's gather and scatter launches */
     int halo_policy;           /* wd_halo_policy asked for */
     wd_p2p *p2p;               /* the dimensions that go peer to peer (NULL: none) */
+    int route;                 /* the route of the next exchange's peer-to-peer dimensions:
+                                * WD_HALO_COPY or KERNEL, or NCCL (AUTO's tuning only) */
+    route_choice tuned[MAX_ROUTE_KEYS];  /* AUTO: the routes chosen, per exchange kind */
+    int ntuned;
+    const char *tuning;        /* how the last exchange's route was chosen: a tuned[].how, or NULL */
 } cuda_ctx;
 
 static int grid_for(int n)
@@ -1346,6 +1365,7 @@ void wd_cuda_be_close(wd_backend *be)
             cudaEventDestroy(c->ev_bound);
         wd_cuda_free(c->face_idx);
         wd_cuda_free(c->order);
+        wd_cuda_free(c->slices);
         wd_cuda_free(c->halo);
         if (c->host_halo)
             cudaFreeHost(c->host_halo);
@@ -1687,6 +1707,11 @@ static wd_status halo_routes(wd_backend *be, int policy)
                        "(the CUDA grid's faces go peer to peer or through MPI; auto, mpi, "
                        "copy or kernel)");
     c->halo_policy = policy;
+    /* AUTO starts on the copy engine and tunes each kind of exchange at
+     * its first call (tune_route) */
+    c->route = policy == WD_HALO_KERNEL ? WD_HALO_KERNEL : WD_HALO_COPY;
+    c->ntuned = 0;
+    c->tuning = NULL;
     if (policy == WD_HALO_NCCL || policy == WD_HALO_MPI)
         return WD_OK;
     wd_status st = wd_p2p_open(&c->p2p, &be->grid, be->halo.part, policy != WD_HALO_AUTO);
@@ -1741,6 +1766,18 @@ wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
         if (st == WD_OK)
             st = wd_cuda_h2d(c->order, order, nord);
     }
+    /* T alone: the two boundary slices as one list (t is the slowest
+     * coordinate, so they are the first and the last face_cb[3] indices) */
+    const int slice = be->halo.face_cb[3], ncb = be->volume_cb;
+    if (st == WD_OK && !order && be->halo.part[3] && be->dims[3] > 2) {
+        std::vector<int> list(2 * (size_t)slice);
+        for (int i = 0; i < slice; ++i)
+            list[i] = i, list[slice + i] = ncb - slice + i;
+        st = wd_cuda_malloc((void **)&c->slices, list.size() * sizeof(int),
+                            "the grid's boundary slices");
+        if (st == WD_OK)
+            st = wd_cuda_h2d(c->slices, list.data(), list.size() * sizeof(int));
+    }
     if ((st = grid_agree(be, st)) != WD_OK)
         return st;
     return halo_routes(be, policy);
@@ -1767,12 +1804,14 @@ static int staged(const cuda_ctx *c)
     return c->halo_policy == WD_HALO_MPI || !c->nccl;
 }
 
-/* the route of partitioned dimension mu (p2p: wd_p2p_routes) */
+/* the route of partitioned dimension mu (p2p: wd_p2p_routes): a
+ * dimension that can go peer to peer takes c->route (with AUTO the one
+ * tuned for the exchange, NCCL among them) */
 static wd_halo_policy route_of(const cuda_ctx *c, const int p2p[4], int mu)
 {
     if (!p2p[mu])
         return staged(c) ? WD_HALO_MPI : WD_HALO_NCCL;
-    return c->halo_policy == WD_HALO_KERNEL ? WD_HALO_KERNEL : WD_HALO_COPY;
+    return (wd_halo_policy)c->route;
 }
 
 /* "T:kernel Z:nccl": each exchanged dimension's route */
@@ -1976,10 +2015,15 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
             st = wd_fail(WD_ERR_NOMEM, "CUDA backend: %zu bytes of pinned host memory for the "
                          "faces that go through MPI: %s", need, cudaGetErrorString(err));
     }
-    const int kernel_write = c->halo_policy == WD_HALO_KERNEL;
+    /* peer to peer this time: c->p2p's dimensions, unless AUTO's tuning
+     * sends them through NCCL (then the flags' sequence still advances
+     * after the scatter, wd_p2p_read, so that the next exchange that
+     * writes into a neighbour waits until it has scattered this one) */
+    const int direct = c->p2p && c->route != WD_HALO_NCCL;
+    const int kernel_write = direct && c->route == WD_HALO_KERNEL;
     /* the neighbours have read what this rank wrote into them last time:
      * before the gather writes into them (kernel), before the copies (copy) */
-    if (st == WD_OK && c->p2p && kernel_write)
+    if (st == WD_OK && kernel_write)
         st = wd_p2p_begin(c->p2p, s);
     const int in_parity = 1 - out_parity;
     const size_t eb = (size_t)in->width * in->precision;
@@ -2011,18 +2055,19 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
             const int j = 2 * nf + d, dir = d ? WD_BWD : WD_FWD;
             pack.idx[j] = c->face_idx + c->face_off[mu][d ? 0 : 1][in_parity];
             pack.buf[j] = (char *)f.send[dir];
-            if (p2p[mu] && kernel_write)
+            if (p2p[mu] && kernel_write)  /* route_of: WD_HALO_KERNEL */
                 pack.buf[j] = peer_slot(c, mu, dir, off[mu], slot);
             unpack.ghost[j] = be->halo.ghost[mu][dir];
             unpack.buf[j] = (char *)f.recv[dir];
             pack.n[j] = unpack.n[j] = n;
             pack.rhs_buf[j] = unpack.rhs_buf[j] = rb;
         }
-        if (route_of(c, p2p, mu) == WD_HALO_MPI)
+        const wd_halo_policy r = route_of(c, p2p, mu);
+        if (r == WD_HALO_MPI)
             mpi[nmpi++] = f;
-        else if (!p2p[mu])
+        else if (r == WD_HALO_NCCL)
             faces[nnccl++] = f;
-        else if (!kernel_write)
+        else if (r == WD_HALO_COPY)
             copies[ncopy++] = f;
         blocks = std::max(blocks, (n * in->elements + 255) / 256);
         nf++;
@@ -2042,7 +2087,7 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
         else
             c->pack_launches = 1;
     }
-    if (st == WD_OK && c->p2p && !kernel_write)
+    if (st == WD_OK && direct && !kernel_write)
         st = wd_p2p_begin(c->p2p, s);
     /* every rank enters the exchange, or none */
     if ((st = grid_agree(be, st)) != WD_OK)
@@ -2062,7 +2107,7 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
                              "face: %s", f->mu, cudaGetErrorString(err));
         }
     }
-    if (c->p2p) {
+    if (direct) {
         const wd_status l = wd_p2p_landed(c->p2p, s);
         if (st == WD_OK)
             st = l;
@@ -2118,7 +2163,7 @@ void wd_cuda_be_set_overlap(wd_backend *be, int on)
  * (overlap off, or no interior); OVERLAP_SLICES: T alone partitioned, its
  * boundary sites are the first and the last face_cb[3] checkerboard
  * indices (t is the slowest coordinate), so the interior is one contiguous
- * range; OVERLAP_LIST: X, Y or Z partitioned, the interior and the
+ * range and the boundary the list c->slices, one launch; OVERLAP_LIST: X, Y or Z partitioned, the interior and the
  * boundary are the two parts of c->order's list for the parity */
 enum { OVERLAP_SLICES = 1, OVERLAP_LIST = 2 };
 static int overlappable(const wd_backend *be, int parity)
@@ -2127,7 +2172,7 @@ static int overlappable(const wd_backend *be, int parity)
     if (!c->overlap || !c->comm)
         return 0;
     if (!be->halo.part[0] && !be->halo.part[1] && !be->halo.part[2])
-        return be->halo.part[3] && be->dims[3] > 2 ? OVERLAP_SLICES : 0;
+        return c->slices ? OVERLAP_SLICES : 0;
     return c->order && c->inner[parity] > 0 ? OVERLAP_LIST : 0;
 }
 
@@ -2142,8 +2187,8 @@ static int overlappable(const wd_backend *be, int parity)
  * the same.  `pending`
  * (a failure of the caller's) is agreed with the other ranks before the
  * exchange and stops it.  Collective over the ranks of the grid. */
-wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_args *args,
-                                 int block, const wd_field *in, int parity, wd_status pending)
+static wd_status dslash_grid(wd_backend *be, int variant, const wd_dslash_args *args, int block,
+                             const wd_field *in, int parity, wd_status pending)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     cudaStream_t s = (cudaStream_t)wd_cuda_stream();
@@ -2162,16 +2207,16 @@ wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_ar
     }
     /* the interior first, so that the main stream never waits for the host
      * (the exchange's agreement and NCCL calls): sites [i0, i1) of the
-     * range (T slices) or of the list, then the boundary [b0, b1) and
-     * [b2, b3) */
-    wd_dslash_args listed;
+     * range (T alone) or of the list, then the boundary, one launch over
+     * entries [b0, b1) of a list (T alone: the two slices', c->slices) */
+    wd_dslash_args listed = *args;
     const int n = be->volume_cb, slice = be->halo.face_cb[3];
-    int i0 = slice, i1 = n - slice, b0 = 0, b1 = slice, b2 = n - slice, b3 = n;
+    int i0 = slice, i1 = n - slice, b0 = 0, b1 = 2 * slice;
+    listed.sites = c->slices;
     if (how == OVERLAP_LIST) {
-        listed = *args;
         listed.sites = c->order + (size_t)args->parity * n;
         args = &listed;
-        i0 = 0, i1 = c->inner[args->parity], b0 = i1, b1 = b2 = b3 = n;
+        i0 = 0, i1 = c->inner[args->parity], b0 = i1, b1 = n;
     }
     cudaError_t err = cudaEventRecord(c->ev_start, s);
     if (err == cudaSuccess)
@@ -2192,9 +2237,7 @@ wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_ar
     if (err != cudaSuccess)
         return after_agreement(be, wd_fail(WD_ERR_CUDA, "CUDA backend: marking the exchange's "
                                            "end: %s", cudaGetErrorString(err)));
-    st = wd_cuda_dslash_range_async(variant, args, block, b0, b1, c->comm);
-    if (st == WD_OK)
-        st = wd_cuda_dslash_range_async(variant, args, block, b2, b3, c->comm);
+    st = wd_cuda_dslash_range_async(variant, &listed, block, b0, b1, c->comm);
     err = cudaEventRecord(c->ev_bound, c->comm);
     if (err == cudaSuccess)
         err = cudaStreamWaitEvent(s, c->ev_bound, 0);
@@ -2204,12 +2247,154 @@ wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_ar
     return after_agreement(be, st);
 }
 
-
 static double median(std::vector<double> &t)
 {
     std::sort(t.begin(), t.end());
     const size_t n = t.size();
     return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+#define ROUTE_REPS 7  /* timed calls a candidate route, after 2 untimed */
+
+/* AUTO (issue 28, item 2): c->route for this kind of exchange (the
+ * faces' precision, the right-hand sides, the overlap), chosen once per
+ * process.  Where some dimension goes peer to peer the candidates are the
+ * copy engine, kernel writes and (with NCCL) NCCL; each is timed as the
+ * whole decomposed Dslash of this call (2 + ROUTE_REPS calls, CUDA events
+ * on the main stream, the median), every rank's medians combined by their
+ * maximum (the slowest rank sets the pace), and the fastest taken, the
+ * first of equals: the same choice on every rank.  The choice is cached
+ * (wd_tune_halo_save) per GPU, grid, local volume, precision and
+ * right-hand sides; a later process takes the cached route where every
+ * rank has the same one, and times again otherwise.  The timing calls are
+ * the call itself repeated (the kernels' tuning does the same): each
+ * writes the same output.  Collective; `pending` (a failure of the
+ * caller's) skips the choice on every rank and is returned. */
+static wd_status tune_route(wd_backend *be, int variant, const wd_dslash_args *args, int block,
+                            const wd_field *in, int parity, wd_status pending)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    const int nrhs = wd_variants[variant].nrhs * (args->groups > 1 ? args->groups : 1);
+    for (int i = 0; i < c->ntuned; ++i) {
+        const route_choice *r = &c->tuned[i];
+        if (r->precision == in->precision && r->nrhs == nrhs && r->overlap == c->overlap) {
+            c->route = r->route;
+            c->tuning = r->how;
+            return pending;
+        }
+    }
+    int cand[3], nc = 0;
+    cand[nc++] = WD_HALO_COPY;
+    cand[nc++] = WD_HALO_KERNEL;
+    if (c->nccl)
+        cand[nc++] = WD_HALO_NCCL;
+    char aux[48];
+    const int *P = be->grid.procs;
+    snprintf(aux, sizeof aux, "grid=%dx%dx%dx%d prec=%c nrhs=%d%s", P[0], P[1], P[2], P[3],
+             in->precision == 8 ? 'd' : in->precision == 4 ? 's' : 'h', nrhs,
+             c->overlap ? "" : " serial");
+    /* the cached route, where every rank has the same (v = {r, -r}: the
+     * maxima are r and -r on every rank only when every rank has r) */
+    int cached = -1;
+    wd_status st = pending == WD_OK ? wd_tune_halo_find(be->dims, aux, &cached) : pending;
+    if ((st = grid_agree(be, st)) != WD_OK)
+        return st;
+    double v[2] = {(double)cached, -(double)cached};
+    if (be->grid.size > 1 && (st = wd_comm_max(v, 2)) != WD_OK)
+        return st;
+    int chosen = -1;
+    for (int k = 0; k < nc; ++k)
+        if (v[0] == cand[k] && -v[1] == cand[k])
+            chosen = cand[k];
+    double us[3] = {0, 0, 0};
+    char how[160];
+    if (chosen >= 0)
+        snprintf(how, sizeof how, "%s: %s (the tune cache)", aux,
+                 wd_halo_policy_name((wd_halo_policy)chosen));
+    else {
+        /* every rank makes the same calls whatever fails: a failure is
+         * agreed inside the next call's exchange, which then stops early
+         * on every rank */
+        cudaStream_t s = (cudaStream_t)wd_cuda_stream();
+        cudaEvent_t e0 = NULL, e1 = NULL;
+        if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
+            st = wd_fail(WD_ERR_CUDA, "halo route: cudaEventCreate failed");
+        for (int k = 0; k < nc; ++k) {
+            c->route = cand[k];
+            std::vector<double> t;
+            for (int r = -2; r < ROUTE_REPS; ++r) {
+                cudaError_t err = st == WD_OK ? cudaEventRecord(e0, s) : cudaSuccess;
+                st = dslash_grid(be, variant, args, block, in, parity, st);
+                float ms = 0;
+                if (st == WD_OK && err == cudaSuccess)
+                    err = cudaEventRecord(e1, s);
+                if (st == WD_OK && err == cudaSuccess)
+                    err = cudaEventSynchronize(e1);
+                if (st == WD_OK && err == cudaSuccess)
+                    err = cudaEventElapsedTime(&ms, e0, e1);
+                if (st == WD_OK && err != cudaSuccess)
+                    st = wd_fail(WD_ERR_CUDA, "halo route: timing the %s route: %s",
+                                 wd_halo_policy_name((wd_halo_policy)cand[k]),
+                                 cudaGetErrorString(err));
+                if (st == WD_OK && r >= 0)
+                    t.push_back(1e3 * ms);
+            }
+            us[k] = st == WD_OK ? median(t) : 0.0;
+        }
+        if (e0)
+            cudaEventDestroy(e0);
+        if (e1)
+            cudaEventDestroy(e1);
+        if ((st = grid_agree(be, st)) == WD_OK && be->grid.size > 1)
+            st = wd_comm_max(us, nc);
+        if (st != WD_OK) {
+            c->route = WD_HALO_COPY;  /* and chosen again at the next call */
+            return st;
+        }
+        int best = 0;
+        for (int k = 1; k < nc; ++k)
+            if (us[k] < us[best])
+                best = k;
+        chosen = cand[best];
+        int len = snprintf(how, sizeof how, "%s:", aux);
+        for (int k = 0; k < nc && len < (int)sizeof how; ++k)
+            len += snprintf(how + len, sizeof how - (size_t)len, " %s %.1f",
+                            wd_halo_policy_name((wd_halo_policy)cand[k]), us[k]);
+        if (len < (int)sizeof how)
+            snprintf(how + len, sizeof how - (size_t)len, " us -> %s",
+                     wd_halo_policy_name((wd_halo_policy)chosen));
+        /* a failure to write the cache is this rank's: the call agrees it */
+        st = wd_tune_halo_save(be->dims, aux, chosen, us[best]);
+    }
+    c->route = chosen;
+    /* past MAX_ROUTE_KEYS kinds the last entry is reused: a later call of
+     * an evicted kind reads the tune cache again (every rank alike) */
+    route_choice *r = &c->tuned[c->ntuned < MAX_ROUTE_KEYS ? c->ntuned++ : MAX_ROUTE_KEYS - 1];
+    r->precision = in->precision;
+    r->nrhs = nrhs;
+    r->overlap = c->overlap;
+    r->route = chosen;
+    snprintf(r->how, sizeof r->how, "%s", how);
+    c->tuning = r->how;
+    return st;
+}
+
+/* the decomposed Dslash (dslash_grid), on AUTO's route for the exchange
+ * (tune_route) where there is a choice.  Collective. */
+wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_args *args,
+                                 int block, const wd_field *in, int parity, wd_status pending)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    if (c->halo_policy == WD_HALO_AUTO && c->p2p)
+        pending = tune_route(be, variant, args, block, in, parity, pending);
+    return dslash_grid(be, variant, args, block, in, parity, pending);
+}
+
+/* how the last exchange's route was chosen: "" where there was no choice */
+void wd_cuda_be_halo_tuning(const wd_backend *be, char *buf, size_t n)
+{
+    const cuda_ctx *c = (const cuda_ctx *)be->ctx;
+    snprintf(buf, n, "%s", c && c->tuning ? c->tuning : "");
 }
 
 /* wd_backend_cuda_time_dslash's timing: per call, events before the

@@ -34,6 +34,7 @@
  *                           within a node, NCCL; WDIRAC_HALO sets them at
  *                           the open)
  *   wd_backend_cuda_halo_route  each exchanged dimension's route
+ *   wd_backend_cuda_halo_tuning  how AUTO chose the last exchange's route
  * Compiled only in builds with CUDA; cuda_rt_none.c answers otherwise.
  */
 #include <complex.h>
@@ -76,6 +77,7 @@ wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
                                int policy);
 wd_status wd_cuda_be_set_halo(wd_backend *be, int policy);
 void wd_cuda_be_halo_route(const wd_backend *be, char *buf, size_t n);
+void wd_cuda_be_halo_tuning(const wd_backend *be, char *buf, size_t n);
 wd_status wd_cuda_be_dslash_grid(wd_backend *be, int variant, const wd_dslash_args *args,
                                  int block, const wd_field *in, int parity, wd_status pending);
 void wd_cuda_be_set_overlap(wd_backend *be, int on);
@@ -452,6 +454,15 @@ void wd_backend_cuda_halo_route(const wd_backend *be, char *buf, size_t n)
     buf[0] = 0;
     if (be->ops && !strcmp(be->ops->name, "cuda") && be->halo.ghost_sites > 0)
         wd_cuda_be_halo_route(be, buf, n);
+}
+
+void wd_backend_cuda_halo_tuning(const wd_backend *be, char *buf, size_t n)
+{
+    if (n == 0)
+        return;
+    buf[0] = 0;
+    if (be->ops && !strcmp(be->ops->name, "cuda") && be->halo.ghost_sites > 0)
+        wd_cuda_be_halo_tuning(be, buf, n);
 }
 
 void wd_backend_cuda_halo_launches(const wd_backend *be, int *pack, int *unpack)

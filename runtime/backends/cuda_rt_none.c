@@ -98,6 +98,12 @@ void wd_backend_cuda_halo_route(const wd_backend *be, char *buf, size_t n)
     if (n)
         buf[0] = 0;
 }
+void wd_backend_cuda_halo_tuning(const wd_backend *be, char *buf, size_t n)
+{
+    (void)be;
+    if (n)
+        buf[0] = 0;
+}
 void wd_backend_cuda_halo_launches(const wd_backend *be, int *pack, int *unpack)
 {
     (void)be;

@@ -145,7 +145,9 @@ static wd_status save(void)
     return WD_OK;
 }
 
-wd_status wd_tune_dslash(int variant, const wd_dslash_args *a, int pad, int *block)
+/* the cache loaded and this GPU's name known: key's gpu, variant and
+ * volume filled in */
+static wd_status start_key(entry *key, const char *variant, const int dims[4])
 {
     if (!loaded) {
         default_path();
@@ -158,12 +160,64 @@ wd_status wd_tune_dslash(int variant, const wd_dslash_args *a, int pad, int *blo
             return st;
         snprintf(gpu_name, sizeof gpu_name, "%.127s", info.name);
     }
+    memset(key, 0, sizeof *key);
+    snprintf(key->gpu, sizeof key->gpu, "%s", gpu_name);
+    snprintf(key->variant, sizeof key->variant, "%s", variant);
+    snprintf(key->volume, sizeof key->volume, "%dx%dx%dx%d", dims[0], dims[1], dims[2], dims[3]);
+    return WD_OK;
+}
+
+/* the cached entry of key's gpu, variant, volume and aux, or NULL */
+static const entry *find(const entry *key)
+{
+    for (int i = 0; i < n_entries; ++i)
+        if (!strcmp(table[i].gpu, key->gpu) && !strcmp(table[i].variant, key->variant) &&
+            !strcmp(table[i].volume, key->volume) && !strcmp(table[i].aux, key->aux))
+            return &table[i];
+    return NULL;
+}
+
+/* the halo route's entries: the variant word HALO_ROUTE, the route (a
+ * wd_halo_policy, > 0) in the block column */
+#define HALO_ROUTE "halo_route"
+
+wd_status wd_tune_halo_find(const int dims[4], const char *aux, int *route)
+{
     entry key;
-    memset(&key, 0, sizeof key);
-    snprintf(key.gpu, sizeof key.gpu, "%s", gpu_name);
-    snprintf(key.variant, sizeof key.variant, "%s", wd_variants[variant].name);
-    snprintf(key.volume, sizeof key.volume, "%dx%dx%dx%d", a->dims[0], a->dims[1], a->dims[2],
-             a->dims[3]);
+    *route = -1;
+    wd_status st = start_key(&key, HALO_ROUTE, dims);
+    if (st != WD_OK)
+        return st;
+    snprintf(key.aux, sizeof key.aux, "%s", aux);
+    const entry *e = find(&key);
+    if (e)
+        *route = e->block;
+    return WD_OK;
+}
+
+wd_status wd_tune_halo_save(const int dims[4], const char *aux, int route, double us)
+{
+    entry key;
+    wd_status st = start_key(&key, HALO_ROUTE, dims);
+    if (st != WD_OK)
+        return st;
+    snprintf(key.aux, sizeof key.aux, "%s", aux);
+    key.block = route;
+    key.us = us;
+    entry *e = (entry *)find(&key);
+    if (e)
+        *e = key;  /* retuned: the ranks' cached choices disagreed */
+    else if (n_entries < MAX_ENTRIES)
+        table[n_entries++] = key;
+    return save();
+}
+
+wd_status wd_tune_dslash(int variant, const wd_dslash_args *a, int pad, int *block)
+{
+    entry key;
+    wd_status st0 = start_key(&key, wd_variants[variant].name, a->dims);
+    if (st0 != WD_OK)
+        return st0;
     /* a decomposed kernel's boundary sites read ghosts, a launch over
      * several groups of right-hand sides and a reducing kernel run other
      * kernels: each its own entry, and any combination its own too (the
@@ -180,12 +234,11 @@ wd_status wd_tune_dslash(int variant, const wd_dslash_args *a, int pad, int *blo
         len += snprintf(key.aux + len, sizeof key.aux - (size_t)len, " groups=%d", a->groups);
     if (a->red_partial)
         snprintf(key.aux + len, sizeof key.aux - (size_t)len, " reduce");
-    for (int i = 0; i < n_entries; ++i)
-        if (!strcmp(table[i].gpu, key.gpu) && !strcmp(table[i].variant, key.variant) &&
-            !strcmp(table[i].volume, key.volume) && !strcmp(table[i].aux, key.aux)) {
-            *block = table[i].block;
-            return WD_OK;
-        }
+    const entry *e = find(&key);
+    if (e) {
+        *block = e->block;
+        return WD_OK;
+    }
 
     double best = 1e300;
     int best_block = 0;

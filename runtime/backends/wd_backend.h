@@ -434,10 +434,12 @@ void wd_backend_cuda_set_overlap(wd_backend *be, int on);
  * there by the copy engine (COPY).  NCCL everywhere else; in a build
  * without NCCL, MPI through pinned host buffers (the faces copied to the
  * host, exchanged as the CPU backend does, copied back).  AUTO, the
- * default: peer to peer by the copy engine (the faster of the two on two
- * H100s, bench/results/h100x2-2026-11-27-p2p) for every dimension that can
- * go so (both neighbours on this node, with peer access, on every rank),
- * NCCL (or MPI) for the rest.  COPY and KERNEL fail where a partitioned
+ * default: for the dimensions that can go peer to peer (both neighbours
+ * on this node, with peer access, on every rank) the route of the copy
+ * engine, kernel writes and NCCL that times fastest, chosen per grid,
+ * local volume, precision and right-hand sides at that kind of exchange's
+ * first Dslash (the whole Dslash timed, every rank alike) and kept in the
+ * tune cache; NCCL (or MPI) for the rest.  COPY and KERNEL fail where a partitioned
  * dimension cannot go peer to peer, NCCL in a build without it; MPI sends
  * every dimension through the host.  The results are the same bits
  * whichever the route. */
@@ -459,9 +461,18 @@ const char *wd_halo_policy_name(wd_halo_policy policy);
  * cannot be, on every rank with the reason. */
 wd_status wd_backend_cuda_set_halo(wd_backend *be, wd_halo_policy policy);
 
-/* buf = each exchanged dimension's route, "T:kernel", "Z:nccl T:copy", "T:mpi";
- * empty off a CUDA grid */
+/* buf = each exchanged dimension's route in the last exchange (before
+ * the first: the policy's), "T:kernel", "Z:nccl T:copy", "T:mpi"; empty
+ * off a CUDA grid */
 void wd_backend_cuda_halo_route(const wd_backend *be, char *buf, size_t n);
+
+/* buf = how AUTO chose the last exchange's route: the kind of exchange
+ * ("grid=1x1x1x2 prec=h nrhs=1"), then each candidate's time, the slowest
+ * rank's median us of the whole Dslash, and the choice ("copy 364.1
+ * kernel 371.0 nccl 380.2 us -> copy"), or "...: copy (the tune cache)";
+ * empty where there was no choice (a forced policy, no peer-to-peer
+ * dimension) or off a CUDA grid */
+void wd_backend_cuda_halo_tuning(const wd_backend *be, char *buf, size_t n);
 
 /* The kernel launches of a CUDA backend's last halo exchange: *pack the
  * gathers of the faces into the send buffers, *unpack the scatters into

@@ -21,6 +21,11 @@
  *   wd_tune_dslash       the block size for a variant at these arguments,
  *                        from the cache or by timing the candidates
  *   wd_tune_build_id     this build's id
+ *   wd_tune_halo_find    the halo route cached for a process grid's kind of
+ *                        exchange (aux names it: grid, precision,
+ *                        right-hand sides) at this local volume, or -1
+ *   wd_tune_halo_save    cache the route chosen (the backend times the
+ *                        routes, collectively: backend_cuda.cu's tune_route)
  */
 #ifndef WDIRAC_TUNE_H
 #define WDIRAC_TUNE_H
@@ -28,9 +33,19 @@
 #include "wd_kernel.h"
 #include "wdirac.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 wd_status wd_tune_set_cache(const char *path);
 const char *wd_tune_cache_note(void);
 wd_status wd_tune_dslash(int variant, const wd_dslash_args *a, int pad, int *block);
 const char *wd_tune_build_id(void);
+wd_status wd_tune_halo_find(const int dims[4], const char *aux, int *route);
+wd_status wd_tune_halo_save(const int dims[4], const char *aux, int route, double us);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
