@@ -2288,10 +2288,18 @@ static wd_status tune_route(wd_backend *be, int variant, const wd_dslash_args *a
     cand[nc++] = WD_HALO_KERNEL;
     if (c->nccl)
         cand[nc++] = WD_HALO_NCCL;
-    char aux[48];
+    /* the grid, the dimensions exchanged (a grid's own and those a rank
+     * exchanges with itself: 1x1x1x2 exchanging X too is another kind),
+     * the precision, the right-hand sides, serial or overlapped */
+    char aux[48], faces[5];
     const int *P = be->grid.procs;
-    snprintf(aux, sizeof aux, "grid=%dx%dx%dx%d prec=%c nrhs=%d%s", P[0], P[1], P[2], P[3],
-             in->precision == 8 ? 'd' : in->precision == 4 ? 's' : 'h', nrhs,
+    int nfaces = 0;
+    for (int mu = 0; mu < 4; ++mu)
+        if (be->halo.part[mu])
+            faces[nfaces++] = "XYZT"[mu];
+    faces[nfaces] = 0;
+    snprintf(aux, sizeof aux, "grid=%dx%dx%dx%d faces=%s %c nrhs=%d%s", P[0], P[1], P[2], P[3],
+             faces, in->precision == 8 ? 'd' : in->precision == 4 ? 's' : 'h', nrhs,
              c->overlap ? "" : " serial");
     /* the cached route, where every rank has the same (v = {r, -r}: the
      * maxima are r and -r on every rank only when every rank has r) */

@@ -467,11 +467,12 @@ wd_status wd_backend_cuda_set_halo(wd_backend *be, wd_halo_policy policy);
 void wd_backend_cuda_halo_route(const wd_backend *be, char *buf, size_t n);
 
 /* buf = how AUTO chose the last exchange's route: the kind of exchange
- * ("grid=1x1x1x2 prec=h nrhs=1"), then each candidate's time, the slowest
- * rank's median us of the whole Dslash, and the choice ("copy 364.1
- * kernel 371.0 nccl 380.2 us -> copy"), or "...: copy (the tune cache)";
- * empty where there was no choice (a forced policy, no peer-to-peer
- * dimension) or off a CUDA grid */
+ * ("grid=1x1x1x2 faces=T h nrhs=1": the grid, the dimensions exchanged,
+ * the precision, the right-hand sides, " serial" without the overlap),
+ * then each candidate's time, the slowest rank's median us of the whole
+ * Dslash, and the choice ("copy 364.1 kernel 371.0 nccl 380.2 us ->
+ * copy"), or "...: copy (the tune cache)"; empty where there was no
+ * choice (a forced policy, no peer-to-peer dimension) or off a CUDA grid */
 void wd_backend_cuda_halo_tuning(const wd_backend *be, char *buf, size_t n);
 
 /* The kernel launches of a CUDA backend's last halo exchange: *pack the
