@@ -944,8 +944,11 @@ static int same_plan(const wd_group_plan *a, const wd_group_plan *b)
 
 /* A plan's calls: "4*3" (one _n4 launch over 3 groups of 4), "2", "1x12"
  * (twelve one-RHS calls), "t12" (one _t12 launch: the thread form),
- * "t12*2", "sh12" (the shared-memory form), joined by "+" */
-static void group_plan_name(const wd_group_plan *plan, char *buf, size_t len)
+ * "t12*2", "sh12" (the shared-memory form), joined by "+"; a call the
+ * CUDA backend split (per_launch, may be NULL) as "4x3" (three _n4
+ * launches) or "2*2x3" (three launches over 2 groups each) */
+static void group_plan_name(const wd_group_plan *plan, const int *per_launch, char *buf,
+                            size_t len)
 {
     size_t at = 0;
     buf[0] = 0;
@@ -956,7 +959,12 @@ static void group_plan_name(const wd_group_plan *plan, char *buf, size_t len)
             run++;
         const char *sep = c ? "+" : "";
         const char *form = form_prefix(&wd_variants[plan->variant[c]]);
-        const int w = run > 1 ? snprintf(buf + at, len - at, "%s1x%d", sep, run)
+        const int per = per_launch && per_launch[c] > 0 ? per_launch[c] : m / n;
+        const int w = run > 1      ? snprintf(buf + at, len - at, "%s1x%d", sep, run)
+                      : per == 1 && m > n
+                          ? snprintf(buf + at, len - at, "%s%s%dx%d", sep, form, n, m / n)
+                      : per < m / n
+                          ? snprintf(buf + at, len - at, "%s%s%d*%dx%d", sep, form, n, per, m / n / per)
                       : m > n ? snprintf(buf + at, len - at, "%s%s%d*%d", sep, form, n, m / n)
                               : snprintf(buf + at, len - at, "%s%s%d", sep, form, n);
         at += w > 0 ? (size_t)w : 0;
@@ -1036,6 +1044,7 @@ static wd_status nrhs_fields_get(wd_backend *be, nrhs_fields *f, int precision, 
 typedef struct nrhs_row {
     double us, us_wall;     /* the group: per-kernel CUDA events summed (GPU) or wall clock */
     wd_group_plan plan;
+    int per_launch[WD_GROUP_PLAN_MAX];  /* GPU: each call's groups a launch (0: one launch) */
 } nrhs_row;
 
 /* The plan of out = D in (+ x) on right-hand sides 0..n-1 with the
@@ -1088,6 +1097,7 @@ static wd_status time_group(wd_backend *be, int gpu, const wd_variant *v, int fo
         double us = 0, halo_us = 0;
         st = wd_backend_cuda_time_dslash(be, p->variant[c], &vo, g, &vi, v->xpay ? &vx : NULL, a,
                                          0, reps, &us, &halo_us);
+        row->per_launch[c] = be->launch_groups;
         row->us += us;
     }
     return st;
@@ -1096,7 +1106,8 @@ static wd_status time_group(wd_backend *be, int gpu, const wd_variant *v, int fo
 static void nrhs_usage_note(FILE *f, int gpu)
 {
     fprintf(f, "\nN right-hand sides as one wd_dslash_group: kernels, the calls it made (4*3: "
-            "one _n4 launch over 3 groups of 4; t12: one _t12 launch, a thread a site and "
+            "one _n4 launch over 3 groups of 4; 4x3: the same call run as three _n4 launches, "
+            "2*2x3: as three launches over 2 groups each, where the tuner timed that faster; t12: one _t12 launch, a thread a site and "
             "right-hand side; sh12: the same, links in shared memory; 1x12: twelve one-RHS "
             "calls, no multi-RHS kernel built for the variant);\nwhere kernels of several forms "
             "are built, the plan a solver gets comes first, then the plan of each form alone "
@@ -1217,6 +1228,7 @@ static int bench_nrhs(int gpu, int lat[][4], int nlat, const int *pads, int npad
                     int ntimed = 0;
                     for (int fi = 0; fi < nforms && st == WD_OK; ++fi) {
                         nrhs_row r;
+                        memset(&r, 0, sizeof r);
                         if (fi > 0) {
                             wd_group_plan plan;
                             st = plan_group(&be, v, forms[fi], &g, &f, N, &plan);
@@ -1257,7 +1269,7 @@ static int bench_nrhs(int gpu, int lat[][4], int nlat, const int *pads, int npad
                             base = r.us;
                         const double speedup = base / (r.us / N);
                         char plan[32], wall[16] = "", gridb[40] = "";
-                        group_plan_name(&r.plan, plan, sizeof plan);
+                        group_plan_name(&r.plan, r.per_launch, plan, sizeof plan);
                         if (gpu)
                             snprintf(wall, sizeof wall, " %10.2f", r.us_wall);
                         if (procs)

@@ -22,7 +22,10 @@
  * side, _sh<N> the same with the links in shared memory; one-RHS calls for
  * what they leave), where the build has that form
  * for the operator: every right-hand side the one-RHS Dslash's bits (the
- * same exception), the plan printed.  One line per case; "N of M failed"
+ * same exception), the plan printed.  On the GPU the register form's
+ * launches over several groups also run split into launches of 1, 2 and
+ * 3 groups (wd_backend.force_groups, where it divides the groups; the
+ * tuner's split otherwise).  One line per case; "N of M failed"
  * last.
  */
 #include <complex.h>
@@ -250,49 +253,62 @@ static void run_forms(int precision, int nrhs, wd_rng *r)
                 const int k1 = wd_variant_find_nrhs(WD_OP_WILSON, precision, 12, 0, dag, xpay, 1);
                 if (!built || k1 < 0)
                     continue;
-                for (int q = 0; q < nrhs; q++) {
-                    wd_field vo = wd_field_view(&out, q, 1);
-                    for (size_t i = 0; i < n; i++)
-                        got[i] = NAN;
-                    be.ops->upload(&be, &vo, (const double *)got, 0);
-                }
-                const form_family fam = {&g, dag, xpay, form};
-                wd_group_plan gp;
-                st = wd_dslash_group(&be, form_kernel, &fam, &out, &g, NULL, &in,
-                                     xpay ? &x : NULL, a, 0, nrhs, &gp);
-                int same = 1, used = 0;
-                double apart = 0;
-                for (int c = 0; c < gp.calls && st == WD_OK; c++)
-                    used |= wd_variants[gp.variant[c]].nrhs > 1 &&
-                            wd_variants[gp.variant[c]].form == form;
-                for (int q = 0; q < nrhs && st == WD_OK; q++) {
-                    wd_field vo = wd_field_view(&out, q, 1), vi = wd_field_view(&in, q, 1);
-                    wd_field vx = wd_field_view(&x, q, 1);
-                    st = wd_dslash(&be, k1, &o1, &g, &vi, xpay ? &vx : NULL, a, 0);
-                    if (st != WD_OK)
-                        break;
-                    memset(got, 0, n * sizeof *got);
-                    memset(one, 0, n * sizeof *one);
-                    be.ops->download(&be, (double *)got, &vo, 0);
-                    be.ops->download(&be, (double *)one, &o1, 0);
-                    same &= !memcmp(got, one, n * sizeof *got);
-                    double dd = 0, nn = 0;
-                    for (size_t k = 0; k < n; k++) {
-                        dd += creal((got[k] - one[k]) * conj(got[k] - one[k]));
-                        nn += creal(one[k] * conj(one[k]));
+                /* on the GPU a launch over several groups also split into
+                 * launches of 1, 2 and 3 groups where that divides them
+                 * (the tuner may choose any: wd_tune_groups) */
+                const int splits = backend == WD_BACKEND_CUDA && form == WD_FORM_REGISTERS ? 3 : 0;
+                for (int split = 0; split <= splits && st == WD_OK; split++) {
+                    be.force_groups = split;
+                    for (int q = 0; q < nrhs; q++) {
+                        wd_field vo = wd_field_view(&out, q, 1);
+                        for (size_t i = 0; i < n; i++)
+                            got[i] = NAN;
+                        be.ops->upload(&be, &vo, (const double *)got, 0);
                     }
-                    apart = fmax(apart, nn > 0 && isfinite(dd) ? sqrt(dd / nn) : INFINITY);
+                    const form_family fam = {&g, dag, xpay, form};
+                    wd_group_plan gp;
+                    st = wd_dslash_group(&be, form_kernel, &fam, &out, &g, NULL, &in,
+                                         xpay ? &x : NULL, a, 0, nrhs, &gp);
+                    int same = 1, used = 0;
+                    double apart = 0;
+                    for (int c = 0; c < gp.calls && st == WD_OK; c++)
+                        used |= wd_variants[gp.variant[c]].nrhs > 1 &&
+                                wd_variants[gp.variant[c]].form == form;
+                    for (int q = 0; q < nrhs && st == WD_OK; q++) {
+                        wd_field vo = wd_field_view(&out, q, 1), vi = wd_field_view(&in, q, 1);
+                        wd_field vx = wd_field_view(&x, q, 1);
+                        st = wd_dslash(&be, k1, &o1, &g, &vi, xpay ? &vx : NULL, a, 0);
+                        if (st != WD_OK)
+                            break;
+                        memset(got, 0, n * sizeof *got);
+                        memset(one, 0, n * sizeof *one);
+                        be.ops->download(&be, (double *)got, &vo, 0);
+                        be.ops->download(&be, (double *)one, &o1, 0);
+                        same &= !memcmp(got, one, n * sizeof *got);
+                        double dd = 0, nn = 0;
+                        for (size_t k = 0; k < n; k++) {
+                            dd += creal((got[k] - one[k]) * conj(got[k] - one[k]));
+                            nn += creal(one[k] * conj(one[k]));
+                        }
+                        apart = fmax(apart, nn > 0 && isfinite(dd) ? sqrt(dd / nn) : INFINITY);
+                    }
+                    plan_name(&gp, plan, sizeof plan);
+                    char split_note[48] = "";
+                    if (split > 0)
+                        snprintf(split_note, sizeof split_note, ", %d group%s a launch asked",
+                                 split, split > 1 ? "s" : "");
+                    const char *fname = form == WD_FORM_THREADS  ? "thread"
+                                        : form == WD_FORM_SHARED ? "shared"
+                                                                 : "register";
+                    snprintf(what, sizeof what,
+                             "%c N=%-2d D%s xpay%d %s form (%s%s): = one-RHS, %s", p, nrhs,
+                             dag ? "^dag" : "    ", xpay, fname, plan, split_note,
+                             loose ? "to 1e-5" : "bits");
+                    snprintf(detail, sizeof detail, "apart %.1e", apart);
+                    const int agree = same || (loose && apart <= 1e-5);
+                    check(st == WD_OK && used && isfinite(apart) && agree, what, detail);
                 }
-                plan_name(&gp, plan, sizeof plan);
-                snprintf(what, sizeof what, "%c N=%-2d D%s xpay%d %s form (%s): = one-RHS, %s", p,
-                         nrhs, dag ? "^dag" : "    ", xpay,
-                         form == WD_FORM_THREADS ? "thread" : form == WD_FORM_SHARED ? "shared"
-                                                                                     : "register",
-                         plan,
-                         loose ? "to 1e-5" : "bits");
-                snprintf(detail, sizeof detail, "apart %.1e", apart);
-                check(st == WD_OK && used && isfinite(apart) && (same || (loose && apart <= 1e-5)),
-                      what, detail);
+                be.force_groups = 0;
             }
     if (st != WD_OK)
         check(0, "run", wd_last_error());

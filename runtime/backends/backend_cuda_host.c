@@ -385,16 +385,29 @@ static wd_status dslash(wd_backend *be, int variant, wd_field *out, const wd_gau
 {
     wd_dslash_args args;
     wd_status st = wd_backend_dslash_args(be, variant, out, g, c, in, x, a, parity, &args);
-    int block = 0;
-    if (st == WD_OK)
+    int block = 0, per_launch = 1;
+    const int local = !be->halo.ghost_sites || wd_variants[variant].op == WD_OP_CLOVER;
+    /* on one process a launch over several groups of right-hand sides may
+     * run as several launches of fewer groups, whichever the tuner timed
+     * fastest (wd_tune_groups); on a grid one launch covers the groups
+     * whose faces one exchange carried */
+    if (st == WD_OK && local && args.groups > 1 && be->force_groups > 0 &&
+        args.groups % be->force_groups == 0) {
+        wd_dslash_args b = args;
+        b.groups = per_launch = be->force_groups;
+        st = wd_tune_dslash(variant, &b, be->pad, &block);
+    } else if (st == WD_OK && local && args.groups > 1)
+        st = wd_tune_groups(variant, &args, be->pad, &per_launch, &block);
+    else if (st == WD_OK)
         st = wd_tune_dslash(variant, &args, be->pad, &block);
+    be->launch_groups = local ? per_launch : args.groups;
     /* the clover kernel alone reads no neighbour.  Enqueued without
      * waiting: everything runs on the one stream, whatever reads the output
      * (a reduction, a download) synchronises, and a kernel's failure shows
      * there; a wait here cost the Krylov iteration the GPU's idle time
      * between each Dslash and the next launch, four times an iteration */
-    if (!be->halo.ghost_sites || wd_variants[variant].op == WD_OP_CLOVER)
-        return st == WD_OK ? wd_cuda_dslash_async(variant, &args, block) : st;
+    if (local)
+        return st == WD_OK ? wd_cuda_dslash_split_async(variant, &args, block, per_launch) : st;
     /* every rank enters the exchange, or none (it agrees st first); no
      * wait either: the next exchange's stream waits for this one's input
      * (wd_cuda_be_dslash_grid), so the halo buffers and ghosts are reused
@@ -481,6 +494,16 @@ wd_status wd_backend_cuda_time_dslash(wd_backend *be, int variant, wd_field *out
     wd_dslash_args args;
     wd_status st = wd_backend_dslash_args(be, variant, out, g, NULL, in, x, a, parity, &args);
     int block = 0;
+    /* one process: a launch over several groups as dslash() runs it, split
+     * where the tuner found that faster */
+    if (st == WD_OK && !be->halo.ghost_sites && args.groups > 1) {
+        int per_launch = 1;
+        st = wd_tune_groups(variant, &args, be->pad, &per_launch, &block);
+        be->launch_groups = per_launch;
+        *halo_us = 0;
+        return st == WD_OK ? wd_cuda_time_split(variant, &args, block, per_launch, reps, us) : st;
+    }
+    be->launch_groups = args.groups;
     if (st == WD_OK)
         st = wd_tune_dslash(variant, &args, be->pad, &block);
     if (be->grid.size > 1 && (st = wd_comm_agree(st)) != WD_OK)

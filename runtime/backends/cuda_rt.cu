@@ -266,6 +266,47 @@ static wd_status launch(int index, const wd_dslash_args *a, int block, cudaStrea
     return WD_OK;
 }
 
+/* a multi-RHS launch over a->groups groups as launches of per_launch
+ * groups each (a divisor of a->groups), in, out and x (and their norms)
+ * advanced by per_launch groups a launch: the same sites, kernels and
+ * arithmetic per right-hand side, so the same bits as one launch */
+static wd_status launch_split(int index, const wd_dslash_args *a, int block, int per_launch,
+                              cudaStream_t s)
+{
+    const int groups = a->groups > 1 ? a->groups : 1;
+    if (per_launch >= groups)
+        return launch(index, a, block, s);
+    if (per_launch < 1 || groups % per_launch)
+        return wd_fail(WD_ERR_INTERNAL, "%s: %d groups a launch do not divide %d",
+                       wd_variants[index].name, per_launch, groups);
+    /* a vector element: double2 and float4 16 bytes, half's short4 8 */
+    const size_t eb = wd_variants[index].precision == 2 ? 8 : 16;
+    const int rhs = per_launch * wd_variants[index].nrhs;  /* right-hand sides a launch */
+    wd_dslash_args b = *a;
+    b.groups = per_launch;
+    wd_status st = WD_OK;
+    for (int q = 0; q < groups / per_launch && st == WD_OK; ++q) {
+        const size_t off = (size_t)q * rhs * (size_t)a->rhs_stride * eb;
+        const size_t noff = (size_t)q * rhs * (size_t)a->rhs_norm_stride;
+        b.out = (char *)a->out + off;
+        b.in = (const char *)a->in + off;
+        b.x = a->x ? (const char *)a->x + off : NULL;
+        b.out_norm = a->out_norm ? a->out_norm + noff : NULL;
+        b.in_norm = a->in_norm ? a->in_norm + noff : NULL;
+        b.x_norm = a->x_norm ? a->x_norm + noff : NULL;
+        st = launch(index, &b, block, s);
+    }
+    return st;
+}
+
+extern "C" wd_status wd_cuda_dslash_split_async(int index, const wd_dslash_args *a, int block,
+                                               int per_launch)
+{
+    cudaStream_t s = 0;
+    wd_status st = stream(&s);
+    return st == WD_OK ? launch_split(index, a, block, per_launch, s) : st;
+}
+
 extern "C" wd_status wd_cuda_dslash_range_async(int index, const wd_dslash_args *a, int block,
                                                int cb0, int cb1, void *stream_or_null)
 {
@@ -309,6 +350,12 @@ extern "C" wd_status wd_cuda_dslash(int index, const wd_dslash_args *a, int bloc
 extern "C" wd_status wd_cuda_time_dslash(int index, const wd_dslash_args *a, int block, int reps,
                                          double *median_us)
 {
+    return wd_cuda_time_split(index, a, block, a->groups > 1 ? a->groups : 1, reps, median_us);
+}
+
+extern "C" wd_status wd_cuda_time_split(int index, const wd_dslash_args *a, int block,
+                                        int per_launch, int reps, double *median_us)
+{
     cudaStream_t s = 0;
     wd_status st = stream(&s);
     if (st != WD_OK)
@@ -318,11 +365,11 @@ extern "C" wd_status wd_cuda_time_dslash(int index, const wd_dslash_args *a, int
     CHECK(cudaEventCreate(&e1));
     std::vector<double> t;
     for (int w = 0; w < 2 && st == WD_OK; ++w)
-        st = launch(index, a, block, s);
+        st = launch_split(index, a, block, per_launch, s);
     for (int r = 0; r < reps && st == WD_OK; ++r) {
         float ms = 0;
         cudaEventRecord(e0, s);
-        st = launch(index, a, block, s);
+        st = launch_split(index, a, block, per_launch, s);
         cudaEventRecord(e1, s);
         if (st == WD_OK) {
             cudaError_t err = cudaEventSynchronize(e1);

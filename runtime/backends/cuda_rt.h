@@ -22,7 +22,11 @@
  *   wd_cuda_dslash_async  the same, enqueued on the stream without waiting
  *   wd_cuda_dslash_range_async  only the output sites [cb0, cb1), on the
  *                       stream or on `stream` (a cudaStream_t) if not NULL
+ *   wd_cuda_dslash_split_async  a launch over several groups of right-hand
+ *                       sides as launches of fewer groups each (the tuner's
+ *                       choice, wd_tune_groups)
  *   wd_cuda_time_dslash median time (us) of `reps` launches, CUDA events
+ *   wd_cuda_time_split  the same for split launches
  *   wd_cuda_copy_gbps   device-to-device copy bandwidth (read + write)
  *   wd_cuda_sync        wait for the device, reporting asynchronous errors
  *   wd_cuda_stream      the one stream every launch and copy goes through
@@ -73,8 +77,12 @@ wd_status wd_cuda_dslash(int index, const wd_dslash_args *a, int block);
 wd_status wd_cuda_dslash_async(int index, const wd_dslash_args *a, int block);
 wd_status wd_cuda_dslash_range_async(int index, const wd_dslash_args *a, int block, int cb0,
                                      int cb1, void *stream);
+wd_status wd_cuda_dslash_split_async(int index, const wd_dslash_args *a, int block,
+                                     int per_launch);
 wd_status wd_cuda_time_dslash(int index, const wd_dslash_args *a, int block, int reps,
                               double *median_us);
+wd_status wd_cuda_time_split(int index, const wd_dslash_args *a, int block, int per_launch,
+                             int reps, double *median_us);
 wd_status wd_cuda_copy_gbps(size_t bytes, int reps, double *gbps);
 wd_status wd_cuda_sync(void);
 void *wd_cuda_stream(void);

@@ -61,6 +61,16 @@ wd_status wd_cuda_time_dslash(int i, const wd_dslash_args *a, int b, int r, doub
     (void)i, (void)a, (void)b, (void)r, (void)t;
     return none();
 }
+wd_status wd_cuda_dslash_split_async(int i, const wd_dslash_args *a, int b, int p)
+{
+    (void)i, (void)a, (void)b, (void)p;
+    return none();
+}
+wd_status wd_cuda_time_split(int i, const wd_dslash_args *a, int b, int p, int r, double *t)
+{
+    (void)i, (void)a, (void)b, (void)p, (void)r, (void)t;
+    return none();
+}
 wd_status wd_cuda_copy_gbps(size_t n, int r, double *g) { (void)n, (void)r, (void)g; return none(); }
 wd_status wd_cuda_sync(void) { return none(); }
 void *wd_cuda_stream(void) { return NULL; }

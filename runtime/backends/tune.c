@@ -212,6 +212,53 @@ wd_status wd_tune_halo_save(const int dims[4], const char *aux, int route, doubl
     return save();
 }
 
+wd_status wd_tune_groups(int variant, const wd_dslash_args *a, int pad, int *per_launch,
+                         int *block)
+{
+    const int groups = a->groups > 1 ? a->groups : 1;
+    wd_dslash_args b = *a;
+    if (groups == 1) {
+        *per_launch = 1;
+        return wd_tune_dslash(variant, a, pad, block);
+    }
+    entry key;
+    wd_status st = start_key(&key, wd_variants[variant].name, a->dims);
+    if (st != WD_OK)
+        return st;
+    snprintf(key.aux, sizeof key.aux, "pad=%d groups=%d split", pad, groups);
+    const entry *e = find(&key);
+    if (e && e->block >= 1 && groups % e->block == 0) {
+        *per_launch = b.groups = e->block;
+        return wd_tune_dslash(variant, &b, pad, block);
+    }
+    /* every divisor of the groups, the largest (fewest launches) first:
+     * the first of equal times wins */
+    double best = 1e300;
+    int best_g = 0, best_block = 0;
+    for (int g = groups; g >= 1; --g) {
+        if (groups % g)
+            continue;
+        int blk = 0;
+        double us = 0;
+        b.groups = g;
+        if ((st = wd_tune_dslash(variant, &b, pad, &blk)) != WD_OK ||
+            (st = wd_cuda_time_split(variant, a, blk, g, TUNE_REPS, &us)) != WD_OK)
+            return st;
+        if (us < best) {
+            best = us;
+            best_g = g;
+            best_block = blk;
+        }
+    }
+    key.block = best_g;
+    key.us = best;
+    if (n_entries < MAX_ENTRIES)
+        table[n_entries++] = key;
+    *per_launch = best_g;
+    *block = best_block;
+    return save();
+}
+
 wd_status wd_tune_dslash(int variant, const wd_dslash_args *a, int pad, int *block)
 {
     entry key;

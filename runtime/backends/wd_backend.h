@@ -347,6 +347,11 @@ struct wd_backend {
     size_t bytes_allocated;  /* fields + gauge now held */
     size_t bytes_peak;
     double flops;            /* counted by the wrappers below */
+    int launch_groups;       /* CUDA, one process: the groups of right-hand sides a launch
+                              * of the last multi-RHS Dslash (or its timing) covered
+                              * (wd_tune_groups may split a launch) */
+    int force_groups;        /* tests: groups a launch where it divides the call's (0: the
+                              * tuner's choice) */
 };
 
 /* Start a backend for lattice dims in this process alone, with `pad`

@@ -21,6 +21,12 @@
  *   wd_tune_dslash       the block size for a variant at these arguments,
  *                        from the cache or by timing the candidates
  *   wd_tune_build_id     this build's id
+ *   wd_tune_groups       a multi-RHS launch over several groups of
+ *                        right-hand sides: how many groups a launch (a
+ *                        divisor; fewer launches of more groups, or more of
+ *                        fewer, whichever times fastest: run58, single
+ *                        `_n4` alone beat one launch over 3 groups) and the
+ *                        block size, cached per variant, volume and groups
  *   wd_tune_halo_find    the halo route cached for a process grid's kind of
  *                        exchange (aux names it: grid, precision,
  *                        right-hand sides) at this local volume, or -1
@@ -40,6 +46,8 @@ extern "C" {
 wd_status wd_tune_set_cache(const char *path);
 const char *wd_tune_cache_note(void);
 wd_status wd_tune_dslash(int variant, const wd_dslash_args *a, int pad, int *block);
+wd_status wd_tune_groups(int variant, const wd_dslash_args *a, int pad, int *per_launch,
+                         int *block);
 const char *wd_tune_build_id(void);
 wd_status wd_tune_halo_find(const int dims[4], const char *aux, int *route);
 wd_status wd_tune_halo_save(const int dims[4], const char *aux, int route, double us);
