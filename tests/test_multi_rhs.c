@@ -62,6 +62,17 @@ static void *xalloc(size_t n)
     return p;
 }
 
+/* |got - one| / |one| over n complex numbers (infinite where not finite) */
+static double rel_apart(const double complex *got, const double complex *one, size_t n)
+{
+    double dd = 0, nn = 0;
+    for (size_t k = 0; k < n; k++) {
+        dd += creal((got[k] - one[k]) * conj(got[k] - one[k]));
+        nn += creal(one[k] * conj(one[k]));
+    }
+    return nn > 0 && isfinite(dd) ? sqrt(dd / nn) : INFINITY;
+}
+
 static int parity_of(size_t site, const int dims[4])
 {
     int p = 0;
@@ -138,12 +149,7 @@ static void run(int precision, int nrhs, wd_rng *r)
                 break;
             be.ops->download(&be, (double *)one, &o1, 0);
             same &= !memcmp(got, one, n * sizeof *got);
-            double dd = 0, nn = 0;
-            for (size_t k = 0; k < n; k++) {
-                dd += creal((got[k] - one[k]) * conj(got[k] - one[k]));
-                nn += creal(one[k] * conj(one[k]));
-            }
-            apart = fmax(apart, nn > 0 && isfinite(dd) ? sqrt(dd / nn) : INFINITY);
+            apart = fmax(apart, rel_apart(got, one, n));
             ref_schur(want, u, x + q * n, dims, mass, WD_TIME_ANTIPERIODIC, dag);
             double d = 0, w = 0;
             for (size_t k = 0; k < n; k++) {
@@ -285,12 +291,7 @@ static void run_forms(int precision, int nrhs, wd_rng *r)
                         be.ops->download(&be, (double *)got, &vo, 0);
                         be.ops->download(&be, (double *)one, &o1, 0);
                         same &= !memcmp(got, one, n * sizeof *got);
-                        double dd = 0, nn = 0;
-                        for (size_t k = 0; k < n; k++) {
-                            dd += creal((got[k] - one[k]) * conj(got[k] - one[k]));
-                            nn += creal(one[k] * conj(one[k]));
-                        }
-                        apart = fmax(apart, nn > 0 && isfinite(dd) ? sqrt(dd / nn) : INFINITY);
+                        apart = fmax(apart, rel_apart(got, one, n));
                     }
                     plan_name(&gp, plan, sizeof plan);
                     char split_note[48] = "";

@@ -177,6 +177,17 @@ static const entry *find(const entry *key)
     return NULL;
 }
 
+/* key, with its tuned value (a block, a route, groups a launch) and time,
+ * added to the cache and saved */
+static wd_status keep(entry *key, int value, double us)
+{
+    key->block = value;
+    key->us = us;
+    if (n_entries < MAX_ENTRIES)
+        table[n_entries++] = *key;
+    return save();
+}
+
 /* the halo route's entries: the variant word HALO_ROUTE, the route (a
  * wd_halo_policy, > 0) in the block column */
 #define HALO_ROUTE "halo_route"
@@ -202,13 +213,11 @@ wd_status wd_tune_halo_save(const int dims[4], const char *aux, int route, doubl
     if (st != WD_OK)
         return st;
     snprintf(key.aux, sizeof key.aux, "%s", aux);
-    key.block = route;
-    key.us = us;
     entry *e = (entry *)find(&key);
-    if (e)
-        *e = key;  /* retuned: the ranks' cached choices disagreed */
-    else if (n_entries < MAX_ENTRIES)
-        table[n_entries++] = key;
+    if (!e)
+        return keep(&key, route, us);
+    e->block = route;  /* retuned: the ranks' cached choices disagreed */
+    e->us = us;
     return save();
 }
 
@@ -250,13 +259,9 @@ wd_status wd_tune_groups(int variant, const wd_dslash_args *a, int pad, int *per
             best_block = blk;
         }
     }
-    key.block = best_g;
-    key.us = best;
-    if (n_entries < MAX_ENTRIES)
-        table[n_entries++] = key;
     *per_launch = best_g;
     *block = best_block;
-    return save();
+    return keep(&key, best_g, best);
 }
 
 wd_status wd_tune_dslash(int variant, const wd_dslash_args *a, int pad, int *block)
@@ -303,10 +308,6 @@ wd_status wd_tune_dslash(int variant, const wd_dslash_args *a, int pad, int *blo
             best_block = b;
         }
     }
-    key.block = best_block;
-    key.us = best;
-    if (n_entries < MAX_ENTRIES)
-        table[n_entries++] = key;
     *block = best_block;
-    return save();
+    return keep(&key, best_block, best);
 }
