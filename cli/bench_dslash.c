@@ -859,7 +859,8 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
                 json_array_append_new(ranks, json_real(r.rank_us[q]));
             json_array_append_new(
                 res, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:[iiii], s:[iiii], s:[iiii], "
-                               "s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:s, s:s, s:o}",
+                               "s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:s, "
+                               "s:s, s:o}",
                                "variant", v->name, "precision", v->precision, "recon", v->recon,
                                "gauge_fix", v->gauge_fix, "dagger", v->dagger, "xpay", v->xpay,
                                "dims", lat.dims[0], lat.dims[1], lat.dims[2], lat.dims[3],
@@ -870,7 +871,8 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
                                r.gbps / copy, "halo_bytes_sent_per_rank", r.halo_bytes,
                                "halo_GBps", r.halo_gbps, "us_serial_exchange", r.serial_us,
                                "fraction_of_exchange_hidden", r.hidden, "pack_launches_per_call",
-                               r.pack, "unpack_launches_per_call", r.unpack, "halo_route", r.route, "halo_route_tuning", r.tuning,
+                               r.pack, "unpack_launches_per_call", r.unpack, "halo_route", r.route,
+                               "halo_route_tuning", r.tuning,
                                "us_per_rank", ranks));
         }
         if (sweep_nccl && l == nlat - 1) {
@@ -964,7 +966,8 @@ static void group_plan_name(const wd_group_plan *plan, const int *per_launch, ch
                       : per == 1 && m > n
                           ? snprintf(buf + at, len - at, "%s%s%dx%d", sep, form, n, m / n)
                       : per < m / n
-                          ? snprintf(buf + at, len - at, "%s%s%d*%dx%d", sep, form, n, per, m / n / per)
+                          ? snprintf(buf + at, len - at, "%s%s%d*%dx%d", sep, form, n, per,
+                                     m / n / per)
                       : m > n ? snprintf(buf + at, len - at, "%s%s%d*%d", sep, form, n, m / n)
                               : snprintf(buf + at, len - at, "%s%s%d", sep, form, n);
         at += w > 0 ? (size_t)w : 0;
@@ -1107,7 +1110,8 @@ static void nrhs_usage_note(FILE *f, int gpu)
 {
     fprintf(f, "\nN right-hand sides as one wd_dslash_group: kernels, the calls it made (4*3: "
             "one _n4 launch over 3 groups of 4; 4x3: the same call run as three _n4 launches, "
-            "2*2x3: as three launches over 2 groups each, where the tuner timed that faster; t12: one _t12 launch, a thread a site and "
+            "2*2x3: as three launches over 2 groups each, where the tuner timed that faster; "
+            "t12: one _t12 launch, a thread a site and "
             "right-hand side; sh12: the same, links in shared memory; 1x12: twelve one-RHS "
             "calls, no multi-RHS kernel built for the variant);\nwhere kernels of several forms "
             "are built, the plan a solver gets comes first, then the plan of each form alone "

@@ -210,7 +210,8 @@ static void check_auto_route(const wd_backend *be, const char *gname, int cached
     for (const char *r = route; ok && *r;) {  /* "T:copy Z:nccl" */
         const char *colon = strchr(r, ':'), *end = strchr(r, ' ');
         const size_t len = end ? (size_t)(end - colon - 1) : strlen(colon + 1);
-        const int is_choice = tuning[0] && len == strlen(choice) && !strncmp(colon + 1, choice, len);
+        const int is_choice =
+            tuning[0] && len == strlen(choice) && !strncmp(colon + 1, choice, len);
         const int is_nccl = len == 4 && !strncmp(colon + 1, "nccl", 4);
         ok = is_choice || is_nccl;
         took |= is_choice;

@@ -37,8 +37,8 @@
  * wd_cuda_be_dslash_grid runs it on the exchange's stream while the main
  * stream computes the interior sites, then the boundary on the exchange's
  * stream: the first and the last time slice (one launch over their list),
- * where T alone is partitioned; where X, Y or Z is, the interior and the boundary
- * parts of a list of the output sites (wd_site_order, the generated
+ * where T alone is partitioned; where X, Y or Z is, the interior and the
+ * boundary parts of a list of the output sites (wd_site_order, the generated
  * kernels' a.sites).  With the overlap off, or no interior (an extent of
  * 2), it runs before the whole kernel on the main stream.  Between the
  * GPUs of one node the faces go peer to peer where they can (halo_p2p.h;
@@ -901,7 +901,8 @@ typedef struct cuda_ctx {
                                 * WD_HALO_COPY or KERNEL, or NCCL (AUTO's tuning only) */
     route_choice tuned[MAX_ROUTE_KEYS];  /* AUTO: the routes chosen, per exchange kind */
     int ntuned;
-    const char *tuning;        /* how the last exchange's route was chosen: a tuned[].how, or NULL */
+    const char *tuning;        /* how the last exchange's route was chosen: a tuned[].how,
+                                * or NULL */
 } cuda_ctx;
 
 static int grid_for(int n)
@@ -2163,8 +2164,9 @@ void wd_cuda_be_set_overlap(wd_backend *be, int on)
  * (overlap off, or no interior); OVERLAP_SLICES: T alone partitioned, its
  * boundary sites are the first and the last face_cb[3] checkerboard
  * indices (t is the slowest coordinate), so the interior is one contiguous
- * range and the boundary the list c->slices, one launch; OVERLAP_LIST: X, Y or Z partitioned, the interior and the
- * boundary are the two parts of c->order's list for the parity */
+ * range and the boundary the list c->slices, one launch; OVERLAP_LIST: X,
+ * Y or Z partitioned, the interior and the boundary are the two parts of
+ * c->order's list for the parity */
 enum { OVERLAP_SLICES = 1, OVERLAP_LIST = 2 };
 static int overlappable(const wd_backend *be, int parity)
 {
