@@ -561,12 +561,10 @@ static wd_status read_vectors(const char *path, const wd_mg_settings *m, const i
  * no bound on how well 2 outer iterations solve: on the near-critical
  * field of seed 1795844888 the worst gave |v - A x| / |v| = 1.30 (the
  * outer GCR bounds the even-odd Schur system's residual, not the full
- * system's), and that
- * refined multigrid still solved in 24 outer iterations against 26; the
- * refined
- * multigrid's solve meets tol with the reference and agrees with the
- * unrefined one's x to 1e-8; a second refined setup, and one loading the
- * refined file, give the same bits; 2 passes on 3 levels (level 1's
+ * system's), and that refined multigrid still solved in 24 outer
+ * iterations against 26; the refined multigrid's solve meets tol with the
+ * reference and agrees with the unrefined one's x to 1e-8; a second
+ * refined setup, and one loading the refined file, give the same bits; 2 passes on 3 levels (level 1's
  * vectors relaxed again on each rebuild) solve to tol.
  */
 static void test_refine(double complex *u, const int dims[4])

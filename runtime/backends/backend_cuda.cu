@@ -46,7 +46,8 @@
  * the gather kernel), NCCL elsewhere (MPI through pinned host memory,
  * halo_staged, in a build without NCCL or with WD_HALO_MPI).
  */
-#define WD_PHYSICS_HOST_TABLES /* wd_physics.h's basis change, copied to c_basis */
+#define WD_PHYSICS_HOST_TABLES /* wd_physics.h's basis change, copied to c_basis; the
+                                * precision layouts' tokens */
 #include <algorithm>
 #include <chrono>
 #include <cuda_runtime.h>
@@ -2300,9 +2301,12 @@ static wd_status tune_route(wd_backend *be, int variant, const wd_dslash_args *a
         if (be->halo.part[mu])
             faces[nfaces++] = "XYZT"[mu];
     faces[nfaces] = 0;
+    char prec = '?';  /* the manifest's token: d, s, h */
+    for (const wd_precision_layout &l : wd_precision_layouts)
+        if (l.precision == in->precision)
+            prec = l.token;
     snprintf(aux, sizeof aux, "grid=%dx%dx%dx%d faces=%s %c nrhs=%d%s", P[0], P[1], P[2], P[3],
-             faces, in->precision == 8 ? 'd' : in->precision == 4 ? 's' : 'h', nrhs,
-             c->overlap ? "" : " serial");
+             faces, prec, nrhs, c->overlap ? "" : " serial");
     /* the cached route, where every rank has the same (v = {r, -r}: the
      * maxima are r and -r on every rank only when every rank has r) */
     int cached = -1;

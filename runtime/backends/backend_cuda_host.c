@@ -379,6 +379,30 @@ static void clover_free(wd_backend *be, wd_clover *c)
     }
 }
 
+/* The block size and the groups a launch of variant's call on args (a
+ * launch over several groups of right-hand sides may run as launches of
+ * fewer, on one process: `local`): the tuner's choice (wd_tune_groups), or
+ * a test's be->force_groups where it divides the groups; recorded in
+ * be->launch_groups.  On a grid one launch covers the groups whose faces
+ * one exchange carried. */
+static wd_status launch_plan(wd_backend *be, int variant, const wd_dslash_args *args, int local,
+                             int *per_launch, int *block)
+{
+    wd_status st;
+    *per_launch = args->groups > 1 ? args->groups : 1;
+    if (!local || args->groups <= 1) {
+        st = wd_tune_dslash(variant, args, be->pad, block);
+    } else if (be->force_groups > 0 && args->groups % be->force_groups == 0) {
+        wd_dslash_args b = *args;
+        b.groups = *per_launch = be->force_groups;
+        st = wd_tune_dslash(variant, &b, be->pad, block);
+    } else {
+        st = wd_tune_groups(variant, args, be->pad, per_launch, block);
+    }
+    be->launch_groups = *per_launch;
+    return st;
+}
+
 static wd_status dslash(wd_backend *be, int variant, wd_field *out, const wd_gauge *g,
                         const wd_clover *c, const wd_field *in, const wd_field *x, double a,
                         int parity)
@@ -387,20 +411,8 @@ static wd_status dslash(wd_backend *be, int variant, wd_field *out, const wd_gau
     wd_status st = wd_backend_dslash_args(be, variant, out, g, c, in, x, a, parity, &args);
     int block = 0, per_launch = 1;
     const int local = !be->halo.ghost_sites || wd_variants[variant].op == WD_OP_CLOVER;
-    /* on one process a launch over several groups of right-hand sides may
-     * run as several launches of fewer groups, whichever the tuner timed
-     * fastest (wd_tune_groups); on a grid one launch covers the groups
-     * whose faces one exchange carried */
-    if (st == WD_OK && local && args.groups > 1 && be->force_groups > 0 &&
-        args.groups % be->force_groups == 0) {
-        wd_dslash_args b = args;
-        b.groups = per_launch = be->force_groups;
-        st = wd_tune_dslash(variant, &b, be->pad, &block);
-    } else if (st == WD_OK && local && args.groups > 1)
-        st = wd_tune_groups(variant, &args, be->pad, &per_launch, &block);
-    else if (st == WD_OK)
-        st = wd_tune_dslash(variant, &args, be->pad, &block);
-    be->launch_groups = local ? per_launch : args.groups;
+    if (st == WD_OK)
+        st = launch_plan(be, variant, &args, local, &per_launch, &block);
     /* the clover kernel alone reads no neighbour.  Enqueued without
      * waiting: everything runs on the one stream, whatever reads the output
      * (a reduction, a download) synchronises, and a kernel's failure shows
@@ -493,19 +505,15 @@ wd_status wd_backend_cuda_time_dslash(wd_backend *be, int variant, wd_field *out
         return wd_fail(WD_ERR_INVALID, "wd_backend_cuda_time_dslash: not a CUDA backend");
     wd_dslash_args args;
     wd_status st = wd_backend_dslash_args(be, variant, out, g, NULL, in, x, a, parity, &args);
-    int block = 0;
-    /* one process: a launch over several groups as dslash() runs it, split
-     * where the tuner found that faster */
-    if (st == WD_OK && !be->halo.ghost_sites && args.groups > 1) {
-        int per_launch = 1;
-        st = wd_tune_groups(variant, &args, be->pad, &per_launch, &block);
-        be->launch_groups = per_launch;
+    int block = 0, per_launch = 1;
+    const int local = !be->halo.ghost_sites;
+    if (st == WD_OK)
+        st = launch_plan(be, variant, &args, local, &per_launch, &block);
+    /* one process, several groups: the launches dslash() makes, split or not */
+    if (local && args.groups > 1) {
         *halo_us = 0;
         return st == WD_OK ? wd_cuda_time_split(variant, &args, block, per_launch, reps, us) : st;
     }
-    be->launch_groups = args.groups;
-    if (st == WD_OK)
-        st = wd_tune_dslash(variant, &args, be->pad, &block);
     if (be->grid.size > 1 && (st = wd_comm_agree(st)) != WD_OK)
         return st;
     return wd_cuda_be_time(be, variant, &args, block, in, parity, reps, us, halo_us);

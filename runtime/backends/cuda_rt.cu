@@ -6,6 +6,7 @@
  * launch status (cudaGetLastError) at once, and the kernel's own errors at
  * the next synchronising call.
  */
+#define WD_PHYSICS_HOST_TABLES /* wd_physics.h's precision layouts: a spinor element's bytes */
 #include <algorithm>
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -279,8 +280,15 @@ static wd_status launch_split(int index, const wd_dslash_args *a, int block, int
     if (per_launch < 1 || groups % per_launch)
         return wd_fail(WD_ERR_INTERNAL, "%s: %d groups a launch do not divide %d",
                        wd_variants[index].name, per_launch, groups);
-    /* a vector element: double2 and float4 16 bytes, half's short4 8 */
-    const size_t eb = wd_variants[index].precision == 2 ? 8 : 16;
+    /* a spinor element's bytes, from the manifest's precision layouts */
+    const int p = wd_variants[index].precision;
+    size_t eb = 0;
+    for (const wd_precision_layout &l : wd_precision_layouts)
+        if (l.precision == p)
+            eb = (size_t)l.spinor_width * (size_t)p;
+    if (!eb)
+        return wd_fail(WD_ERR_INTERNAL, "%s: no precision layout of %d bytes",
+                       wd_variants[index].name, p);
     const int rhs = per_launch * wd_variants[index].nrhs;  /* right-hand sides a launch */
     wd_dslash_args b = *a;
     b.groups = per_launch;

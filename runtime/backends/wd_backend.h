@@ -444,9 +444,9 @@ void wd_backend_cuda_set_overlap(wd_backend *be, int on);
  * engine, kernel writes and NCCL that times fastest, chosen per grid,
  * local volume, precision and right-hand sides at that kind of exchange's
  * first Dslash (the whole Dslash timed, every rank alike) and kept in the
- * tune cache; NCCL (or MPI) for the rest.  COPY and KERNEL fail where a partitioned
- * dimension cannot go peer to peer, NCCL in a build without it; MPI sends
- * every dimension through the host.  The results are the same bits
+ * tune cache; NCCL (or MPI) for the rest.  COPY and KERNEL fail where a
+ * partitioned dimension cannot go peer to peer, NCCL in a build without
+ * it; MPI sends every dimension through the host.  The results are the same bits
  * whichever the route. */
 typedef enum wd_halo_policy {
     WD_HALO_AUTO = 0,
