@@ -54,6 +54,7 @@
 #include <math.h>
 #include <vector>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_rt.h"
@@ -880,6 +881,13 @@ typedef struct cuda_ctx {
     wd_nccl *nccl;
     int *face_idx;             /* device: checkerboard indices of face sites */
     long face_off[4][2][2];    /* [mu][last][parity]: first entry in face_idx */
+    long face_run[4][2][2];    /* the same face's first checkerboard index where its sites
+                                * are one run of indices (T's: t is the slowest
+                                * coordinate), else -1 */
+    int halo_ce;               /* copy route, one right-hand side: 1 run faces sent by the
+                                * copy engine from the field (no gather), 2 every face
+                                * received by it into the ghost zone (no scatter), 3 both
+                                * (WDIRAC_HALO_CE while it is measured) */
     void *halo;                /* device: per partitioned mu 4 face slots */
     size_t halo_bytes;
     void *host_halo;           /* pinned host memory laid out as halo: the faces that go
@@ -1741,6 +1749,18 @@ wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
     if (st != WD_OK)
         return st;
     memcpy(c->face_off, off, sizeof c->face_off);
+    for (int mu = 0; mu < 4; ++mu)
+        for (int last = 0; last < 2; ++last)
+            for (int p = 0; p < 2; ++p) {
+                const int n = be->halo.part[mu] ? be->halo.face_cb[mu] : 0;
+                const int *f = idx + off[mu][last][p];
+                int run = n > 0;
+                for (int i = 1; i < n && run; ++i)
+                    run = f[i] == f[0] + i;
+                c->face_run[mu][last][p] = run ? f[0] : -1;
+            }
+    const char *ce = getenv("WDIRAC_HALO_CE");
+    c->halo_ce = ce ? atoi(ce) & 3 : 0;
     c->overlap = 1;
     /* the exchange's stream at the highest priority: its gather, NCCL and
      * scatter blocks go ahead of the interior's waiting blocks */
@@ -1938,6 +1958,29 @@ static wd_status halo_staged(wd_backend *be, const wd_nccl_face *faces, int n, c
     return st;
 }
 
+/* One right-hand side's face of n sites starting at checkerboard index
+ * `site` of field f, by the copy engine on stream s, between f and a
+ * halo slot `buf` laid out as the gather writes it (each stored element's
+ * row of n, then the n half-precision norms): from the field into buf
+ * (out), or from buf into the field (out 0, the ghost zone) */
+static cudaError_t face_rows(char *buf, const wd_field *f, long site, int n, int out,
+                             cudaStream_t s)
+{
+    const size_t eb = (size_t)f->width * f->precision, row = (size_t)n * eb;
+    char *field = (char *)f->data + site * eb;
+    const size_t pitch = (size_t)f->stride * eb;
+    cudaError_t err = out ? cudaMemcpy2DAsync(buf, row, field, pitch, row, f->elements,
+                                              cudaMemcpyDeviceToDevice, s)
+                          : cudaMemcpy2DAsync(field, pitch, buf, row, row, f->elements,
+                                              cudaMemcpyDeviceToDevice, s);
+    if (err == cudaSuccess && f->norm) {
+        char *norms = buf + row * f->elements, *fn = (char *)(f->norm + site);
+        err = out ? cudaMemcpyAsync(norms, fn, n * sizeof(float), cudaMemcpyDeviceToDevice, s)
+                  : cudaMemcpyAsync(fn, norms, n * sizeof(float), cudaMemcpyDeviceToDevice, s);
+    }
+    return err;
+}
+
 /* Enqueue on stream s the exchange of the ghost faces of right-hand sides
  * 0 .. nrhs - 1 of `in` (the parity opposite out_parity) with the
  * neighbours: one gather launch packing every face of every partitioned
@@ -2039,13 +2082,23 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
     memset(&unpack, 0, sizeof unpack);
     pack.rhs_elems = unpack.rhs_elems = rhs_elems;
     pack.rhs_norms = unpack.rhs_norms = rhs_norms;
-    int nf = 0, nnccl = 0, ncopy = 0, nmpi = 0, blocks = 0;
+    /* the copy route with one right-hand side: a face whose sites are one
+     * run of indices goes from the field to the neighbour by the copy
+     * engine (ce_send: its run's first index, else -1), and a face may land
+     * in the ghost zone by it (ce_recv); those are left out of the gather
+     * and the scatter, so no gather or scatter block takes an SM from the
+     * interior.  The receive slot holds the same bytes either way. */
+    const int ce = direct && !kernel_write && nrhs == 1 ? c->halo_ce : 0;
+    long ce_send[4][2];
+    int ce_recv[4];
+    int npack = 0, nunpack = 0, nnccl = 0, ncopy = 0, nmpi = 0, pblocks = 0, ublocks = 0;
     for (int mu = 0; mu < 4 && st == WD_OK; ++mu) {
         if (!be->halo.part[mu])
             continue;
         const size_t slot = face_slot(be, in, mu, nrhs), rb = face_rhs(be, in, mu);
         char *b = (char *)c->halo + off[mu];
         const int n = be->halo.face_cb[mu];
+        const wd_halo_policy r = route_of(c, p2p, mu);
         wd_nccl_face f;
         f.mu = mu;
         f.bytes = (size_t)nrhs * rb;
@@ -2053,39 +2106,49 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
         f.send[WD_BWD] = b + slot;
         f.recv[WD_FWD] = b + 2 * slot;
         f.recv[WD_BWD] = b + 3 * slot;
+        ce_recv[mu] = r == WD_HALO_COPY && (ce & 2);
         for (int d = 0; d < 2; ++d) {
-            const int j = 2 * nf + d, dir = d ? WD_BWD : WD_FWD;
-            pack.idx[j] = c->face_idx + c->face_off[mu][d ? 0 : 1][in_parity];
-            pack.buf[j] = (char *)f.send[dir];
-            if (p2p[mu] && kernel_write)  /* route_of: WD_HALO_KERNEL */
-                pack.buf[j] = peer_slot(c, mu, dir, off[mu], slot);
-            unpack.ghost[j] = be->halo.ghost[mu][dir];
-            unpack.buf[j] = (char *)f.recv[dir];
-            pack.n[j] = unpack.n[j] = n;
-            pack.rhs_buf[j] = unpack.rhs_buf[j] = rb;
+            const int dir = d ? WD_BWD : WD_FWD;
+            ce_send[mu][d] = r == WD_HALO_COPY && (ce & 1)
+                                 ? c->face_run[mu][d ? 0 : 1][in_parity] : -1;
+            if (ce_send[mu][d] < 0) {
+                const int j = npack++;
+                pack.idx[j] = c->face_idx + c->face_off[mu][d ? 0 : 1][in_parity];
+                pack.buf[j] = (char *)f.send[dir];
+                if (p2p[mu] && kernel_write)  /* route_of: WD_HALO_KERNEL */
+                    pack.buf[j] = peer_slot(c, mu, dir, off[mu], slot);
+                pack.n[j] = n;
+                pack.rhs_buf[j] = rb;
+                pblocks = std::max(pblocks, (n * in->elements + 255) / 256);
+            }
+            if (!ce_recv[mu]) {
+                const int j = nunpack++;
+                unpack.ghost[j] = be->halo.ghost[mu][dir];
+                unpack.buf[j] = (char *)f.recv[dir];
+                unpack.n[j] = n;
+                unpack.rhs_buf[j] = rb;
+                ublocks = std::max(ublocks, (n * in->elements + 255) / 256);
+            }
         }
-        const wd_halo_policy r = route_of(c, p2p, mu);
         if (r == WD_HALO_MPI)
             mpi[nmpi++] = f;
         else if (r == WD_HALO_NCCL)
             faces[nnccl++] = f;
         else if (r == WD_HALO_COPY)
             copies[ncopy++] = f;
-        blocks = std::max(blocks, (n * in->elements + 255) / 256);
-        nf++;
     }
-    const dim3 grid(blocks, 2 * nf, nrhs);
-    if (st == WD_OK && nf > 0) {
+    const dim3 pgrid(pblocks, npack, nrhs), ugrid(ublocks, nunpack, nrhs);
+    if (st == WD_OK && npack > 0) {
         if (eb == 16)
-            face_gather_kernel<uint4><<<grid, 256, 0, s>>>((const uint4 *)in->data, in->norm,
-                                                          in->stride, in->elements, pack);
+            face_gather_kernel<uint4><<<pgrid, 256, 0, s>>>((const uint4 *)in->data, in->norm,
+                                                           in->stride, in->elements, pack);
         else
-            face_gather_kernel<uint2><<<grid, 256, 0, s>>>((const uint2 *)in->data, in->norm,
-                                                          in->stride, in->elements, pack);
+            face_gather_kernel<uint2><<<pgrid, 256, 0, s>>>((const uint2 *)in->data, in->norm,
+                                                           in->stride, in->elements, pack);
         const cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess)
             st = wd_fail(WD_ERR_CUDA, "CUDA backend: the face gather (%d faces, %d right-hand "
-                         "sides): %s", 2 * nf, nrhs, cudaGetErrorString(err));
+                         "sides): %s", npack, nrhs, cudaGetErrorString(err));
         else
             c->pack_launches = 1;
     }
@@ -2101,9 +2164,12 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
         const size_t slot = face_slot(be, in, f->mu, nrhs);
         for (int d = 0; d < 2 && st == WD_OK; ++d) {
             const int dir = d ? WD_BWD : WD_FWD;
-            const cudaError_t err = cudaMemcpyAsync(peer_slot(c, f->mu, dir, off[f->mu], slot),
-                                                    f->send[dir], f->bytes,
-                                                    cudaMemcpyDeviceToDevice, s);
+            char *to = peer_slot(c, f->mu, dir, off[f->mu], slot);
+            const long run = ce_send[f->mu][d];
+            const cudaError_t err = run < 0 ? cudaMemcpyAsync(to, f->send[dir], f->bytes,
+                                                              cudaMemcpyDeviceToDevice, s)
+                                            : face_rows(to, in, run, be->halo.face_cb[f->mu], 1,
+                                                        s);
             if (err != cudaSuccess)
                 st = wd_fail(WD_ERR_CUDA, "CUDA backend: the peer-to-peer copy of dimension %d's "
                              "face: %s", f->mu, cudaGetErrorString(err));
@@ -2124,17 +2190,29 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
         if (st == WD_OK)
             st = m;
     }
-    if (st == WD_OK && nf > 0) {
+    for (int k = 0; k < ncopy && st == WD_OK; ++k) {
+        const wd_nccl_face *f = &copies[k];
+        for (int d = 0; d < 2 && st == WD_OK && ce_recv[f->mu]; ++d) {
+            const int dir = d ? WD_BWD : WD_FWD;
+            const cudaError_t err = face_rows((char *)f->recv[dir], in,
+                                              be->halo.ghost[f->mu][dir],
+                                              be->halo.face_cb[f->mu], 0, s);
+            if (err != cudaSuccess)
+                st = wd_fail(WD_ERR_CUDA, "CUDA backend: dimension %d's face into the ghost zone: "
+                             "%s", f->mu, cudaGetErrorString(err));
+        }
+    }
+    if (st == WD_OK && nunpack > 0) {
         if (eb == 16)
-            ghost_scatter_kernel<uint4><<<grid, 256, 0, s>>>((uint4 *)in->data, in->norm, in->stride,
-                                                            in->elements, unpack);
+            ghost_scatter_kernel<uint4><<<ugrid, 256, 0, s>>>((uint4 *)in->data, in->norm,
+                                                             in->stride, in->elements, unpack);
         else
-            ghost_scatter_kernel<uint2><<<grid, 256, 0, s>>>((uint2 *)in->data, in->norm, in->stride,
-                                                            in->elements, unpack);
+            ghost_scatter_kernel<uint2><<<ugrid, 256, 0, s>>>((uint2 *)in->data, in->norm,
+                                                             in->stride, in->elements, unpack);
         const cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess)
             st = wd_fail(WD_ERR_CUDA, "CUDA backend: the ghost scatter (%d faces, %d right-hand "
-                         "sides): %s", 2 * nf, nrhs, cudaGetErrorString(err));
+                         "sides): %s", nunpack, nrhs, cudaGetErrorString(err));
         else
             c->unpack_launches = 1;
     }
