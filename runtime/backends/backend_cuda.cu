@@ -43,7 +43,8 @@
  * 2), it runs before the whole kernel on the main stream.  Between the
  * GPUs of one node the faces go peer to peer where they can (halo_p2p.h;
  * written into the neighbour's receive buffer by the copy engine, or by
- * the gather kernel), NCCL elsewhere (MPI through pinned host memory,
+ * the gather kernel; the copy engine takes a face that is one run of
+ * indices, T's, straight from the field), NCCL elsewhere (MPI through pinned host memory,
  * halo_staged, in a build without NCCL or with WD_HALO_MPI).
  */
 #define WD_PHYSICS_HOST_TABLES /* wd_physics.h's basis change, copied to c_basis; the
@@ -884,10 +885,9 @@ typedef struct cuda_ctx {
     long face_run[4][2][2];    /* the same face's first checkerboard index where its sites
                                 * are one run of indices (T's: t is the slowest
                                 * coordinate), else -1 */
-    int halo_ce;               /* copy route, one right-hand side: 1 run faces sent by the
-                                * copy engine from the field (no gather), 2 every face
-                                * received by it into the ghost zone (no scatter), 3 both
-                                * (WDIRAC_HALO_CE while it is measured) */
+    int halo_gather;           /* the copy route gathers every face (WDIRAC_HALO_GATHER=1,
+                                * to measure against), rather than copying a run face
+                                * from the field */
     void *halo;                /* device: per partitioned mu 4 face slots */
     size_t halo_bytes;
     void *host_halo;           /* pinned host memory laid out as halo: the faces that go
@@ -1759,8 +1759,8 @@ wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
                     run = f[i] == f[0] + i;
                 c->face_run[mu][last][p] = run ? f[0] : -1;
             }
-    const char *ce = getenv("WDIRAC_HALO_CE");
-    c->halo_ce = ce ? atoi(ce) & 3 : 0;
+    const char *gather = getenv("WDIRAC_HALO_GATHER");
+    c->halo_gather = gather && atoi(gather) == 1;
     c->overlap = 1;
     /* the exchange's stream at the highest priority: its gather, NCCL and
      * scatter blocks go ahead of the interior's waiting blocks */
@@ -1958,25 +1958,25 @@ static wd_status halo_staged(wd_backend *be, const wd_nccl_face *faces, int n, c
     return st;
 }
 
-/* One right-hand side's face of n sites starting at checkerboard index
- * `site` of field f, by the copy engine on stream s, between f and a
- * halo slot `buf` laid out as the gather writes it (each stored element's
- * row of n, then the n half-precision norms): from the field into buf
- * (out), or from buf into the field (out 0, the ghost zone) */
-static cudaError_t face_rows(char *buf, const wd_field *f, long site, int n, int out,
+/* The face of n sites starting at checkerboard index `site` of right-hand
+ * sides 0 .. nrhs - 1 of field f into the halo slot `to` (a peer's), laid
+ * out as the gather writes it (per right-hand side, `rb` bytes apart: each
+ * stored element's row of n, then the n half-precision norms), by the copy
+ * engine on stream s: a two-dimensional copy of the rows, and the norms */
+static cudaError_t face_copy(char *to, size_t rb, const wd_field *f, long site, int n, int nrhs,
                              cudaStream_t s)
 {
     const size_t eb = (size_t)f->width * f->precision, row = (size_t)n * eb;
-    char *field = (char *)f->data + site * eb;
-    const size_t pitch = (size_t)f->stride * eb;
-    cudaError_t err = out ? cudaMemcpy2DAsync(buf, row, field, pitch, row, f->elements,
-                                              cudaMemcpyDeviceToDevice, s)
-                          : cudaMemcpy2DAsync(field, pitch, buf, row, row, f->elements,
-                                              cudaMemcpyDeviceToDevice, s);
-    if (err == cudaSuccess && f->norm) {
-        char *norms = buf + row * f->elements, *fn = (char *)(f->norm + site);
-        err = out ? cudaMemcpyAsync(norms, fn, n * sizeof(float), cudaMemcpyDeviceToDevice, s)
-                  : cudaMemcpyAsync(fn, norms, n * sizeof(float), cudaMemcpyDeviceToDevice, s);
+    cudaError_t err = cudaSuccess;
+    for (int q = 0; q < nrhs && err == cudaSuccess; ++q) {
+        char *buf = to + q * rb;
+        const char *field = (const char *)f->data + (q * (f->bytes / eb) + site) * eb;
+        err = cudaMemcpy2DAsync(buf, row, field, (size_t)f->stride * eb, row, f->elements,
+                                cudaMemcpyDeviceToDevice, s);
+        if (err == cudaSuccess && f->norm)
+            err = cudaMemcpyAsync(buf + row * f->elements,
+                                  f->norm + q * (f->norm_bytes / sizeof(float)) + site,
+                                  n * sizeof(float), cudaMemcpyDeviceToDevice, s);
     }
     return err;
 }
@@ -1988,9 +1988,10 @@ static cudaError_t face_rows(char *buf, const wd_field *f, long site, int n, int
  * unpacking them all; per dimension one message each way holding every
  * right-hand side's face.  A dimension that goes peer to peer (c->p2p)
  * has its faces written by the gather straight into the neighbour's
- * receive slots (policy kernel) or copied there by the copy engine (copy),
- * ordered by the flags of halo_p2p.h; the others go through one NCCL
- * group.  Collective over the ranks of the grid; `pending`, a failure of
+ * receive slots (policy kernel) or copied there by the copy engine (copy:
+ * a face that is one run of indices, T's, straight from the field, with
+ * no gather), ordered by the flags of halo_p2p.h; the others go through
+ * one NCCL group.  Collective over the ranks of the grid; `pending`, a failure of
  * the caller's, is agreed with the others before the exchange (and stops
  * it). */
 static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_parity,
@@ -2082,15 +2083,13 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
     memset(&unpack, 0, sizeof unpack);
     pack.rhs_elems = unpack.rhs_elems = rhs_elems;
     pack.rhs_norms = unpack.rhs_norms = rhs_norms;
-    /* the copy route with one right-hand side: a face whose sites are one
-     * run of indices goes from the field to the neighbour by the copy
-     * engine (ce_send: its run's first index, else -1), and a face may land
-     * in the ghost zone by it (ce_recv); those are left out of the gather
-     * and the scatter, so no gather or scatter block takes an SM from the
-     * interior.  The receive slot holds the same bytes either way. */
-    const int ce = direct && !kernel_write && nrhs == 1 ? c->halo_ce : 0;
+    /* on the copy route a face whose sites are one run of indices (T's)
+     * goes from the field to the neighbour by the copy engine (ce_send: the
+     * run's first index, else -1) and is left out of the gather, so no
+     * gather block takes an SM or a pass over the face from the interior;
+     * the neighbour's receive slot gets the same bytes either way */
+    const int copy_runs = direct && !kernel_write && !c->halo_gather;
     long ce_send[4][2];
-    int ce_recv[4];
     int npack = 0, nunpack = 0, nnccl = 0, ncopy = 0, nmpi = 0, pblocks = 0, ublocks = 0;
     for (int mu = 0; mu < 4 && st == WD_OK; ++mu) {
         if (!be->halo.part[mu])
@@ -2106,11 +2105,9 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
         f.send[WD_BWD] = b + slot;
         f.recv[WD_FWD] = b + 2 * slot;
         f.recv[WD_BWD] = b + 3 * slot;
-        ce_recv[mu] = r == WD_HALO_COPY && (ce & 2);
         for (int d = 0; d < 2; ++d) {
             const int dir = d ? WD_BWD : WD_FWD;
-            ce_send[mu][d] = r == WD_HALO_COPY && (ce & 1)
-                                 ? c->face_run[mu][d ? 0 : 1][in_parity] : -1;
+            ce_send[mu][d] = r == WD_HALO_COPY && copy_runs ? c->face_run[mu][d ? 0 : 1][in_parity] : -1;
             if (ce_send[mu][d] < 0) {
                 const int j = npack++;
                 pack.idx[j] = c->face_idx + c->face_off[mu][d ? 0 : 1][in_parity];
@@ -2121,14 +2118,11 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
                 pack.rhs_buf[j] = rb;
                 pblocks = std::max(pblocks, (n * in->elements + 255) / 256);
             }
-            if (!ce_recv[mu]) {
-                const int j = nunpack++;
-                unpack.ghost[j] = be->halo.ghost[mu][dir];
-                unpack.buf[j] = (char *)f.recv[dir];
-                unpack.n[j] = n;
-                unpack.rhs_buf[j] = rb;
-                ublocks = std::max(ublocks, (n * in->elements + 255) / 256);
-            }
+            const int j = nunpack++;
+            unpack.ghost[j] = be->halo.ghost[mu][dir];
+            unpack.buf[j] = (char *)f.recv[dir];
+            unpack.n[j] = n;
+            unpack.rhs_buf[j] = rb;
         }
         if (r == WD_HALO_MPI)
             mpi[nmpi++] = f;
@@ -2136,6 +2130,7 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
             faces[nnccl++] = f;
         else if (r == WD_HALO_COPY)
             copies[ncopy++] = f;
+        ublocks = std::max(ublocks, (n * in->elements + 255) / 256);
     }
     const dim3 pgrid(pblocks, npack, nrhs), ugrid(ublocks, nunpack, nrhs);
     if (st == WD_OK && npack > 0) {
@@ -2168,8 +2163,8 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
             const long run = ce_send[f->mu][d];
             const cudaError_t err = run < 0 ? cudaMemcpyAsync(to, f->send[dir], f->bytes,
                                                               cudaMemcpyDeviceToDevice, s)
-                                            : face_rows(to, in, run, be->halo.face_cb[f->mu], 1,
-                                                        s);
+                                            : face_copy(to, face_rhs(be, in, f->mu), in, run,
+                                                        be->halo.face_cb[f->mu], nrhs, s);
             if (err != cudaSuccess)
                 st = wd_fail(WD_ERR_CUDA, "CUDA backend: the peer-to-peer copy of dimension %d's "
                              "face: %s", f->mu, cudaGetErrorString(err));
@@ -2189,18 +2184,6 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
         const wd_status m = halo_staged(be, mpi, nmpi, s);
         if (st == WD_OK)
             st = m;
-    }
-    for (int k = 0; k < ncopy && st == WD_OK; ++k) {
-        const wd_nccl_face *f = &copies[k];
-        for (int d = 0; d < 2 && st == WD_OK && ce_recv[f->mu]; ++d) {
-            const int dir = d ? WD_BWD : WD_FWD;
-            const cudaError_t err = face_rows((char *)f->recv[dir], in,
-                                              be->halo.ghost[f->mu][dir],
-                                              be->halo.face_cb[f->mu], 0, s);
-            if (err != cudaSuccess)
-                st = wd_fail(WD_ERR_CUDA, "CUDA backend: dimension %d's face into the ghost zone: "
-                             "%s", f->mu, cudaGetErrorString(err));
-        }
     }
     if (st == WD_OK && nunpack > 0) {
         if (eb == 16)
