@@ -44,8 +44,9 @@
  * GPUs of one node the faces go peer to peer where they can (halo_p2p.h;
  * written into the neighbour's receive buffer by the copy engine, or by
  * the gather kernel; the copy engine takes T's and Z's faces, runs of
- * whole XY planes, straight from the field), NCCL elsewhere (MPI through pinned host memory,
- * halo_staged, in a build without NCCL or with WD_HALO_MPI).
+ * whole XY planes, straight from the field), NCCL elsewhere (MPI through
+ * pinned host memory, halo_staged, in a build without NCCL or with
+ * WD_HALO_MPI).
  */
 #define WD_PHYSICS_HOST_TABLES /* wd_physics.h's basis change, copied to c_basis; the
                                 * precision layouts' tokens */
@@ -2020,10 +2021,10 @@ static cudaError_t face_copy(char *to, size_t rb, const wd_field *f, const face_
  * has its faces written by the gather straight into the neighbour's
  * receive slots (policy kernel) or copied there by the copy engine (copy:
  * a face of runs of whole XY planes, T's or Z's, straight from the field,
- * with no gather), ordered by the flags of halo_p2p.h; the others go through
- * one NCCL group.  Collective over the ranks of the grid; `pending`, a failure of
- * the caller's, is agreed with the others before the exchange (and stops
- * it). */
+ * with no gather), ordered by the flags of halo_p2p.h; the others go
+ * through one NCCL group.  Collective over the ranks of the grid;
+ * `pending`, a failure of the caller's, is agreed with the others before
+ * the exchange (and stops it). */
 static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_parity,
                          wd_status pending, cudaStream_t s)
 {
