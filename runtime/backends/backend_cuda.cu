@@ -43,10 +43,9 @@
  * 2), it runs before the whole kernel on the main stream.  Between the
  * GPUs of one node the faces go peer to peer where they can (halo_p2p.h;
  * written into the neighbour's receive buffer by the copy engine, or by
- * the gather kernel; the copy engine takes T's and Z's faces, runs of
- * whole XY planes, straight from the field), NCCL elsewhere (MPI through
- * pinned host memory, halo_staged, in a build without NCCL or with
- * WD_HALO_MPI).
+ * the gather kernel; the copy engine takes a face that is one run of
+ * indices, T's, straight from the field), NCCL elsewhere (MPI through pinned host memory,
+ * halo_staged, in a build without NCCL or with WD_HALO_MPI).
  */
 #define WD_PHYSICS_HOST_TABLES /* wd_physics.h's basis change, copied to c_basis; the
                                 * precision layouts' tokens */
@@ -866,15 +865,6 @@ typedef struct route_choice {
     char how[160];  /* how it was chosen (wd_backend_cuda_halo_tuning) */
 } route_choice;
 
-/* A face whose sites are `count` runs of `len` consecutive checkerboard
- * indices, the k-th starting at first + k * spacing: a T face is one run
- * (t is the slowest coordinate), a Z face one run an XY plane of each t.
- * count 0: not runs of whole XY planes (X's and Y's faces), gathered. */
-typedef struct face_runs {
-    long first, spacing;
-    int count, len;
-} face_runs;
-
 typedef struct cuda_ctx {
     double *partial;   /* WD_LANES_MAX * BLAS_MAX_GRID * 3 (a lane's from j * BLAS_MAX_GRID * 3) */
     unsigned *count;   /* WD_LANES_MAX finished-block counts (struct reduction) */
@@ -892,8 +882,9 @@ typedef struct cuda_ctx {
     wd_nccl *nccl;
     int *face_idx;             /* device: checkerboard indices of face sites */
     long face_off[4][2][2];    /* [mu][last][parity]: first entry in face_idx */
-    face_runs runs[4][2][2];   /* [mu][last][parity]: the same face as runs of indices
-                                * (T's one, Z's one an XY plane), or none */
+    long face_run[4][2][2];    /* the same face's first checkerboard index where its sites
+                                * are one run of indices (T's: t is the slowest
+                                * coordinate), else -1 */
     int halo_gather;           /* the copy route gathers every face (WDIRAC_HALO_GATHER=1,
                                 * to measure against), rather than copying a run face
                                 * from the field */
@@ -1739,25 +1730,6 @@ static wd_status halo_routes(wd_backend *be, int policy)
     return st;
 }
 
-/* The n face sites idx[0 .. n - 1] as runs of at least `plane` indices
- * (face_runs), or none */
-static face_runs runs_of(const int *idx, int n, int plane)
-{
-    face_runs r = {0, 0, 0, 0};
-    int len = 1;
-    while (len < n && idx[len] == idx[0] + len)
-        ++len;
-    if (n == 0 || len < plane || n % len)
-        return r;
-    const long spacing = len < n ? (long)idx[len] - idx[0] : len;
-    for (int k = 0; k < n / len; ++k)
-        for (int j = 0; j < len; ++j)
-            if (idx[k * len + j] != idx[0] + k * spacing + j)
-                return r;
-    r.first = idx[0], r.spacing = spacing, r.count = n / len, r.len = len;
-    return r;
-}
-
 /* Collective (every rank of the grid): the NCCL communicator, the face
  * index tables of every partitioned dimension (idx, `total` entries, from
  * the host half: wd_face_site), [mu][last][parity] starting at off, the
@@ -1779,10 +1751,14 @@ wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
     memcpy(c->face_off, off, sizeof c->face_off);
     for (int mu = 0; mu < 4; ++mu)
         for (int last = 0; last < 2; ++last)
-            for (int p = 0; p < 2; ++p)
-                c->runs[mu][last][p] = runs_of(idx + off[mu][last][p],
-                                               be->halo.part[mu] ? be->halo.face_cb[mu] : 0,
-                                               be->dims[0] * be->dims[1] / 2);
+            for (int p = 0; p < 2; ++p) {
+                const int n = be->halo.part[mu] ? be->halo.face_cb[mu] : 0;
+                const int *f = idx + off[mu][last][p];
+                int run = n > 0;
+                for (int i = 1; i < n && run; ++i)
+                    run = f[i] == f[0] + i;
+                c->face_run[mu][last][p] = run ? f[0] : -1;
+            }
     const char *gather = getenv("WDIRAC_HALO_GATHER");
     c->halo_gather = gather && atoi(gather) == 1;
     c->overlap = 1;
@@ -1982,32 +1958,25 @@ static wd_status halo_staged(wd_backend *be, const wd_nccl_face *faces, int n, c
     return st;
 }
 
-/* The face `r` of right-hand sides 0 .. nrhs - 1 of field f into the halo
- * slot `to` (a peer's), laid out as the gather writes it (per right-hand
- * side, `rb` bytes apart: each stored element's row of the face's sites,
- * then their half-precision norms), by the copy engine on stream s: one
- * run, a two-dimensional copy of the element rows; several, one of the
- * runs per element row; the norms likewise */
-static cudaError_t face_copy(char *to, size_t rb, const wd_field *f, const face_runs *r, int nrhs,
+/* The face of n sites starting at checkerboard index `site` of right-hand
+ * sides 0 .. nrhs - 1 of field f into the halo slot `to` (a peer's), laid
+ * out as the gather writes it (per right-hand side, `rb` bytes apart: each
+ * stored element's row of n, then the n half-precision norms), by the copy
+ * engine on stream s: a two-dimensional copy of the rows, and the norms */
+static cudaError_t face_copy(char *to, size_t rb, const wd_field *f, long site, int n, int nrhs,
                              cudaStream_t s)
 {
-    const size_t eb = (size_t)f->width * f->precision, n = (size_t)r->count * r->len;
-    const size_t run = (size_t)r->len * eb, row = n * eb;
+    const size_t eb = (size_t)f->width * f->precision, row = (size_t)n * eb;
     cudaError_t err = cudaSuccess;
     for (int q = 0; q < nrhs && err == cudaSuccess; ++q) {
         char *buf = to + q * rb;
-        const char *field = (const char *)f->data + (q * (f->bytes / eb) + r->first) * eb;
-        if (r->count == 1)
-            err = cudaMemcpy2DAsync(buf, row, field, (size_t)f->stride * eb, row, f->elements,
-                                    cudaMemcpyDeviceToDevice, s);
-        for (int e = 0; e < f->elements && r->count > 1 && err == cudaSuccess; ++e)
-            err = cudaMemcpy2DAsync(buf + e * row, run, field + (size_t)e * f->stride * eb,
-                                    r->spacing * eb, run, r->count, cudaMemcpyDeviceToDevice, s);
+        const char *field = (const char *)f->data + (q * (f->bytes / eb) + site) * eb;
+        err = cudaMemcpy2DAsync(buf, row, field, (size_t)f->stride * eb, row, f->elements,
+                                cudaMemcpyDeviceToDevice, s);
         if (err == cudaSuccess && f->norm)
-            err = cudaMemcpy2DAsync(buf + row * f->elements, r->len * sizeof(float),
-                                    f->norm + q * (f->norm_bytes / sizeof(float)) + r->first,
-                                    r->spacing * sizeof(float), r->len * sizeof(float), r->count,
-                                    cudaMemcpyDeviceToDevice, s);
+            err = cudaMemcpyAsync(buf + row * f->elements,
+                                  f->norm + q * (f->norm_bytes / sizeof(float)) + site,
+                                  n * sizeof(float), cudaMemcpyDeviceToDevice, s);
     }
     return err;
 }
@@ -2020,11 +1989,11 @@ static cudaError_t face_copy(char *to, size_t rb, const wd_field *f, const face_
  * right-hand side's face.  A dimension that goes peer to peer (c->p2p)
  * has its faces written by the gather straight into the neighbour's
  * receive slots (policy kernel) or copied there by the copy engine (copy:
- * a face of runs of whole XY planes, T's or Z's, straight from the field,
- * with no gather), ordered by the flags of halo_p2p.h; the others go
- * through one NCCL group.  Collective over the ranks of the grid;
- * `pending`, a failure of the caller's, is agreed with the others before
- * the exchange (and stops it). */
+ * a face that is one run of indices, T's, straight from the field, with
+ * no gather), ordered by the flags of halo_p2p.h; the others go through
+ * one NCCL group.  Collective over the ranks of the grid; `pending`, a
+ * failure of the caller's, is agreed with the others before the exchange
+ * (and stops it). */
 static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_parity,
                          wd_status pending, cudaStream_t s)
 {
@@ -2114,13 +2083,17 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
     memset(&unpack, 0, sizeof unpack);
     pack.rhs_elems = unpack.rhs_elems = rhs_elems;
     pack.rhs_norms = unpack.rhs_norms = rhs_norms;
-    /* on the copy route a face of runs of whole XY planes (T's, Z's) goes
-     * from the field to the neighbour by the copy engine (ce_send: its
-     * runs, else NULL) and is left out of the gather, so no gather block
-     * takes an SM or a pass over the face from the interior; the
-     * neighbour's receive slot gets the same bytes either way */
+    /* on the copy route a face whose sites are one run of indices (T's)
+     * goes from the field to the neighbour by the copy engine (ce_send: the
+     * run's first index, else -1) and is left out of the gather, so no
+     * gather block takes an SM or a pass over the face from the interior;
+     * the neighbour's receive slot gets the same bytes either way.  Z's
+     * faces, a run an XY plane, copied the same way (a two-dimensional copy
+     * of the runs per element row) were 2.8-3.5% faster at 48^3x96 with
+     * one right-hand side but 5-21% slower at 32^3x64 and with several
+     * (run67): they are gathered. */
     const int copy_runs = direct && !kernel_write && !c->halo_gather;
-    const face_runs *ce_send[4][2];
+    long ce_send[4][2];
     int npack = 0, nunpack = 0, nnccl = 0, ncopy = 0, nmpi = 0, pblocks = 0, ublocks = 0;
     for (int mu = 0; mu < 4 && st == WD_OK; ++mu) {
         if (!be->halo.part[mu])
@@ -2138,9 +2111,9 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
         f.recv[WD_BWD] = b + 3 * slot;
         for (int d = 0; d < 2; ++d) {
             const int dir = d ? WD_BWD : WD_FWD;
-            const face_runs *runs = &c->runs[mu][d ? 0 : 1][in_parity];
-            ce_send[mu][d] = r == WD_HALO_COPY && copy_runs && runs->count ? runs : NULL;
-            if (!ce_send[mu][d]) {
+            ce_send[mu][d] =
+                r == WD_HALO_COPY && copy_runs ? c->face_run[mu][d ? 0 : 1][in_parity] : -1;
+            if (ce_send[mu][d] < 0) {
                 const int j = npack++;
                 pack.idx[j] = c->face_idx + c->face_off[mu][d ? 0 : 1][in_parity];
                 pack.buf[j] = (char *)f.send[dir];
@@ -2192,11 +2165,11 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
         for (int d = 0; d < 2 && st == WD_OK; ++d) {
             const int dir = d ? WD_BWD : WD_FWD;
             char *to = peer_slot(c, f->mu, dir, off[f->mu], slot);
-            const face_runs *runs = ce_send[f->mu][d];
-            const cudaError_t err = !runs ? cudaMemcpyAsync(to, f->send[dir], f->bytes,
-                                                            cudaMemcpyDeviceToDevice, s)
-                                          : face_copy(to, face_rhs(be, in, f->mu), in, runs, nrhs,
-                                                      s);
+            const long run = ce_send[f->mu][d];
+            const cudaError_t err = run < 0 ? cudaMemcpyAsync(to, f->send[dir], f->bytes,
+                                                              cudaMemcpyDeviceToDevice, s)
+                                            : face_copy(to, face_rhs(be, in, f->mu), in, run,
+                                                        be->halo.face_cb[f->mu], nrhs, s);
             if (err != cudaSuccess)
                 st = wd_fail(WD_ERR_CUDA, "CUDA backend: the peer-to-peer copy of dimension %d's "
                              "face: %s", f->mu, cudaGetErrorString(err));
