@@ -44,8 +44,9 @@
  * GPUs of one node the faces go peer to peer where they can (halo_p2p.h;
  * written into the neighbour's receive buffer by the copy engine, or by
  * the gather kernel; the copy engine takes a face that is one run of
- * indices, T's, straight from the field), NCCL elsewhere (MPI through pinned host memory,
- * halo_staged, in a build without NCCL or with WD_HALO_MPI).
+ * indices, T's, straight from the field), NCCL elsewhere (MPI through
+ * pinned host memory, halo_staged, in a build without NCCL or with
+ * WD_HALO_MPI).
  */
 #define WD_PHYSICS_HOST_TABLES /* wd_physics.h's basis change, copied to c_basis; the
                                 * precision layouts' tokens */
