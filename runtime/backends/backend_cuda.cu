@@ -2091,8 +2091,9 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
      * the neighbour's receive slot gets the same bytes either way.  Z's
      * faces, a run an XY plane, copied the same way (a two-dimensional copy
      * of the runs per element row) were 2.8-3.5% faster at 48^3x96 with
-     * one right-hand side but 5-21% slower at 32^3x64 and with several
-     * (run67): they are gathered. */
+     * one right-hand side, but at 32^3x64 5.5-9% slower in single and half
+     * with one and 6.5-21% slower with 4 and 12 (run67): they are
+     * gathered. */
     const int copy_runs = direct && !kernel_write && !c->halo_gather;
     long ce_send[4][2];
     int npack = 0, nunpack = 0, nnccl = 0, ncopy = 0, nmpi = 0, pblocks = 0, ublocks = 0;
