@@ -263,12 +263,19 @@ def _hop_context(v, hop, spinor_width):
     }
 
 
-def _hop_source_site(hop):
+def _hop_source_site(hop, rhs="0", norm="a->in_norm"):
+    """A site found by wd_site_neighbours: its spinor is read at index `hn`
+    of `hin` (element stride `hs`, norms `hnorm`), which hop_ghost.j2 sets
+    to the field `in` at nb, or, for a ghost site whose face the exchange
+    left where it landed (wd_ghost_src), to that face of right-hand side
+    `rhs`."""
     link_parity = "a->parity" if hop.forward else "opp"
     return {
         "load": "WD_LOAD",
         "nb": f"n.{'fwd' if hop.forward else 'bwd'}[{hop.mu}]",
-        "in": "in", "stride": "stride", "norm": "a->in_norm",
+        "in": "hin", "stride": "hs", "norm": "hnorm", "idx": "hn",
+        "ghost": {"in": "in", "norm": norm, "rhs": rhs, "mu": hop.mu,
+                  "dir": 0 if hop.forward else 1},
         "gauge": f"gauge + a->goff[{hop.mu}][{link_parity}]",
         "gi": "cb" if hop.forward else "nb",
         "gs": f"a->gstride[{hop.mu}]",
@@ -279,11 +286,12 @@ def _hop_source_site(hop):
 def _hop_source_rhs(hop):
     """A site of right-hand side r (the thread form): its own `in` and
     half-precision norms (in_norm), offset by r in the site function."""
-    return dict(_hop_source_site(hop), norm="in_norm")
+    return _hop_source_site(hop, rhs="r", norm="in_norm")
 
 
 def _hop_source_row(hop):
-    src = _hop_source_site(hop)
+    src = dict(_hop_source_site(hop), ghost=None, idx="nb", stride="stride", norm="a->in_norm",
+               **{"in": "in"})
     if hop.mu == 0:
         # the row's copy holds its sites from the last one round to the
         # first: the site before lane j's x is at j + p (p: the row starts
@@ -455,8 +463,8 @@ def _multi_rhs_context(v):
     prelude, ptrs = [], []
     for q in range(v.nrhs):
         norm = f"a->rhs_norm_stride * (r0 + {q})"
-        prelude.append([f"const float in_scale = WD_LOAD(in_norm + a->rhs_norm_stride * {q} + nb) "
-                        "* WD_HALF_INV_SCALE;"] if has_norm else [])
+        prelude.append(["const float in_scale = WD_LOAD(hnorm + hn) * WD_HALF_INV_SCALE;"]
+                       if has_norm else [])
         ptrs.append({"x": "a->x", "out": "a->out", "off": f" + (r0 + {q}) * rs",
                      "x_norm": f"(a->x_norm + {norm})", "out_norm": f"(a->out_norm + {norm})"})
     return {"nrhs": v.nrhs, "rhs_in_prelude": prelude, "rhs_ptrs": ptrs}
@@ -465,7 +473,7 @@ def _multi_rhs_context(v):
 def template_deps(v):
     hop_partials = set()
     if v.hopping and (v.nrhs == 1 or v.threads):
-        hop_partials = ({"dslash_site.j2", "hop_link.j2"}
+        hop_partials = ({"dslash_site.j2", "hop_link.j2", "hop_ghost.j2"}
                         | ({"hop_gauge_fixed.j2"} if v.gauge_fix else set()))
     return sorted(set(main_templates(v).values()) | set(partials(v).values()) | hop_partials)
 

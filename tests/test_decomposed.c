@@ -32,8 +32,8 @@
  * with the rank itself (grids 1x1x1x2 with Z, and with X, Y; 2x2x1x1 with
  * T; 1x1x2x2 with Y).  On CUDA every call on a grid must pack all its
  * faces (every partitioned dimension, both directions, every right-hand
- * side) in one launch and unpack them in one
- * (wd_backend_cuda_halo_launches), and the one-RHS variants run twice,
+ * side) in one launch and scatter none, the kernels reading the received
+ * faces in place (wd_backend_cuda_halo_launches), and the one-RHS variants run twice,
  * with the exchange overlapping the interior sites' kernel (the default)
  * and before the whole kernel.  On every grid the site order of the
  * overlap (wd_site_order: interior first) must be a permutation whose
@@ -150,17 +150,17 @@ static wd_status poison(const wd_field *f)
 /* On CUDA a grid's Dslash packs every face of every partitioned dimension
  * and right-hand side in one gather launch (none where the copy engine
  * sends them all straight from the field: T's faces on the copy route) and
- * unpacks them in one scatter launch: whether be's last call did (always
- * true elsewhere) */
+ * scatters none (the kernels read the faces where they landed): whether
+ * be's last call did (always true elsewhere) */
 static int one_launch_halo(const wd_backend *be)
 {
     if (kind != WD_BACKEND_CUDA || !be->halo.ghost_sites)
         return 1;
     int pack = 0, unpack = 0;
     wd_backend_cuda_halo_launches(be, &pack, &unpack);
-    if (pack <= 1 && unpack == 1)
+    if (pack <= 1 && unpack == 0)
         return 1;
-    printf("rank %d: the halo exchange made %d pack and %d unpack launches, not <= 1 and 1\n",
+    printf("rank %d: the halo exchange made %d pack and %d unpack launches, not <= 1 and 0\n",
            rank, pack, unpack);
     return 0;
 }

@@ -148,15 +148,18 @@ static void cpu_clover_free(wd_backend *be, wd_clover *c)
         free(c->data[p]), free(c->norm[p]);
 }
 
-/* Fill the ghost faces of right-hand sides 0 .. nrhs - 1 of `in` (parity
- * 1 - out_parity) from the neighbours.  Per partitioned dimension the
- * faces of every right-hand side going one way travel as one message
- * (right-hand side q's face at q face bytes of the slot), so N right-hand
- * sides cost one message per neighbour and direction as one does, not N;
- * every dimension's messages are in flight together, then scattered into
- * each right-hand side's own ghost zone.  The buffers are kept in the
- * context and grow to the largest exchange seen. */
-static wd_status cpu_halo(wd_backend *be, const wd_field *in, int nrhs, int out_parity)
+/* Receive the ghost faces of right-hand sides 0 .. nrhs - 1 of `in`
+ * (parity 1 - out_parity) from the neighbours, and point args->gsrc at
+ * them: the kernels read each ghost site where it landed (wd_kernel.h,
+ * wd_ghost_src), so nothing is scattered into the field's ghost zone.  Per
+ * partitioned dimension the faces of every right-hand side going one way
+ * travel as one message (right-hand side q's face at q face bytes of the
+ * slot), so N right-hand sides cost one message per neighbour and
+ * direction as one does, not N; every dimension's messages are in flight
+ * together.  The buffers are kept in the context and grow to the largest
+ * exchange seen. */
+static wd_status cpu_halo(wd_backend *be, const wd_field *in, int nrhs, int out_parity,
+                          wd_dslash_args *args)
 {
     wd_cpu_ctx *ctx = be->ctx;
     wd_spinor_layout l;
@@ -213,12 +216,8 @@ static wd_status cpu_halo(wd_backend *be, const wd_field *in, int nrhs, int out_
             continue;
         const size_t fb = wd_face_bytes(&l, mu), slot = (size_t)nrhs * fb;
         const char *b = (const char *)ctx->halo + off[mu];
-        for (int q = 0; q < nrhs; ++q) {
-            char *data = (char *)in->data + (size_t)q * in->bytes;
-            float *norm = in->norm ? in->norm + (size_t)q * norms : NULL;
-            wd_ghost_scatter(&l, data, norm, mu, WD_FWD, b + 2 * slot + q * fb);
-            wd_ghost_scatter(&l, data, norm, mu, WD_BWD, b + 3 * slot + q * fb);
-        }
+        wd_ghost_sources(l.halo.face_cb[mu], l.elements, (size_t)l.width * l.precision,
+                         l.norm_bytes > 0, b + 2 * slot, b + 3 * slot, fb, args->gsrc[mu]);
     }
     return st;
 }
@@ -234,7 +233,7 @@ static wd_status cpu_dslash(wd_backend *be, int variant, wd_field *out, const wd
     /* the clover kernel alone reads no neighbour; the others read the
      * ghosts of every right-hand side the call covers */
     if (be->halo.ghost_sites && wd_variants[variant].op != WD_OP_CLOVER &&
-        (st = cpu_halo(be, in, wd_variants[variant].nrhs * args.groups, parity)) != WD_OK)
+        (st = cpu_halo(be, in, wd_variants[variant].nrhs * args.groups, parity, &args)) != WD_OK)
         return st;
     wd_variants[variant].cpu(&args);
     return WD_OK;

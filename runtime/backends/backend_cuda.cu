@@ -29,10 +29,11 @@
  * gather launch (every face of the input's parity, both directions of
  * every partitioned dimension, into contiguous buffers, in the face order
  * and stored values of wd_face_gather: the index tables come from
- * wd_face_site), the NCCL exchange of every dimension in one group, and
- * one scatter launch into every ghost face (wd_ghost_scatter's layout).  A
- * multi-RHS call exchanges all its right-hand sides at once: the same
- * launches over every right-hand side (blockIdx.z) and one message each
+ * wd_face_site), the NCCL exchange of every dimension in one group, into
+ * receive slots of the same layout, where the kernels read the ghost sites
+ * (wd_kernel.h, wd_ghost_src: nothing is scattered into the field's ghost
+ * zone).  A multi-RHS call exchanges all its right-hand sides at once: the
+ * same gather over every right-hand side (blockIdx.z) and one message each
  * way per dimension holding their faces back to back.
  * wd_cuda_be_dslash_grid runs it on the exchange's stream while the main
  * stream computes the interior sites, then the boundary on the exchange's
@@ -616,14 +617,14 @@ __global__ void __launch_bounds__(BLAS_BLOCK) residual_copy_lanes_kernel(
 }
 
 /* ---- halo faces --------------------------------------------------------- */
-/* Every face of one exchange in one launch: the gather packs, the scatter
- * unpacks, each face of every partitioned dimension (forward and backward)
- * and every right-hand side.  blockIdx.y picks the face j, blockIdx.z the
- * right-hand side q; gridDim.x covers the largest face, and the blocks past
- * a smaller face's end find nothing to do.  Element k of site f of face j
- * moves between k * stride + idx[j][f] (gather) or ghost[j] + f (scatter)
- * of the field and k * n[j] + f of the face's buffer; the half-precision
- * norms follow the elements in the buffer.  Right-hand side q's field lies
+/* Every face of one exchange in one launch: the gather packs each face of
+ * every partitioned dimension (forward and backward) and every right-hand
+ * side.  blockIdx.y picks the face j, blockIdx.z the right-hand side q;
+ * gridDim.x covers the largest face, and the blocks past a smaller face's
+ * end find nothing to do.  Element k of site f of face j moves from
+ * k * stride + idx[j][f] of the field to k * n[j] + f of the face's buffer;
+ * the half-precision norms follow the elements in the buffer (the layout
+ * the kernels read received faces in, wd_ghost_sources).  Right-hand side q's field lies
  * q * rhs_elems vector elements (norms q * rhs_norms floats) after the
  * first, its face q * rhs_buf[j] bytes after the first's (all right-hand
  * sides' faces of one direction are one message).  A site's values are
@@ -632,8 +633,7 @@ __global__ void __launch_bounds__(BLAS_BLOCK) residual_copy_lanes_kernel(
 #define WD_FACES_MAX 8  /* 4 dimensions x 2 directions */
 
 struct face_set {
-    const int *idx[WD_FACES_MAX];   /* gather: the face's sites; scatter: unused */
-    int ghost[WD_FACES_MAX];        /* scatter: the face's first ghost index */
+    const int *idx[WD_FACES_MAX];   /* the face's sites */
     char *buf[WD_FACES_MAX];        /* right-hand side 0's face in the halo buffer */
     int n[WD_FACES_MAX];            /* sites of the face */
     size_t rhs_buf[WD_FACES_MAX];   /* bytes from one right-hand side's face to the next */
@@ -657,23 +657,6 @@ __global__ void face_gather_kernel(const W *field, const float *norm, int stride
         buf[i] = field[(size_t)k * stride + idx[f]];
         if (norm && k == 0)
             ((float *)(buf + total))[f] = norm[idx[f]];
-    }
-}
-
-template <class W>
-__global__ void ghost_scatter_kernel(W *field, float *norm, int stride, int elements, face_set fs)
-{
-    const int j = blockIdx.y, q = blockIdx.z, n = fs.n[j];
-    const W *buf = (const W *)(fs.buf[j] + q * fs.rhs_buf[j]);
-    field += q * fs.rhs_elems;
-    if (norm)
-        norm += q * fs.rhs_norms;
-    const int g = fs.ghost[j], total = n * elements;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-        const int k = i / n, f = i - k * n;
-        field[(size_t)k * stride + g + f] = buf[i];
-        if (norm && k == 0)
-            norm[g + f] = ((const float *)(buf + total))[f];
     }
 }
 
@@ -904,7 +887,7 @@ typedef struct cuda_ctx {
                                 * indices of the first and the last time slice, the
                                 * boundary of either parity in one launch */
     int overlap;               /* overlap the exchange with the interior where possible */
-    int pack_launches, unpack_launches;  /* the last exchange's gather and scatter launches */
+    int pack_launches;         /* the last exchange's gather launches */
     int halo_policy;           /* wd_halo_policy asked for */
     wd_p2p *p2p;               /* the dimensions that go peer to peer (NULL: none) */
     int route;                 /* the route of the next exchange's peer-to-peer dimensions:
@@ -1985,9 +1968,13 @@ static cudaError_t face_copy(char *to, size_t rb, const wd_field *f, long site, 
 /* Enqueue on stream s the exchange of the ghost faces of right-hand sides
  * 0 .. nrhs - 1 of `in` (the parity opposite out_parity) with the
  * neighbours: one gather launch packing every face of every partitioned
- * dimension and right-hand side, the transfers, one scatter launch
- * unpacking them all; per dimension one message each way holding every
- * right-hand side's face.  A dimension that goes peer to peer (c->p2p)
+ * dimension and right-hand side, the transfers into this rank's receive
+ * slots; per dimension one message each way holding every right-hand
+ * side's face.  gsrc[mu] is set to mu's received faces, where the kernels
+ * read the ghost sites (wd_ghost_src: no scatter); where *to_read is set
+ * on return the caller tells the neighbours, once every kernel reading
+ * them is enqueued, that they may write the next exchange's faces
+ * (ghosts_read).  A dimension that goes peer to peer (c->p2p)
  * has its faces written by the gather straight into the neighbour's
  * receive slots (policy kernel) or copied there by the copy engine (copy:
  * a face that is one run of indices, T's, straight from the field, with
@@ -1996,17 +1983,19 @@ static cudaError_t face_copy(char *to, size_t rb, const wd_field *f, long site, 
  * failure of the caller's, is agreed with the others before the exchange
  * (and stops it). */
 static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_parity,
-                         wd_status pending, cudaStream_t s)
+                         wd_status pending, cudaStream_t s, wd_ghost_src gsrc[4][2],
+                         int *to_read)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     wd_status st = pending;
+    *to_read = 0;
     size_t need = 0, off[4];
     for (int mu = 0; mu < 4; ++mu) {
         off[mu] = need;
         if (be->halo.part[mu])
             need += 4 * face_slot(be, in, mu, nrhs);
     }
-    c->pack_launches = c->unpack_launches = 0;
+    c->pack_launches = 0;
     /* every rank has the same local volume and runs the same calls: all
      * grow here together.  Peer to peer, whatever is pending: all unmap,
      * agree, grow, agree, map; a failure there is every rank's, and
@@ -2064,8 +2053,9 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
     }
     /* peer to peer this time: c->p2p's dimensions, unless AUTO's tuning
      * sends them through NCCL (then the flags' sequence still advances
-     * after the scatter, wd_p2p_read, so that the next exchange that
-     * writes into a neighbour waits until it has scattered this one) */
+     * once the kernels have read the faces, ghosts_read, so that the next
+     * exchange that writes into a neighbour waits until it has read this
+     * one) */
     const int direct = c->p2p && c->route != WD_HALO_NCCL;
     const int kernel_write = direct && c->route == WD_HALO_KERNEL;
     /* the neighbours have read what this rank wrote into them last time:
@@ -2079,11 +2069,10 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
      * backward; the gather's send[FWD] is my last slice, the forward
      * neighbour's backward ghost, which lands in its recv[BWD] */
     wd_nccl_face faces[4], copies[4], mpi[4];
-    face_set pack, unpack;
+    face_set pack;
     memset(&pack, 0, sizeof pack);
-    memset(&unpack, 0, sizeof unpack);
-    pack.rhs_elems = unpack.rhs_elems = rhs_elems;
-    pack.rhs_norms = unpack.rhs_norms = rhs_norms;
+    pack.rhs_elems = rhs_elems;
+    pack.rhs_norms = rhs_norms;
     /* on the copy route a face whose sites are one run of indices (T's)
      * goes from the field to the neighbour by the copy engine (ce_send: the
      * run's first index, else -1) and is left out of the gather, so no
@@ -2096,7 +2085,7 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
      * gathered. */
     const int copy_runs = direct && !kernel_write && !c->halo_gather;
     long ce_send[4][2];
-    int npack = 0, nunpack = 0, nnccl = 0, ncopy = 0, nmpi = 0, pblocks = 0, ublocks = 0;
+    int npack = 0, nnccl = 0, ncopy = 0, nmpi = 0, pblocks = 0;
     for (int mu = 0; mu < 4 && st == WD_OK; ++mu) {
         if (!be->halo.part[mu])
             continue;
@@ -2111,6 +2100,8 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
         f.send[WD_BWD] = b + slot;
         f.recv[WD_FWD] = b + 2 * slot;
         f.recv[WD_BWD] = b + 3 * slot;
+        wd_ghost_sources(n, in->elements, eb, in->norm != NULL, f.recv[WD_FWD], f.recv[WD_BWD],
+                         rb, gsrc[mu]);
         for (int d = 0; d < 2; ++d) {
             const int dir = d ? WD_BWD : WD_FWD;
             ce_send[mu][d] =
@@ -2125,11 +2116,6 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
                 pack.rhs_buf[j] = rb;
                 pblocks = std::max(pblocks, (n * in->elements + 255) / 256);
             }
-            const int j = nunpack++;
-            unpack.ghost[j] = be->halo.ghost[mu][dir];
-            unpack.buf[j] = (char *)f.recv[dir];
-            unpack.n[j] = n;
-            unpack.rhs_buf[j] = rb;
         }
         if (r == WD_HALO_MPI)
             mpi[nmpi++] = f;
@@ -2137,9 +2123,8 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
             faces[nnccl++] = f;
         else if (r == WD_HALO_COPY)
             copies[ncopy++] = f;
-        ublocks = std::max(ublocks, (n * in->elements + 255) / 256);
     }
-    const dim3 pgrid(pblocks, npack, nrhs), ugrid(ublocks, nunpack, nrhs);
+    const dim3 pgrid(pblocks, npack, nrhs);
     if (st == WD_OK && npack > 0) {
         if (eb == 16)
             face_gather_kernel<uint4><<<pgrid, 256, 0, s>>>((const uint4 *)in->data, in->norm,
@@ -2192,34 +2177,33 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
         if (st == WD_OK)
             st = m;
     }
-    if (st == WD_OK && nunpack > 0) {
-        if (eb == 16)
-            ghost_scatter_kernel<uint4><<<ugrid, 256, 0, s>>>((uint4 *)in->data, in->norm,
-                                                             in->stride, in->elements, unpack);
-        else
-            ghost_scatter_kernel<uint2><<<ugrid, 256, 0, s>>>((uint2 *)in->data, in->norm,
-                                                             in->stride, in->elements, unpack);
-        const cudaError_t err = cudaGetLastError();
-        if (err != cudaSuccess)
-            st = wd_fail(WD_ERR_CUDA, "CUDA backend: the ghost scatter (%d faces, %d right-hand "
-                         "sides): %s", nunpack, nrhs, cudaGetErrorString(err));
-        else
-            c->unpack_launches = 1;
-    }
-    if (c->p2p) {
+    if (c->p2p)
+        *to_read = 1;
+    return after_agreement(be, st);
+}
+
+/* the gather launches of this backend's last exchange, and its scatter
+ * launches: none, the kernels reading the faces where they landed */
+void wd_cuda_be_halo_launches(const wd_backend *be, int *pack, int *unpack)
+{
+    const cuda_ctx *c = (const cuda_ctx *)be->ctx;
+    *pack = c ? c->pack_launches : 0;
+    *unpack = 0;
+}
+
+/* Enqueue on stream s, after every kernel that reads the faces halo_on
+ * received (where it set to_read): tell the neighbours they may write the
+ * next exchange's faces into this rank's receive slots.  A failure is this
+ * rank's alone (after the agreement). */
+static wd_status ghosts_read(wd_backend *be, int to_read, wd_status st, cudaStream_t s)
+{
+    const cuda_ctx *c = (const cuda_ctx *)be->ctx;
+    if (to_read) {
         const wd_status r = wd_p2p_read(c->p2p, s);
         if (st == WD_OK)
             st = r;
     }
     return after_agreement(be, st);
-}
-
-/* the gather and scatter launches of this backend's last exchange */
-void wd_cuda_be_halo_launches(const wd_backend *be, int *pack, int *unpack)
-{
-    const cuda_ctx *c = (const cuda_ctx *)be->ctx;
-    *pack = c ? c->pack_launches : 0;
-    *unpack = c ? c->unpack_launches : 0;
 }
 
 void wd_cuda_be_set_overlap(wd_backend *be, int on)
@@ -2266,15 +2250,19 @@ static wd_status dslash_grid(wd_backend *be, int variant, const wd_dslash_args *
     /* the right-hand sides the call covers, whose ghosts it reads */
     const int nrhs = wd_variants[variant].nrhs * (args->groups > 1 ? args->groups : 1);
     wd_status st;
+    int to_read;
     const int how = overlappable(be, args->parity);
     if (!how) {
         /* a failure halo_on returns is every rank's (agreed); those after
          * it are this rank's alone (after_agreement) */
-        if ((st = halo_on(be, in, nrhs, parity, pending, s)) != WD_OK)
+        wd_dslash_args whole = *args;
+        if ((st = halo_on(be, in, nrhs, parity, pending, s, whole.gsrc, &to_read)) != WD_OK)
             return st;
         if (cudaEventRecord(c->ev_halo, s) != cudaSuccess)
             st = wd_fail(WD_ERR_CUDA, "CUDA backend: cudaEventRecord after the exchange failed");
-        return after_agreement(be, st == WD_OK ? wd_cuda_dslash_async(variant, args, block) : st);
+        if (st == WD_OK)
+            st = wd_cuda_dslash_async(variant, &whole, block);
+        return ghosts_read(be, to_read, st, s);
     }
     /* the interior first, so that the main stream never waits for the host
      * (the exchange's agreement and NCCL calls): sites [i0, i1) of the
@@ -2297,7 +2285,7 @@ static wd_status dslash_grid(wd_backend *be, int variant, const wd_dslash_args *
                           cudaGetErrorString(err));
     if (pending == WD_OK)
         pending = wd_cuda_dslash_range_async(variant, args, block, i0, i1, s);
-    st = halo_on(be, in, nrhs, parity, pending, c->comm);
+    st = halo_on(be, in, nrhs, parity, pending, c->comm, listed.gsrc, &to_read);
     if (st != WD_OK)
         return st;
     /* the boundary slices on the exchange's stream, at its high priority,
@@ -2305,10 +2293,10 @@ static wd_status dslash_grid(wd_backend *be, int variant, const wd_dslash_args *
      * interior's last blocks leave, rather than starting after the
      * interior's tail (they write other sites than the interior) */
     err = cudaEventRecord(c->ev_halo, c->comm);
-    if (err != cudaSuccess)
-        return after_agreement(be, wd_fail(WD_ERR_CUDA, "CUDA backend: marking the exchange's "
-                                           "end: %s", cudaGetErrorString(err)));
-    st = wd_cuda_dslash_range_async(variant, &listed, block, b0, b1, c->comm);
+    st = err == cudaSuccess ? wd_cuda_dslash_range_async(variant, &listed, block, b0, b1, c->comm)
+                            : wd_fail(WD_ERR_CUDA, "CUDA backend: marking the exchange's end: %s",
+                                      cudaGetErrorString(err));
+    st = ghosts_read(be, to_read, st, c->comm);
     err = cudaEventRecord(c->ev_bound, c->comm);
     if (err == cudaSuccess)
         err = cudaStreamWaitEvent(s, c->ev_bound, 0);

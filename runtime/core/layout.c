@@ -325,20 +325,6 @@ void wd_face_gather(const wd_spinor_layout *l, const void *field, const float *n
     }
 }
 
-void wd_ghost_scatter(const wd_spinor_layout *l, void *field, float *norm, int mu, int dir,
-                      const void *buf)
-{
-    const int n = l->halo.face_cb[mu];
-    const int g = l->halo.ghost[mu][dir];
-    const size_t eb = element_bytes(l);
-    const char *src = buf;
-    char *dst = field;
-    for (int k = 0; k < l->elements; ++k)
-        memcpy(dst + ((size_t)k * l->stride + g) * eb, src + (size_t)k * n * eb, (size_t)n * eb);
-    if (l->norm_bytes)
-        memcpy(norm + g, src + (size_t)l->elements * n * eb, (size_t)n * sizeof(float));
-}
-
 void wd_dslash_args_set(wd_dslash_args *a, const wd_spinor_layout *s, const wd_gauge_layout *g,
                         const int dims[4], int parity, int tbc)
 {

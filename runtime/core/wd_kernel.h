@@ -8,6 +8,8 @@
  *                        the same size and alignment, so one packed buffer
  *                        serves both backends byte for byte
  *   wd_halo              the ghost faces of a rank's local block
+ *   wd_ghost_src, wd_ghost_sources  a received ghost face, read in place
+ *   wd_reads_received    whether a launch reads one
  *   wd_dslash_args       everything one parity application of a variant reads
  *   wd_site_neighbours   coordinates and neighbour indices of an output site
  *   wd_row, wd_row_init, wd_row_copy  the CPU loop's vector rows (CPU only)
@@ -38,9 +40,12 @@
  * a ghost face stored after the local sites of the same sub-arrays: index
  * ghost[mu][dir] + (f >> 1), f the lexicographic index of the site's other
  * three coordinates (dir 0 = forward ghost, the forward neighbour's first
- * slice; 1 = backward ghost, its last slice).  The backward ghost of a
+ * slice; 1 = backward ghost, its last slice).  Where gsrc[mu][dir].data
+ * is set, that ghost face is read instead from the buffer the exchange
+ * received it in (wd_ghost_src): site j = ghost index - ghost[mu][dir] of
+ * it, so no scatter into the ghost zone is needed.  The backward ghost of a
  * gauge block (mu, p) holds U_mu at those sites (the link a backward hop
- * needs), at the same index.  The time boundary sign and the gauge-fixed
+ * needs), at the ghost index.  The time boundary sign and the gauge-fixed
  * last slice follow the global t = t_origin + t of extent global_T.  Local
  * extents are even, so local and global parity agree.
  *
@@ -92,6 +97,40 @@ typedef struct wd_halo {
     int global_T;
 } wd_halo;
 
+/*
+ * A received ghost face, read where it landed (wd_dslash_args.gsrc):
+ * element k of the face's site j of right-hand side q is the vector element
+ * data[q * rhs + k * stride + j], its half-precision norm
+ * norm[q * rhs_norm + j].  data NULL: the face is in the ghost zone after
+ * the local sites.
+ */
+typedef struct wd_ghost_src {
+    const void *data;   /* right-hand side 0's face: stored elements, a row of `stride` each */
+    const float *norm;  /* half precision: its per-site norms */
+    int stride;         /* vector elements from one element row to the next: the face's sites */
+    long rhs;           /* vector elements from one right-hand side's face to the next */
+    long rhs_norm;      /* floats from one right-hand side's norms to the next */
+} wd_ghost_src;
+
+/* gsrc[0], gsrc[1]: a dimension's forward and backward ghost faces of n
+ * sites read where they were received, at fwd and bwd, in the layout of
+ * the backends' face buffers (`elements` rows of n vector elements of eb
+ * bytes, then, where norms, the n half-precision norms), one right-hand
+ * side's face rhs_bytes after the one before */
+WD_INLINE void wd_ghost_sources(int n, int elements, size_t eb, int norms, const void *fwd,
+                                const void *bwd, size_t rhs_bytes, wd_ghost_src gsrc[2])
+{
+    const void *face[2] = {fwd, bwd};
+    for (int d = 0; d < 2; ++d) {
+        wd_ghost_src *g = &gsrc[d];
+        g->data = face[d];
+        g->norm = norms ? (const float *)((const char *)face[d] + (size_t)elements * n * eb) : 0;
+        g->stride = n;
+        g->rhs = (long)(rhs_bytes / eb);
+        g->rhs_norm = (long)(rhs_bytes / sizeof(float));
+    }
+}
+
 typedef struct wd_dslash_args {
     void *out;              /* output spinor, parity `parity` */
     float *out_norm;        /* half precision: per-site norms of out */
@@ -129,7 +168,20 @@ typedef struct wd_dslash_args {
                              * [cb0, cb1) is of output sites; else it indexes this
                              * list of output sites (a grid's interior or boundary
                              * where X, Y or Z is partitioned); the CPU ignores it */
+    wd_ghost_src gsrc[4][2];    /* where each ghost face is read (data NULL: the ghost zone);
+                                 * last, so that the other members keep their offsets */
 } wd_dslash_args;
+
+/* whether a launch reads some ghost face where it was received (a gsrc
+ * set): the CUDA launchers then run the kernel instance compiled with the
+ * ghost reads (`ghosts` 1), the others the one compiled without */
+WD_INLINE int wd_reads_received(const wd_dslash_args *a)
+{
+    for (int mu = 0; mu < 4; ++mu)
+        if (a->gsrc[mu][0].data || a->gsrc[mu][1].data)
+            return 1;
+    return 0;
+}
 
 typedef struct wd_site {
     int fwd[4];             /* checkerboard index of n + mu (other parity) */

@@ -18,7 +18,6 @@
  *   wd_pack_gauge_halo     wd_pack_gauge plus the backward ghost links
  *   wd_face_gather         one face's sites of a packed spinor into a
  *                          contiguous buffer (what a neighbour needs)
- *   wd_ghost_scatter       such a buffer into a ghost face
  *   wd_clover_layout_make  sizes and strides of a one-parity clover field
  *   wd_pack_clover         host clover blocks of one parity -> stored reals
  *                          (times WD_CLOVER_SCALE; half: a norm per block)
@@ -132,9 +131,6 @@ wd_status wd_pack_gauge_halo(const wd_gauge_layout *l, void *dst, const double c
 size_t wd_face_bytes(const wd_spinor_layout *l, int mu);
 void wd_face_gather(const wd_spinor_layout *l, const void *field, const float *norm,
                     const int dims[4], int mu, int last, int parity, void *buf);
-/* buf (wd_face_gather's layout) into ghost face dir (0 forward, 1 backward) of mu */
-void wd_ghost_scatter(const wd_spinor_layout *l, void *field, float *norm, int mu, int dir,
-                      const void *buf);
 /* c = the coordinates of checkerboard site cb of parity `parity` (the
  * decoding of wd_kernel.h's cb = (x + X*(y + Y*(z + Z*t))) / 2, as
  * wd_site_neighbours does it) */
