@@ -51,8 +51,8 @@
  *
  * Process grid (--grid Px Py Pz Pt, or several ranks under mpirun; CUDA
  * backend, one GPU per rank): each rank times, with CUDA events, the
- * backend's whole Dslash on its block: the NCCL halo exchange (gather,
- * send/recv, scatter) and the kernel.  The exchange overlaps the interior
+ * backend's whole Dslash on its block: the halo exchange (gather, the
+ * transfers) and the kernel, which reads the received faces in place.  The exchange overlaps the interior
  * sites' kernel, and the call is also timed with the overlap off ("serial
  * us"); "hidden" is the share of the serial
  * exchange's time the overlapped call saves.  The row reports the slowest
@@ -61,8 +61,9 @@
  * the per-rank GB/s of the kernel's bytes model on the local block, the
  * halo bytes each rank sends and their rate, and the kernel launches of
  * one call's exchange ("pack/unpack": the gather of every face into the
- * send buffers and the scatter into the ghost zones, one each whatever the
- * number of split dimensions).  Fields are random per rank
+ * send buffers, one whatever the number of split dimensions, and the
+ * scatters into the ghost zones, none since the kernels read the received
+ * faces in place).  Fields are random per rank
  * (seed + rank; gauge-fixed variants on the block's own temporal gauge):
  * the work is the decomposed lattice's, the values need not be.
  * --nccl-sweep adds the NCCL send/recv exchange alone, for buffers from
@@ -549,7 +550,8 @@ typedef struct grid_row {
     int variant, dims[4], local[4];
     double us, halo_us, gflops, gbps, halo_bytes, halo_gbps;
     double serial_us, hidden;   /* the exchange not overlapped; the share of it hidden */
-    int pack, unpack;           /* gather and scatter launches of one call's exchange */
+    int pack, unpack;           /* gather and scatter launches of one call's exchange (no
+                                 * scatter: the kernels read the received faces) */
     char route[64];             /* each split dimension's route, the overlapped call's */
     char tuning[160];           /* how AUTO chose it ("" without a choice) */
     double rank_us[32];
@@ -762,11 +764,11 @@ static int bench_grid(int lat_dims[][4], int nlat, const int procs[4], const cha
             printf("--wrap-halo: faces of %s%s%s%s exchanged by each rank with itself where the "
                    "grid does not split them\n", wrap & 1 ? "X" : "", wrap & 2 ? "Y" : "",
                    wrap & 4 ? "Z" : "", wrap & 8 ? "T" : "");
-        printf("time per call: the halo exchange (gather, NCCL, scatter) and the kernel, the\n"
+        printf("time per call: the halo exchange (gather, transfers) and the kernel, the\n"
                "exchange overlapping the interior sites (serial us: not overlapped; hidden:\n"
                "the share of the serial exchange saved); the slowest rank;\n"
                "GB/s and copy: the kernel's bytes model on one rank's block; pack/unpack: the\n"
-               "gather and scatter kernel launches of one call's exchange (all faces); route:\n"
+               "gather and scatter kernel launches of one call's exchange (no scatter); route:\n"
                "each split dimension's halo route (kernel / copy: peer to peer, written by the\n"
                "gather or copied by the copy engine; nccl; mpi: through the host;\n"
                "WDIRAC_HALO=auto|nccl|copy|kernel|mpi; auto times the routes a peer-to-peer\n"
