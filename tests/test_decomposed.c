@@ -191,8 +191,9 @@ static void force_halo(wd_backend *be, const int procs[4], int self)
  * dimension could go peer to peer the kind of exchange was timed on every
  * candidate route (or found in the tune cache, cached: required), and the
  * last exchange took the choice its line names ("... us -> copy", "...:
- * copy (the tune cache)") in every such dimension, NCCL in the others;
- * with no choice (no line) no dimension went peer to peer */
+ * copy (the tune cache)"; copy-zt is the copy route) in every such
+ * dimension, NCCL in the others; with no choice (no line) no dimension
+ * went peer to peer */
 static void check_auto_route(const wd_backend *be, const char *gname, int cached)
 {
     char tuning[160], route[64], choice[16] = "", what[400];
@@ -206,8 +207,11 @@ static void check_auto_route(const wd_backend *be, const char *gname, int cached
         if (colon && colon + 2 < from)
             snprintf(choice, sizeof choice, "%.*s", (int)(from - colon - 2), colon + 2);
     }
-    const int named = !strcmp(choice, "copy") || !strcmp(choice, "kernel") ||
-                      !strcmp(choice, "nccl");
+    const int named = !strcmp(choice, "copy") || !strcmp(choice, "copy-zt") ||
+                      !strcmp(choice, "kernel") || !strcmp(choice, "nccl");
+    /* copy-zt is the copy route (Z's faces from the field too) */
+    if (!strcmp(choice, "copy-zt"))
+        choice[4] = 0;
     int ok = route[0] && (tuning[0] ? named && (!cached || from) : !cached), took = 0;
     for (const char *r = route; ok && *r;) {  /* "T:copy Z:nccl" */
         const char *colon = strchr(r, ':'), *end = strchr(r, ' ');

@@ -44,8 +44,9 @@
  * 2), it runs before the whole kernel on the main stream.  Between the
  * GPUs of one node the faces go peer to peer where they can (halo_p2p.h;
  * written into the neighbour's receive buffer by the copy engine, or by
- * the gather kernel; the copy engine takes a face that is one run of
- * indices, T's, straight from the field), NCCL elsewhere (MPI through
+ * the gather kernel; the copy engine takes T's faces, one run of indices,
+ * and on AUTO's copy-zt route Z's, a run an XY plane, straight from the
+ * field), NCCL elsewhere (MPI through
  * pinned host memory, halo_staged, in a build without NCCL or with
  * WD_HALO_MPI).
  */
@@ -849,6 +850,23 @@ typedef struct route_choice {
     char how[160];  /* how it was chosen (wd_backend_cuda_halo_tuning) */
 } route_choice;
 
+/* A face whose sites are `count` runs of `len` consecutive checkerboard
+ * indices, the k-th starting at first + k * spacing: a T face is one run
+ * (t is the slowest coordinate), a Z face one run an XY plane of each t.
+ * count 0: not runs of whole XY planes (X's and Y's faces). */
+typedef struct face_runs {
+    long first, spacing;
+    int count, len;
+} face_runs;
+
+/* the dimensions whose faces the copy route sends from the field
+ * (cuda_ctx.field), a bit per mu */
+enum { FIELD_T = 1 << 3, FIELD_Z = 1 << 2 };
+
+/* an AUTO route in the tune cache: a wd_halo_policy, or the copy route
+ * with Z's faces from the field too (COPY_ZT) */
+enum { ROUTE_FIELD_SHIFT = 4 };
+
 typedef struct cuda_ctx {
     double *partial;   /* WD_LANES_MAX * BLAS_MAX_GRID * 3 (a lane's from j * BLAS_MAX_GRID * 3) */
     unsigned *count;   /* WD_LANES_MAX finished-block counts (struct reduction) */
@@ -866,12 +884,13 @@ typedef struct cuda_ctx {
     wd_nccl *nccl;
     int *face_idx;             /* device: checkerboard indices of face sites */
     long face_off[4][2][2];    /* [mu][last][parity]: first entry in face_idx */
-    long face_run[4][2][2];    /* the same face's first checkerboard index where its sites
-                                * are one run of indices (T's: t is the slowest
-                                * coordinate), else -1 */
-    int halo_gather;           /* the copy route gathers every face (WDIRAC_HALO_GATHER=1,
-                                * to measure against), rather than copying a run face
-                                * from the field */
+    face_runs runs[4][2][2];   /* [mu][last][parity]: the same face as runs of indices
+                                * (T's one, Z's one an XY plane), or none */
+    int field;                 /* FIELD_ bits: the dimensions whose faces the copy route
+                                * sends from the field by the copy engine, not gathered:
+                                * T's (the default), Z's too (AUTO's candidate copy-zt),
+                                * or as WDIRAC_HALO_FIELD says */
+    int field_env;             /* WDIRAC_HALO_FIELD was set: AUTO keeps its `field` */
     void *halo;                /* device: per partitioned mu 4 face slots */
     size_t halo_bytes;
     void *host_halo;           /* pinned host memory laid out as halo: the faces that go
@@ -1704,6 +1723,8 @@ static wd_status halo_routes(wd_backend *be, int policy)
     /* AUTO starts on the copy engine and tunes each kind of exchange at
      * its first call (tune_route) */
     c->route = policy == WD_HALO_KERNEL ? WD_HALO_KERNEL : WD_HALO_COPY;
+    if (!c->field_env)
+        c->field = FIELD_T;
     c->ntuned = 0;
     c->tuning = NULL;
     if (policy == WD_HALO_NCCL || policy == WD_HALO_MPI)
@@ -1712,6 +1733,42 @@ static wd_status halo_routes(wd_backend *be, int policy)
     if (st == WD_OK && c->p2p && c->halo)
         st = wd_p2p_map(c->p2p, c->halo);
     return st;
+}
+
+/* The n face sites idx[0 .. n - 1] as runs of at least `plane` indices
+ * (face_runs), or none */
+static face_runs runs_of(const int *idx, int n, int plane)
+{
+    face_runs r = {0, 0, 0, 0};
+    int len = 1;
+    while (len < n && idx[len] == idx[0] + len)
+        ++len;
+    if (n == 0 || len < plane || n % len)
+        return r;
+    const long spacing = len < n ? (long)idx[len] - idx[0] : len;
+    for (int k = 0; k < n / len; ++k)
+        for (int j = 0; j < len; ++j)
+            if (idx[k * len + j] != idx[0] + k * spacing + j)
+                return r;
+    r.first = idx[0], r.spacing = spacing, r.count = n / len, r.len = len;
+    return r;
+}
+
+/* WDIRAC_HALO_FIELD (docs/cli.md): the dimensions whose faces the copy
+ * route sends from the field, "T" (the default), "ZT" or "none" (every
+ * face gathered, to measure against), as FIELD_ bits */
+static wd_status field_faces(const char *v, int *bits)
+{
+    *bits = 0;
+    if (!strcmp(v, "none"))
+        return WD_OK;
+    for (const char *c = v; *c; ++c) {
+        if (*c != 'T' && *c != 'Z')
+            return wd_fail(WD_ERR_INVALID, "WDIRAC_HALO_FIELD=%s: must be T, ZT or none (the "
+                           "dimensions whose faces the copy route sends from the field)", v);
+        *bits |= *c == 'T' ? FIELD_T : FIELD_Z;
+    }
+    return WD_OK;
 }
 
 /* Collective (every rank of the grid): the NCCL communicator, the face
@@ -1726,25 +1783,23 @@ wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
                                int policy)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
+    const char *field = getenv("WDIRAC_HALO_FIELD");
+    c->field_env = field && *field;
+    c->field = FIELD_T;
+    wd_status st = grid_agree(be, c->field_env ? field_faces(field, &c->field) : WD_OK);
     /* without NCCL in the build, the faces that do not go peer to peer
      * go through MPI (halo_staged) */
-    wd_status st = wd_comm_has_nccl() ? wd_nccl_open(&c->nccl, be->grid.size, be->grid.rank)
-                                      : WD_OK;
+    if (st == WD_OK && wd_comm_has_nccl())
+        st = wd_nccl_open(&c->nccl, be->grid.size, be->grid.rank);
     if (st != WD_OK)
         return st;
     memcpy(c->face_off, off, sizeof c->face_off);
     for (int mu = 0; mu < 4; ++mu)
         for (int last = 0; last < 2; ++last)
-            for (int p = 0; p < 2; ++p) {
-                const int n = be->halo.part[mu] ? be->halo.face_cb[mu] : 0;
-                const int *f = idx + off[mu][last][p];
-                int run = n > 0;
-                for (int i = 1; i < n && run; ++i)
-                    run = f[i] == f[0] + i;
-                c->face_run[mu][last][p] = run ? f[0] : -1;
-            }
-    const char *gather = getenv("WDIRAC_HALO_GATHER");
-    c->halo_gather = gather && atoi(gather) == 1;
+            for (int p = 0; p < 2; ++p)
+                c->runs[mu][last][p] = runs_of(idx + off[mu][last][p],
+                                               be->halo.part[mu] ? be->halo.face_cb[mu] : 0,
+                                               be->dims[0] * be->dims[1] / 2);
     c->overlap = 1;
     /* the exchange's stream at the highest priority: its gather, NCCL and
      * scatter blocks go ahead of the interior's waiting blocks */
@@ -1942,25 +1997,45 @@ static wd_status halo_staged(wd_backend *be, const wd_nccl_face *faces, int n, c
     return st;
 }
 
-/* The face of n sites starting at checkerboard index `site` of right-hand
- * sides 0 .. nrhs - 1 of field f into the halo slot `to` (a peer's), laid
- * out as the gather writes it (per right-hand side, `rb` bytes apart: each
- * stored element's row of n, then the n half-precision norms), by the copy
- * engine on stream s: a two-dimensional copy of the rows, and the norms */
-static cudaError_t face_copy(char *to, size_t rb, const wd_field *f, long site, int n, int nrhs,
+/* The face `r` of right-hand sides 0 .. nrhs - 1 of field f into the halo
+ * slot `to` (a peer's), laid out as the gather writes it (per right-hand
+ * side, `rb` bytes apart: each stored element's row of the face's sites,
+ * then their half-precision norms), by the copy engine on stream s, per
+ * right-hand side: one run (T's face), a two-dimensional copy of the
+ * element rows; several (Z's, a run an XY plane), a three-dimensional copy
+ * of the runs of every element row where the rows are a whole number of
+ * run spacings apart (no padding that breaks it), else a two-dimensional
+ * copy of the runs per element row; the norms likewise */
+static cudaError_t face_copy(char *to, size_t rb, const wd_field *f, const face_runs *r, int nrhs,
                              cudaStream_t s)
 {
-    const size_t eb = (size_t)f->width * f->precision, row = (size_t)n * eb;
+    const size_t eb = (size_t)f->width * f->precision, n = (size_t)r->count * r->len;
+    const size_t run = (size_t)r->len * eb, row = n * eb, pitch = (size_t)r->spacing * eb;
+    const int planes = r->count > 1 && f->stride % r->spacing == 0;
     cudaError_t err = cudaSuccess;
     for (int q = 0; q < nrhs && err == cudaSuccess; ++q) {
         char *buf = to + q * rb;
-        const char *field = (const char *)f->data + (q * (f->bytes / eb) + site) * eb;
-        err = cudaMemcpy2DAsync(buf, row, field, (size_t)f->stride * eb, row, f->elements,
-                                cudaMemcpyDeviceToDevice, s);
+        const char *field = (const char *)f->data + (q * (f->bytes / eb) + r->first) * eb;
+        if (r->count == 1)
+            err = cudaMemcpy2DAsync(buf, row, field, (size_t)f->stride * eb, row, f->elements,
+                                    cudaMemcpyDeviceToDevice, s);
+        else if (planes) {
+            cudaMemcpy3DParms p;
+            memset(&p, 0, sizeof p);
+            p.srcPtr = make_cudaPitchedPtr((void *)field, pitch, run, f->stride / r->spacing);
+            p.dstPtr = make_cudaPitchedPtr(buf, run, run, r->count);
+            p.extent = make_cudaExtent(run, r->count, f->elements);
+            p.kind = cudaMemcpyDeviceToDevice;
+            err = cudaMemcpy3DAsync(&p, s);
+        }
+        for (int e = 0; e < f->elements && r->count > 1 && !planes && err == cudaSuccess; ++e)
+            err = cudaMemcpy2DAsync(buf + e * row, run, field + (size_t)e * f->stride * eb, pitch,
+                                    run, r->count, cudaMemcpyDeviceToDevice, s);
         if (err == cudaSuccess && f->norm)
-            err = cudaMemcpyAsync(buf + row * f->elements,
-                                  f->norm + q * (f->norm_bytes / sizeof(float)) + site,
-                                  n * sizeof(float), cudaMemcpyDeviceToDevice, s);
+            err = cudaMemcpy2DAsync(buf + row * f->elements, r->len * sizeof(float),
+                                    f->norm + q * (f->norm_bytes / sizeof(float)) + r->first,
+                                    r->spacing * sizeof(float), r->len * sizeof(float), r->count,
+                                    cudaMemcpyDeviceToDevice, s);
     }
     return err;
 }
@@ -1977,8 +2052,9 @@ static cudaError_t face_copy(char *to, size_t rb, const wd_field *f, long site, 
  * (ghosts_read).  A dimension that goes peer to peer (c->p2p)
  * has its faces written by the gather straight into the neighbour's
  * receive slots (policy kernel) or copied there by the copy engine (copy:
- * a face that is one run of indices, T's, straight from the field, with
- * no gather), ordered by the flags of halo_p2p.h; the others go through
+ * the faces of the dimensions c->field names, runs of whole XY planes,
+ * straight from the field, with no gather), ordered by the flags of
+ * halo_p2p.h; the others go through
  * one NCCL group.  Collective over the ranks of the grid; `pending`, a
  * failure of the caller's, is agreed with the others before the exchange
  * (and stops it). */
@@ -2073,18 +2149,18 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
     memset(&pack, 0, sizeof pack);
     pack.rhs_elems = rhs_elems;
     pack.rhs_norms = rhs_norms;
-    /* on the copy route a face whose sites are one run of indices (T's)
-     * goes from the field to the neighbour by the copy engine (ce_send: the
-     * run's first index, else -1) and is left out of the gather, so no
-     * gather block takes an SM or a pass over the face from the interior;
-     * the neighbour's receive slot gets the same bytes either way.  Z's
-     * faces, a run an XY plane, copied the same way (a two-dimensional copy
-     * of the runs per element row) were 2.8-3.5% faster at 48^3x96 with
-     * one right-hand side, but at 32^3x64 5.5-9% slower in single and half
-     * with one and 6.5-21% slower with 4 and 12 (run67): they are
-     * gathered. */
-    const int copy_runs = direct && !kernel_write && !c->halo_gather;
-    long ce_send[4][2];
+    /* on the copy route a face of runs of whole XY planes goes from the
+     * field to the neighbour by the copy engine where c->field names its
+     * dimension (ce_send: its runs, else NULL) and is left out of the
+     * gather, so no gather block takes an SM or a pass over the face from
+     * the interior; the neighbour's receive slot gets the same bytes
+     * either way.  T's faces (one run) always: faster in every case
+     * measured.  Z's (a run an XY plane) where AUTO timed them faster
+     * (copy-zt): at 48^3x96 with one right-hand side 2.8-3.5% faster than
+     * gathered, at 32^3x64 5.5-21% slower (run67, one copy per element
+     * row then). */
+    const int copy_runs = direct && !kernel_write;
+    const face_runs *ce_send[4][2];
     int npack = 0, nnccl = 0, ncopy = 0, nmpi = 0, pblocks = 0;
     for (int mu = 0; mu < 4 && st == WD_OK; ++mu) {
         if (!be->halo.part[mu])
@@ -2104,9 +2180,11 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
                          rb, gsrc[mu]);
         for (int d = 0; d < 2; ++d) {
             const int dir = d ? WD_BWD : WD_FWD;
+            const face_runs *runs = &c->runs[mu][d ? 0 : 1][in_parity];
             ce_send[mu][d] =
-                r == WD_HALO_COPY && copy_runs ? c->face_run[mu][d ? 0 : 1][in_parity] : -1;
-            if (ce_send[mu][d] < 0) {
+                r == WD_HALO_COPY && copy_runs && (c->field >> mu & 1) && runs->count ? runs
+                                                                                      : NULL;
+            if (!ce_send[mu][d]) {
                 const int j = npack++;
                 pack.idx[j] = c->face_idx + c->face_off[mu][d ? 0 : 1][in_parity];
                 pack.buf[j] = (char *)f.send[dir];
@@ -2152,11 +2230,11 @@ static wd_status halo_on(wd_backend *be, const wd_field *in, int nrhs, int out_p
         for (int d = 0; d < 2 && st == WD_OK; ++d) {
             const int dir = d ? WD_BWD : WD_FWD;
             char *to = peer_slot(c, f->mu, dir, off[f->mu], slot);
-            const long run = ce_send[f->mu][d];
-            const cudaError_t err = run < 0 ? cudaMemcpyAsync(to, f->send[dir], f->bytes,
-                                                              cudaMemcpyDeviceToDevice, s)
-                                            : face_copy(to, face_rhs(be, in, f->mu), in, run,
-                                                        be->halo.face_cb[f->mu], nrhs, s);
+            const face_runs *runs = ce_send[f->mu][d];
+            const cudaError_t err = !runs ? cudaMemcpyAsync(to, f->send[dir], f->bytes,
+                                                            cudaMemcpyDeviceToDevice, s)
+                                          : face_copy(to, face_rhs(be, in, f->mu), in, runs, nrhs,
+                                                      s);
             if (err != cudaSuccess)
                 st = wd_fail(WD_ERR_CUDA, "CUDA backend: the peer-to-peer copy of dimension %d's "
                              "face: %s", f->mu, cudaGetErrorString(err));
@@ -2315,6 +2393,24 @@ static double median(std::vector<double> &t)
 
 #define ROUTE_REPS 7  /* timed calls a candidate route, after 2 untimed */
 
+/* AUTO's routes as numbers (route_choice.route, the tune cache): a
+ * wd_halo_policy, or COPY_ZT, the copy route with Z's faces from the field
+ * too (cuda_ctx.field) */
+enum { COPY_ZT = WD_HALO_COPY | (FIELD_T | FIELD_Z) << ROUTE_FIELD_SHIFT };
+
+static const char *route_name(int route)
+{
+    return route == COPY_ZT ? "copy-zt" : wd_halo_policy_name((wd_halo_policy)route);
+}
+
+/* c->route, and c->field unless WDIRAC_HALO_FIELD fixes it */
+static void take_route(cuda_ctx *c, int route)
+{
+    c->route = route & ((1 << ROUTE_FIELD_SHIFT) - 1);
+    if (!c->field_env)
+        c->field = route >> ROUTE_FIELD_SHIFT ? route >> ROUTE_FIELD_SHIFT : FIELD_T;
+}
+
 /* AUTO (issue 28, item 2): c->route for this kind of exchange (the
  * faces' precision, the right-hand sides, the overlap), chosen once per
  * process.  Where some dimension goes peer to peer the candidates are the
@@ -2337,13 +2433,20 @@ static wd_status tune_route(wd_backend *be, int variant, const wd_dslash_args *a
     for (int i = 0; i < c->ntuned; ++i) {
         const route_choice *r = &c->tuned[i];
         if (r->precision == in->precision && r->nrhs == nrhs && r->overlap == c->overlap) {
-            c->route = r->route;
+            take_route(c, r->route);
             c->tuning = r->how;
             return pending;
         }
     }
-    int cand[3], nc = 0;
+    /* copy-zt where Z's faces could go from the field (its runs are
+     * those of every parity and side alike) and WDIRAC_HALO_FIELD does
+     * not fix the faces */
+    int p2p[4];
+    wd_p2p_routes(c->p2p, p2p);
+    int cand[4], nc = 0;
     cand[nc++] = WD_HALO_COPY;
+    if (!c->field_env && p2p[2] && c->runs[2][0][0].count)
+        cand[nc++] = COPY_ZT;
     cand[nc++] = WD_HALO_KERNEL;
     if (c->nccl)
         cand[nc++] = WD_HALO_NCCL;
@@ -2376,11 +2479,10 @@ static wd_status tune_route(wd_backend *be, int variant, const wd_dslash_args *a
     for (int k = 0; k < nc; ++k)
         if (v[0] == cand[k] && -v[1] == cand[k])
             chosen = cand[k];
-    double us[3] = {0, 0, 0};
+    double us[4] = {0, 0, 0, 0};
     char how[160];
     if (chosen >= 0)
-        snprintf(how, sizeof how, "%s: %s (the tune cache)", aux,
-                 wd_halo_policy_name((wd_halo_policy)chosen));
+        snprintf(how, sizeof how, "%s: %s (the tune cache)", aux, route_name(chosen));
     else {
         /* every rank makes the same calls whatever fails: a failure is
          * agreed inside the next call's exchange, which then stops early
@@ -2390,7 +2492,7 @@ static wd_status tune_route(wd_backend *be, int variant, const wd_dslash_args *a
         if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
             st = wd_fail(WD_ERR_CUDA, "halo route: cudaEventCreate failed");
         for (int k = 0; k < nc; ++k) {
-            c->route = cand[k];
+            take_route(c, cand[k]);
             std::vector<double> t;
             for (int r = -2; r < ROUTE_REPS; ++r) {
                 cudaError_t err = st == WD_OK ? cudaEventRecord(e0, s) : cudaSuccess;
@@ -2404,8 +2506,7 @@ static wd_status tune_route(wd_backend *be, int variant, const wd_dslash_args *a
                     err = cudaEventElapsedTime(&ms, e0, e1);
                 if (st == WD_OK && err != cudaSuccess)
                     st = wd_fail(WD_ERR_CUDA, "halo route: timing the %s route: %s",
-                                 wd_halo_policy_name((wd_halo_policy)cand[k]),
-                                 cudaGetErrorString(err));
+                                 route_name(cand[k]), cudaGetErrorString(err));
                 if (st == WD_OK && r >= 0)
                     t.push_back(1e3 * ms);
             }
@@ -2418,7 +2519,7 @@ static wd_status tune_route(wd_backend *be, int variant, const wd_dslash_args *a
         if ((st = grid_agree(be, st)) == WD_OK && be->grid.size > 1)
             st = wd_comm_max(us, nc);
         if (st != WD_OK) {
-            c->route = WD_HALO_COPY;  /* and chosen again at the next call */
+            take_route(c, WD_HALO_COPY);  /* and chosen again at the next call */
             return st;
         }
         int best = 0;
@@ -2428,15 +2529,14 @@ static wd_status tune_route(wd_backend *be, int variant, const wd_dslash_args *a
         chosen = cand[best];
         int len = snprintf(how, sizeof how, "%s:", aux);
         for (int k = 0; k < nc && len < (int)sizeof how; ++k)
-            len += snprintf(how + len, sizeof how - (size_t)len, " %s %.1f",
-                            wd_halo_policy_name((wd_halo_policy)cand[k]), us[k]);
+            len += snprintf(how + len, sizeof how - (size_t)len, " %s %.1f", route_name(cand[k]),
+                            us[k]);
         if (len < (int)sizeof how)
-            snprintf(how + len, sizeof how - (size_t)len, " us -> %s",
-                     wd_halo_policy_name((wd_halo_policy)chosen));
+            snprintf(how + len, sizeof how - (size_t)len, " us -> %s", route_name(chosen));
         /* a failure to write the cache is this rank's: the call agrees it */
         st = wd_tune_halo_save(be->dims, aux, chosen, us[best]);
     }
-    c->route = chosen;
+    take_route(c, chosen);
     /* past MAX_ROUTE_KEYS kinds the last entry is reused: a later call of
      * an evicted kind reads the tune cache again (every rank alike) */
     route_choice *r = &c->tuned[c->ntuned < MAX_ROUTE_KEYS ? c->ntuned++ : MAX_ROUTE_KEYS - 1];

@@ -188,8 +188,8 @@ static wd_status keep(entry *key, int value, double us)
     return save();
 }
 
-/* the halo route's entries: the variant word HALO_ROUTE, the route (a
- * wd_halo_policy, > 0) in the block column */
+/* the halo route's entries: the variant word HALO_ROUTE, the route (> 0:
+ * a wd_halo_policy, or backend_cuda.cu's COPY_ZT) in the block column */
 #define HALO_ROUTE "halo_route"
 
 wd_status wd_tune_halo_find(const int dims[4], const char *aux, int *route)
