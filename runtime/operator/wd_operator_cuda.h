@@ -28,6 +28,22 @@ extern const int wd_cuda_launcher_count;
 #endif
 
 #ifdef __CUDACC__
+/* The threads a block of `kernel` may have (its registers allow), rounded
+ * down to a multiple of 32, into *most where that is still 0 (asked once a
+ * kernel).  A Dslash kernel's G = 1 instance (reading received faces) may
+ * take more registers than its G = 0 one, on whose launches the block size
+ * was tuned: the launchers cap its blocks at this. */
+static inline cudaError_t wd_block_most(const void *kernel, int *most)
+{
+    if (*most > 0)
+        return cudaSuccess;
+    cudaFuncAttributes fa;
+    const cudaError_t e = cudaFuncGetAttributes(&fa, kernel);
+    if (e == cudaSuccess)
+        *most = fa.maxThreadsPerBlock >= 64 ? fa.maxThreadsPerBlock / 32 * 32 : fa.maxThreadsPerBlock;
+    return e;
+}
+
 /* One stored element's share of a reducing kernel's sums (the site function
  * with sums, templates/dslash_site.j2): red += {Re <y, v>, Im <y, v>,
  * |v|^2} over v's two complex numbers, each real the stored short times its
