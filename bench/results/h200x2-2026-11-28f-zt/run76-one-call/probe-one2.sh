@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# run76b: the one-GPU call run76 lost to its 75 s limit (a fresh tune cache), on the same warm machine right after
+export NCCL_NVLS_ENABLE=0 OMP_NUM_THREADS=8; nccl_lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(nvidia.nccl.__path__[0], "lib"))' 2>/dev/null); export LD_LIBRARY_PATH="/tmp/new/lib:$nccl_lib"; ls /tmp/new/wdirac && mkdir -p $OUT/u && WDIRAC_TUNE_CACHE=/tmp/u/tc.tsv timeout 200 /tmp/new/wdirac bench dslash --backend cuda --dims 48 48 48 96 --kernels "dslash_[dsh]_r12_gf0_dag0_xpay0_n1" --reps 100 --json $OUT/u/one2.json > $OUT/u/one2.log 2>&1; echo rc $?; grep -E "^dslash" $OUT/u/one2.log | cut -c1-150
