@@ -51,7 +51,8 @@
  *
  * Process grid (--grid Px Py Pz Pt, or several ranks under mpirun; CUDA
  * backend, one GPU per rank): each rank times, with CUDA events, the
- * backend's whole Dslash on its block: the halo exchange (gather, the
+ * backend's whole Dslash on its block (the timed calls start together on
+ * every rank, after two untimed ones): the halo exchange (gather, the
  * transfers) and the kernel, which reads the received faces in place.  The exchange overlaps the interior
  * sites' kernel, and the call is also timed with the overlap off ("serial
  * us"); "hidden" is the share of the serial

@@ -2569,7 +2569,14 @@ void wd_cuda_be_halo_tuning(const wd_backend *be, char *buf, size_t n)
 
 /* wd_backend_cuda_time_dslash's timing: per call, events before the
  * Dslash (exchange and kernel) and after it; the exchange ends at
- * c->ev_halo (on the comm stream when overlapped) */
+ * c->ev_halo (on the comm stream when overlapped).  On a grid the timed
+ * calls start together (an agreement after the 2 untimed ones): those
+ * (the kernels' block tuning, AUTO's route, each rank's tune-cache
+ * writes) leave the ranks apart, and a rank ahead of its neighbours keeps
+ * its lead through every later call (each waits for their faces, hidden
+ * behind its interior), which its exchange time would count.  Collective
+ * on a grid: a failure is fed to the next call's exchange, which agrees
+ * it, so that every rank stops at the same call. */
 wd_status wd_cuda_be_time(wd_backend *be, int variant, const wd_dslash_args *args, int block,
                           const wd_field *in, int parity, int reps, double *us, double *halo_us)
 {
@@ -2582,14 +2589,19 @@ wd_status wd_cuda_be_time(wd_backend *be, int variant, const wd_dslash_args *arg
     std::vector<double> total, halo;
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     const int grid = be->halo.ghost_sites > 0;
-    for (int r = -2; r < reps && st == WD_OK; ++r) {
-        cudaError_t err = cudaEventRecord(e[0], s);
-        if (err == cudaSuccess) {
-            st = grid ? wd_cuda_be_dslash_grid(be, variant, args, block, in, parity, WD_OK)
-                      : wd_cuda_dslash_async(variant, args, block);
-            if (st != WD_OK)
-                break;
-        }
+    for (int r = -2; r < reps; ++r) {
+        if (r == 0)
+            st = grid_agree(be, st);
+        cudaError_t err = st == WD_OK ? cudaEventRecord(e[0], s) : cudaSuccess;
+        if (err != cudaSuccess)
+            st = wd_fail(WD_ERR_CUDA, "CUDA backend: timing %s: %s", wd_variants[variant].name,
+                         cudaGetErrorString(err));
+        if (grid)
+            st = wd_cuda_be_dslash_grid(be, variant, args, block, in, parity, st);
+        else if (st == WD_OK)
+            st = wd_cuda_dslash_async(variant, args, block);
+        if (st != WD_OK)
+            break;
         if (err == cudaSuccess)
             err = cudaEventRecord(e[2], s);
         if (err == cudaSuccess)

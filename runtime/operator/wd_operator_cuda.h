@@ -40,7 +40,8 @@ static inline cudaError_t wd_block_most(const void *kernel, int *most)
     cudaFuncAttributes fa;
     const cudaError_t e = cudaFuncGetAttributes(&fa, kernel);
     if (e == cudaSuccess)
-        *most = fa.maxThreadsPerBlock >= 64 ? fa.maxThreadsPerBlock / 32 * 32 : fa.maxThreadsPerBlock;
+        *most = fa.maxThreadsPerBlock >= 64 ? fa.maxThreadsPerBlock / 32 * 32
+                                            : fa.maxThreadsPerBlock;
     return e;
 }
 
