@@ -863,9 +863,11 @@ typedef struct face_runs {
  * (cuda_ctx.field), a bit per mu */
 enum { FIELD_T = 1 << 3, FIELD_Z = 1 << 2 };
 
-/* an AUTO route in the tune cache: a wd_halo_policy, or the copy route
- * with Z's faces from the field too (COPY_ZT) */
+/* AUTO's routes as numbers (route_choice.route, the tune cache): a
+ * wd_halo_policy, or COPY_ZT, the copy route with Z's faces from the
+ * field too (its FIELD_ bits above the policy's) */
 enum { ROUTE_FIELD_SHIFT = 4 };
+enum { COPY_ZT = WD_HALO_COPY | (FIELD_T | FIELD_Z) << ROUTE_FIELD_SHIFT };
 
 typedef struct cuda_ctx {
     double *partial;   /* WD_LANES_MAX * BLAS_MAX_GRID * 3 (a lane's from j * BLAS_MAX_GRID * 3) */
@@ -2392,11 +2394,6 @@ static double median(std::vector<double> &t)
 }
 
 #define ROUTE_REPS 7  /* timed calls a candidate route, after 2 untimed */
-
-/* AUTO's routes as numbers (route_choice.route, the tune cache): a
- * wd_halo_policy, or COPY_ZT, the copy route with Z's faces from the field
- * too (cuda_ctx.field) */
-enum { COPY_ZT = WD_HALO_COPY | (FIELD_T | FIELD_Z) << ROUTE_FIELD_SHIFT };
 
 static const char *route_name(int route)
 {

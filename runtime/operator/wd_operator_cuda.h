@@ -28,21 +28,25 @@ extern const int wd_cuda_launcher_count;
 #endif
 
 #ifdef __CUDACC__
-/* The threads a block of `kernel` may have (its registers allow), rounded
- * down to a multiple of 32, into *most where that is still 0 (asked once a
- * kernel).  A Dslash kernel's G = 1 instance (reading received faces) may
- * take more registers than its G = 0 one, on whose launches the block size
- * was tuned: the launchers cap its blocks at this. */
-static inline cudaError_t wd_block_most(const void *kernel, int *most)
+/* Caps *sites so that a block of *sites x per threads fits `kernel`: the
+ * threads its registers allow, rounded down to a multiple of 32, asked
+ * once a kernel (cached in *most, 0 before).  A Dslash kernel's G = 1
+ * instance (reading received faces) may take more registers than its
+ * G = 0 one, on whose launches the block size was tuned: the launchers
+ * cap its blocks with this. */
+static inline cudaError_t wd_block_fit(const void *kernel, int *most, int per, int *sites)
 {
-    if (*most > 0)
-        return cudaSuccess;
-    cudaFuncAttributes fa;
-    const cudaError_t e = cudaFuncGetAttributes(&fa, kernel);
-    if (e == cudaSuccess)
+    if (*most == 0) {
+        cudaFuncAttributes fa;
+        const cudaError_t e = cudaFuncGetAttributes(&fa, kernel);
+        if (e != cudaSuccess)
+            return e;
         *most = fa.maxThreadsPerBlock >= 64 ? fa.maxThreadsPerBlock / 32 * 32
                                             : fa.maxThreadsPerBlock;
-    return e;
+    }
+    if (*sites * per > *most)
+        *sites = *most >= per ? *most / per : 1;
+    return cudaSuccess;
 }
 
 /* One stored element's share of a reducing kernel's sums (the site function
