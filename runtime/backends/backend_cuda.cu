@@ -1804,7 +1804,7 @@ wd_status wd_cuda_be_grid_open(wd_backend *be, const int *idx, long total,
                                                be->dims[0] * be->dims[1] / 2);
     c->overlap = 1;
     /* the exchange's stream at the highest priority: its gather, NCCL and
-     * scatter blocks go ahead of the interior's waiting blocks */
+     * boundary blocks go ahead of the interior's waiting blocks */
     int lowest = 0, highest = 0;
     cudaError_t err = cudaDeviceGetStreamPriorityRange(&lowest, &highest);
     if (err == cudaSuccess)
@@ -1914,7 +1914,7 @@ static size_t face_slot(const wd_backend *be, const wd_field *f, int mu, int nrh
     return (nrhs * face_rhs(be, f, mu) + 255) / 256 * 256;
 }
 
-/* A failure after the ranks' agreement (NCCL, the scatter, the kernel
+/* A failure after the ranks' agreement (NCCL, the copies, the kernel
  * launch after the exchange, an event) is this rank's alone: the others
  * return WD_OK from the same call and go on to their next collective.  On
  * a grid of several ranks it is therefore recorded in be->error, the
@@ -1945,8 +1945,8 @@ static char *peer_slot(const cuda_ctx *c, int mu, int dir, size_t off, size_t sl
  * c->halo): copied on stream s into the same places of the pinned host
  * mirror c->host_halo, the stream synchronised, every such dimension's
  * two messages each way in flight at once (wd_comm_halo_start, as the CPU
- * backend exchanges), then the received faces copied back on s, before
- * the scatter.  After the agreement: a failure here is this rank's alone,
+ * backend exchanges), then the received faces copied back on s, where
+ * the kernels read them.  After the agreement: a failure here is this rank's alone,
  * and the rank still takes part in every message, so that no neighbour
  * waits for ever. */
 static wd_status halo_staged(wd_backend *be, const wd_nccl_face *faces, int n, cudaStream_t s)
