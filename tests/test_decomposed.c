@@ -38,11 +38,11 @@
  * and before the whole kernel.  On every grid the site order of the
  * overlap (wd_site_order: interior first) must be a permutation whose
  * interior reads no ghost and whose boundary reads one, as
- * wd_site_neighbours finds them.  With --halo every grid's exchanges
- * must take the policy's route in every exchanged dimension (peer to peer
- * by copies or kernel writes, NCCL, or MPI through the host;
- * wd_backend_cuda_halo_route), and
- * a route that cannot be fails the grid.  Without --halo (AUTO), where a
+ * wd_site_neighbours finds them.  With --halo (or WDIRAC_HALO, which the
+ * backend reads) every grid's exchanges must take the policy's route in
+ * every exchanged dimension (peer to peer by copies or kernel writes,
+ * NCCL, or MPI through the host; wd_backend_cuda_halo_route), and a
+ * route that cannot be fails the grid.  Without either (AUTO), where a
  * dimension can go peer to peer, each kind of exchange's route is timed
  * and chosen at its first call: the last exchange must have taken the
  * route its tuning line names, and a second backend on the grid must take
@@ -671,6 +671,16 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--backend"))
             kind = !strcmp(argv[i + 1], "cuda") || !strcmp(argv[i + 1], "gpu") ? WD_BACKEND_CUDA
                                                                                  : WD_BACKEND_CPU;
+    /* WDIRAC_HALO forces every grid's policy as --halo does (the backend
+     * reads it at each grid's opening): the routes are checked against it */
+    const char *env = getenv("WDIRAC_HALO");
+    if (!halo_forced && env && *env) {
+        if (wd_halo_policy_parse(env, &halo) != WD_OK) {
+            fprintf(stderr, "test_decomposed: WDIRAC_HALO: %s\n", wd_last_error());
+            return 2;
+        }
+        halo_forced = halo != WD_HALO_AUTO;
+    }
     if (kind == WD_BACKEND_CUDA) {
         /* every rank decides alike: the lowest rank's reason wins */
         double skip = !wd_cuda_available();
