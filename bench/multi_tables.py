@@ -225,6 +225,15 @@ def strong_verdicts(dims, fam, here, sp, base_n, precs):
     return out
 
 
+def route(r):
+    """each split dimension's route ("T:copy Z:copy") and AUTO's choice
+    from its tuning line ("... -> copy-zt", "...: copy-zt (the tune
+    cache)"), as bench dslash's JSON gives them"""
+    routes, tuning = r.get("halo_route") or "", r.get("halo_route_tuning") or ""
+    m = re.search(r"(?: -> |: )([a-z-]+)(?: \(the tune cache\))?$", tuning)
+    return (routes or "-") + (" (auto: %s)" % m.group(1) if m else "")
+
+
 def detail(here, base, base_n):
     body = []
     for k in sorted(here, key=lambda k: (here[k]["ranks"], k[2], "dsh".index(family(k[0])[0] or "d"))):
@@ -240,13 +249,15 @@ def detail(here, base, base_n):
                      "-" if one else "%.0f" % (r.get("halo_bytes_sent_per_rank", 0) / 1024),
                      "-" if one else "%.1f" % r.get("halo_GBps", 0), "%.2f" % ser if ser else "-",
                      "%.0f%%" % (100 * hid) if ser and hid is not None else "-",
-                     r.get("policy") or r.get("exchange_policy") or "-"])
-    print("\nEach row: halo us from the call's start to the exchange's end; halo KiB sent a rank; "
-          "serial us with the overlap off (where bench dslash times it) and the share of that "
-          "exchange the overlap hides; policy as bench dslash reports it; efficiency = speedup "
-          "x %d / GPUs\n" % base_n)
+                     route(r)])
+    print("\nEach row: halo us from the call's start to the exchange's end on the slowest rank "
+          "(it can also count a wait for the neighbours, whose calls start apart: an upper "
+          "bound of the exchange's own time; hidden reads above 100%% where it does); "
+          "halo KiB sent a rank; serial us with the overlap off (where bench dslash times it) "
+          "and the share of that exchange the overlap hides; route: each dimension's, as bench "
+          "dslash reports it, with AUTO's choice; efficiency = speedup x %d / GPUs\n" % base_n)
     print(table(["variant", "grid", "local", "us", "speedup", "efficiency", "halo us", "halo KiB",
-                 "halo GB/s", "serial us", "hidden", "policy"], body))
+                 "halo GB/s", "serial us", "hidden", "route"], body))
 
 
 def weak_table(rows):
