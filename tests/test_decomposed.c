@@ -22,8 +22,7 @@
  * The block of the decomposed result must equal the same block of the
  * one-process result bit for bit: halos carry the neighbours' stored
  * values unchanged and every site's arithmetic is the same.  Outputs and
- * inputs are poisoned (all bits set: sites, padding, norms) before each
- * call.
+ * the input's ghost faces are poisoned (all bits set) before each call.
  * The multi-RHS variants (_n2, _n4) run on multi-fields of one group and
  * of three groups of fresh random right-hand sides, whose faces a call
  * exchanges all at once: every right-hand side bit for bit the one-process
@@ -135,7 +134,7 @@ typedef struct fields {
     const double *in, *x;     /* global spinors */
 } fields;
 
-/* all bits set in a field: its sites, padding and norms, of
+/* all bits set in a field: its sites, ghost faces, padding and norms, of
  * every right-hand side of a multi-field */
 static wd_status poison(const wd_field *f)
 {

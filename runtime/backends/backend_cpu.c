@@ -151,7 +151,7 @@ static void cpu_clover_free(wd_backend *be, wd_clover *c)
 /* Receive the ghost faces of right-hand sides 0 .. nrhs - 1 of `in`
  * (parity 1 - out_parity) from the neighbours, and point args->gsrc at
  * them: the kernels read each ghost site where it landed (wd_kernel.h,
- * wd_ghost_src); the field has no ghost zone.  Per
+ * wd_ghost_src), so nothing is scattered into the field's ghost zone.  Per
  * partitioned dimension the faces of every right-hand side going one way
  * travel as one message (right-hand side q's face at q face bytes of the
  * slot), so N right-hand sides cost one message per neighbour and

@@ -69,11 +69,10 @@ wd_status wd_spinor_layout_make_halo(wd_spinor_layout *l, const int dims[4], con
     l->width = p->spinor_width;
     l->elements = WD_SPINOR_REALS / p->spinor_width;
     l->volume_cb = dims[0] * dims[1] * dims[2] * dims[3] / 2;
-    /* no ghost zone: both backends read received faces where they landed
-     * (wd_dslash_args.gsrc) */
-    l->stride = l->volume_cb + pad;
+    const int sites = l->volume_cb + l->halo.ghost_sites;
+    l->stride = sites + pad;
     l->bytes = (size_t)l->elements * l->stride * l->width * precision;
-    l->norm_bytes = p->has_norm ? (size_t)l->volume_cb * sizeof(float) : 0;
+    l->norm_bytes = p->has_norm ? (size_t)sites * sizeof(float) : 0;
     return WD_OK;
 }
 

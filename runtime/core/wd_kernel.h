@@ -36,16 +36,16 @@
  * Checkerboard index: cb = (x + X*(y + Y*(z + Z*t))) / 2.
  *
  * Domain decomposition: dims are a rank's local extents.  A hop across a
- * partitioned face (bit mu of `part`) reads the neighbour rank's site at
- * ghost index ghost[mu][dir] + (f >> 1), f the lexicographic index of the
- * site's other three coordinates (dir 0 = forward ghost, the forward
- * neighbour's first slice; 1 = backward ghost, its last slice).  A spinor
- * has no storage there (no ghost zone): the hop reads that ghost face in
- * the buffer the exchange received it in, gsrc[mu][dir] (wd_ghost_src),
- * site j = ghost index - ghost[mu][dir] of it; both backends set it for
- * every partitioned face of a call.  A gauge block (mu, p) does store its
- * backward ghost after the local sites: U_mu at those sites (the link a
- * backward hop needs), at the ghost index.  The time boundary sign and the gauge-fixed
+ * partitioned face (bit mu of `part`) reads the neighbour rank's site from
+ * a ghost face stored after the local sites of the same sub-arrays: index
+ * ghost[mu][dir] + (f >> 1), f the lexicographic index of the site's other
+ * three coordinates (dir 0 = forward ghost, the forward neighbour's first
+ * slice; 1 = backward ghost, its last slice).  Where gsrc[mu][dir].data
+ * is set, that ghost face is read instead from the buffer the exchange
+ * received it in (wd_ghost_src): site j = ghost index - ghost[mu][dir] of
+ * it, so no scatter into the ghost zone is needed.  The backward ghost of a
+ * gauge block (mu, p) holds U_mu at those sites (the link a backward hop
+ * needs), at the ghost index.  The time boundary sign and the gauge-fixed
  * last slice follow the global t = t_origin + t of extent global_T.  Local
  * extents are even, so local and global parity agree.
  *
@@ -101,8 +101,8 @@ typedef struct wd_halo {
  * A received ghost face, read where it landed (wd_dslash_args.gsrc):
  * element k of the face's site j of right-hand side q is the vector element
  * data[q * rhs + k * stride + j], its half-precision norm
- * norm[q * rhs_norm + j].  data NULL: not received (no partitioned face
- * of a call; a spinor has no ghost zone to read instead).
+ * norm[q * rhs_norm + j].  data NULL: the face is in the ghost zone after
+ * the local sites.
  */
 typedef struct wd_ghost_src {
     const void *data;   /* right-hand side 0's face: stored elements, a row of `stride` each */
@@ -168,7 +168,7 @@ typedef struct wd_dslash_args {
                              * [cb0, cb1) is of output sites; else it indexes this
                              * list of output sites (a grid's interior or boundary
                              * where X, Y or Z is partitioned); the CPU ignores it */
-    wd_ghost_src gsrc[4][2];    /* where each ghost face is read (data NULL: none received);
+    wd_ghost_src gsrc[4][2];    /* where each ghost face is read (data NULL: the ghost zone);
                                  * last, so that the other members keep their offsets */
 } wd_dslash_args;
 

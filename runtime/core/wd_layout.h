@@ -48,10 +48,9 @@ typedef struct wd_spinor_layout {
     int width;          /* reals per element */
     int elements;       /* elements per site */
     int volume_cb;      /* sites of one parity */
-    int stride;         /* elements between sub-arrays: volume_cb + pad (no ghost zone:
-                         * the kernels read received faces where they landed) */
-    size_t bytes;       /* the whole field, padding included */
-    size_t norm_bytes;  /* half precision: one float per site, else 0 */
+    int stride;         /* elements between sub-arrays: volume_cb + ghost sites + pad */
+    size_t bytes;       /* the whole field, ghosts and padding included */
+    size_t norm_bytes;  /* half precision: one float per site and ghost site, else 0 */
     wd_halo halo;
 } wd_spinor_layout;
 
