@@ -481,10 +481,12 @@ void wd_backend_cuda_halo_route(const wd_backend *be, char *buf, size_t n);
 void wd_backend_cuda_halo_tuning(const wd_backend *be, char *buf, size_t n);
 
 /* The kernel launches of a CUDA backend's last halo exchange: *pack the
- * gathers of the faces into the send buffers, *unpack the scatters into
- * the ghost zones (1 each on a grid: every face of every partitioned
- * dimension and right-hand side in one launch; 0 off a grid, before the
- * first exchange, or on another backend). */
+ * gathers of the faces into the send buffers (at most 1 on a grid: every
+ * gathered face of every partitioned dimension and right-hand side in one
+ * launch; 0 where the copy engine sends them all from the field), *unpack
+ * the scatters after the exchange (0: the kernels read the faces where
+ * they landed); 0 off a grid, before the first exchange, or on another
+ * backend. */
 void wd_backend_cuda_halo_launches(const wd_backend *be, int *pack, int *unpack);
 
 /* The NCCL exchange alone on a CUDA backend's grid: both faces of the
@@ -557,8 +559,8 @@ int wd_variants_nrhs(int variant);
  * backend, on one process and on a process grid.  On a grid a multi-RHS
  * call exchanges the faces of all its right-hand sides at once: per
  * partitioned dimension one message to each neighbour holding every
- * right-hand side's face, each scattered into that right-hand side's own
- * ghost zone, so the result is the one-process result bit for bit. */
+ * right-hand side's face, each read by the kernels where it landed, so
+ * the result is the one-process result bit for bit. */
 int wd_backend_multi_rhs(const wd_backend *be);
 
 /* Whether a batch's operator should take the multi-RHS kernels on this
