@@ -659,27 +659,26 @@ int main(int argc, char **argv)
     rank = wd_comm_rank();
     nranks = wd_comm_size();
     uint64_t seed = (uint64_t)time(NULL);
+    /* the halo policy: --halo, else WDIRAC_HALO (which the backend reads at
+     * each grid's opening); either forces every grid's routes, which are
+     * checked against it (WDIRAC_HALO=auto leaves AUTO's choice) */
+    const char *policy = getenv("WDIRAC_HALO");
+    int flag = 0;
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--seed"))
             seed = strtoull(argv[i + 1], NULL, 10);
-        else if (!strcmp(argv[i], "--halo")) {
-            if (wd_halo_policy_parse(argv[i + 1], &halo) != WD_OK) {
-                fprintf(stderr, "test_decomposed: %s\n", wd_last_error());
-                return 2;
-            }
-            halo_forced = 1;
-        } else if (!strcmp(argv[i], "--backend"))
+        else if (!strcmp(argv[i], "--halo"))
+            policy = argv[i + 1], flag = 1;
+        else if (!strcmp(argv[i], "--backend"))
             kind = !strcmp(argv[i + 1], "cuda") || !strcmp(argv[i + 1], "gpu") ? WD_BACKEND_CUDA
                                                                                  : WD_BACKEND_CPU;
-    /* WDIRAC_HALO forces every grid's policy as --halo does (the backend
-     * reads it at each grid's opening): the routes are checked against it */
-    const char *env = getenv("WDIRAC_HALO");
-    if (!halo_forced && env && *env) {
-        if (wd_halo_policy_parse(env, &halo) != WD_OK) {
-            fprintf(stderr, "test_decomposed: WDIRAC_HALO: %s\n", wd_last_error());
+    if (policy && *policy) {
+        if (wd_halo_policy_parse(policy, &halo) != WD_OK) {
+            fprintf(stderr, "test_decomposed: %s: %s\n", flag ? "--halo" : "WDIRAC_HALO",
+                    wd_last_error());
             return 2;
         }
-        halo_forced = halo != WD_HALO_AUTO;
+        halo_forced = flag || halo != WD_HALO_AUTO;
     }
     if (kind == WD_BACKEND_CUDA) {
         /* every rank decides alike: the lowest rank's reason wins */
